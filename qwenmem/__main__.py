@@ -1,0 +1,3 @@
+from qwenmem.cli.app import main
+
+main()

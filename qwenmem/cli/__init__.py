@@ -1,0 +1,1 @@
+"""The command-line adapter: parse arguments, call qwenmem.core, render results."""

@@ -1,0 +1,92 @@
+"""The Typer root. Command groups live in sibling modules; this file only wires them and maps errors."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from qwenmem import __version__
+from qwenmem.cli import commands
+from qwenmem.cli.context import state
+from qwenmem.cli.options import AgentOpt, WorkspaceOpt
+
+app = typer.Typer(
+    name="qwenmem",
+    help="Inspect, repair, compact, search and consolidate the memory of a QwenPaw (CoPaw) workspace.\n\n"
+    "Examples:\n\n  qwenmem demo\n\n  qwenmem -w ~/.qwenpaw sessions list\n\n  qwenmem sessions repair --check --all\n\n"
+    "  qwenmem search \"connection timeout\" --json",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"qwenmem {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    workspace: WorkspaceOpt = None,
+    agent: AgentOpt = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show full tracebacks for errors.")] = False,
+    version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True,
+                                                    help="Print the version and exit.")] = None,
+) -> None:
+    st = state(ctx)
+    st.workspace, st.agent, st.debug = workspace, agent, debug
+
+
+commands.register(app)
+
+
+def _json_requested(argv: list[str]) -> bool:
+    return "--json" in argv
+
+
+def main(argv: list[str] | None = None) -> None:
+    import click
+
+    from qwenmem.cli import output
+    from qwenmem.cli.errors import ExitCode, classify
+    from qwenmem.core.errors import QwenmemError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv or bool(os.environ.get("QWENMEM_DEBUG"))
+    try:
+        code = app(args=argv, prog_name="qwenmem", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        code = ExitCode.USAGE
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        output.err().print("interrupted")
+        code = ExitCode.INTERRUPTED
+    except QwenmemError as exc:
+        if debug:
+            raise
+        code, name = classify(exc)
+        output.error_line(str(exc))
+        if _json_requested(argv):
+            output.print_json(" ".join(a for a in argv if not a.startswith("-"))[:60], None, "error",
+                              errors=[{"code": name, "message": str(exc)}])
+    except BrokenPipeError:
+        # `qwenmem sessions list | head`: the reader went away; that is not an error of ours
+        sys.stderr.close()
+        code = ExitCode.OK
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
+        if debug:
+            raise
+        output.error_line(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        code = ExitCode.PROBLEMS
+    sys.exit(int(code or 0))

@@ -1,0 +1,49 @@
+"""The one place where core errors become exit codes. The README's exit-code table is generated from ExitCode."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from qwenmem.core import errors as E
+
+
+class ExitCode(IntEnum):
+    OK = 0  # done, or nothing to do
+    PROBLEMS = 1  # problems found (--check), partial success, or an internal error
+    USAGE = 2  # bad arguments, unknown or ambiguous session, unsafe path
+    WORKSPACE = 3  # workspace or a config file missing, unreadable or malformed
+    BUSY = 4  # another qwenmem holds the lock, or a file changed underneath us; nothing was written
+    LLM = 5  # the LLM endpoint failed or its reply was rejected; nothing was written
+    INTERRUPTED = 130  # Ctrl-C / SIGINT
+
+
+EXIT_CODE_HELP = {
+    ExitCode.OK: "success, or nothing to do",
+    ExitCode.PROBLEMS: "problems found (e.g. `repair --check`), partial success, or an internal error",
+    ExitCode.USAGE: "usage error: bad option, unknown or ambiguous session, path outside the workspace",
+    ExitCode.WORKSPACE: "workspace or config file missing, unreadable or malformed",
+    ExitCode.BUSY: "busy: another qwenmem holds the lock, or a file changed while we worked (nothing written)",
+    ExitCode.LLM: "the LLM endpoint failed or its reply was rejected (nothing written)",
+    ExitCode.INTERRUPTED: "interrupted (SIGINT)",
+}
+
+_MAP: list[tuple[type[Exception], ExitCode, str]] = [
+    (E.ConfigError, ExitCode.WORKSPACE, "config_invalid"),
+    (E.WorkspaceError, ExitCode.WORKSPACE, "workspace_unavailable"),
+    (E.UnsafePathError, ExitCode.USAGE, "unsafe_path"),
+    (E.NotFoundError, ExitCode.USAGE, "not_found"),
+    (E.AmbiguousError, ExitCode.USAGE, "ambiguous"),
+    (E.UsageError, ExitCode.USAGE, "usage"),
+    (E.BusyError, ExitCode.BUSY, "busy"),
+    (E.ChangedUnderneathError, ExitCode.BUSY, "changed_underneath"),
+    (E.LLMError, ExitCode.LLM, "llm_failed"),
+    (E.ValidationError, ExitCode.LLM, "rejected"),
+    (E.QwenmemError, ExitCode.PROBLEMS, "error"),
+]
+
+
+def classify(exc: BaseException) -> tuple[ExitCode, str]:
+    for cls, code, name in _MAP:
+        if isinstance(exc, cls):
+            return code, name
+    return ExitCode.PROBLEMS, "internal_error"

@@ -1,0 +1,102 @@
+"""Rendering: Rich for people (stdout for data, stderr for everything else), a versioned JSON envelope for scripts.
+
+JSON envelope (version 1, pinned by tests/test_json_contract.py):
+  {"qwenmem_json": 1, "command": "sessions list", "status": "ok"|"problems"|"error",
+   "result": <command-specific object or null>, "warnings": [str], "errors": [{"code": str, "message": str}]}
+Colour: Rich turns it off when stdout/stderr is not a terminal or NO_COLOR is set.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict, is_dataclass
+from datetime import date, datetime
+from enum import Enum
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+JSON_VERSION = 1
+
+
+@lru_cache(maxsize=1)
+def out():
+    import os
+
+    from rich.console import Console
+
+    # Piped output is read by programs and pagers: do not fold table rows at an imaginary 80 columns.
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 240
+    return Console(highlight=False, width=width)
+
+
+@lru_cache(maxsize=1)
+def err():
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _default(obj: Any) -> Any:
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return asdict(obj)
+    if isinstance(obj, (datetime, date)):
+        return obj.isoformat()
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, Enum):
+        return obj.value
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def envelope(command: str, result: Any, status: str = "ok", warnings: list[str] | None = None,
+             errors: list[dict] | None = None) -> dict:
+    return {"qwenmem_json": JSON_VERSION, "command": command, "status": status, "result": result,
+            "warnings": list(warnings or []), "errors": list(errors or [])}
+
+
+def print_json(command: str, result: Any, status: str = "ok", warnings: list[str] | None = None,
+               errors: list[dict] | None = None) -> None:
+    doc = envelope(command, result, status, warnings, errors)
+    sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2, default=_default) + "\n")
+    sys.stdout.flush()
+
+
+def warn(message: str) -> None:
+    err().print(f"[yellow]warning:[/yellow] {escape(message)}")
+
+
+def note(message: str) -> None:
+    err().print(escape(message))
+
+
+def error_line(message: str) -> None:
+    err().print(f"[bold red]error:[/bold red] {escape(message)}")
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as _escape
+
+    return _escape(str(text))
+
+
+def human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def progress(description: str, total: int | None, quiet: bool = False):
+    """A Rich progress bar on stderr (hidden when stderr is not a terminal, or in --quiet/--json mode)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = err()
+    prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console, transient=True, disable=quiet or not console.is_terminal)
+    return prog, description, total

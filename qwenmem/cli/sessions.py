@@ -1,0 +1,215 @@
+"""`qwenmem sessions …`: list and show (read-only). Repair lives in cli/repair.py and mounts itself here."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+
+from qwenmem.cli import output
+from qwenmem.cli.context import open_workspace
+from qwenmem.cli.options import AgentOpt, JsonFlag, TokenizerOpt, WorkspaceOpt
+
+app = typer.Typer(help="List, show and repair session files (short-term memory).", no_args_is_help=True)
+
+HEALTH_STYLE = {"ok": "green", "warnings": "yellow", "corrupt": "bold red"}
+
+
+@app.command("list")
+def list_cmd(
+    ctx: typer.Context,
+    channel: Annotated[Optional[str], typer.Option("--channel", help="Only this channel (sub-directory).")] = None,
+    user: Annotated[Optional[str], typer.Option("--user", help="Only this user id.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Modified since: 7d, 12h, or 2026-05-01.")] = None,
+    sort: Annotated[str, typer.Option("--sort", help="modified, name, size, messages, tokens or health.")] = "modified",
+    reverse: Annotated[bool, typer.Option("--reverse", help="Reverse the sort order.")] = False,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Show at most N rows.")] = None,
+    tokenizer: TokenizerOpt = "estimate",
+    json_out: JsonFlag = False,
+    workspace: WorkspaceOpt = None,
+    agent: AgentOpt = None,
+) -> None:
+    """List every session file with its health. Never modifies anything.
+
+    Examples:
+
+      qwenmem sessions list
+
+      qwenmem sessions list --channel discord --sort tokens --limit 10
+
+      qwenmem sessions list --since 7d --json | jq '.result.sessions[] | select(.health != "ok")'
+    """
+    from qwenmem.core.listing import list_sessions, parse_since
+    from qwenmem.core.settings import load_settings
+    from qwenmem.core.tokens import get_counter
+
+    ws = open_workspace(ctx, workspace, agent)
+    settings = load_settings(ws)
+    counter = get_counter(tokenizer, settings.token_count_estimate_divisor)
+    rows = list_sessions(ws, counter, channel, user, parse_since(since) if since else None, sort, reverse, limit)
+    bad = sum(r.health == "corrupt" for r in rows)
+    if json_out:
+        output.print_json("sessions list", {"workspace": str(ws.path), "tokenizer": counter.name,
+                                            "count": len(rows), "sessions": rows})
+        return
+    if not rows:
+        output.note(f"no session files under {ws.sessions_dir}")
+        return
+    from rich.table import Table
+
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for col, just in (("session", "left"), ("channel", "left"), ("user", "left"), ("msgs", "right"),
+                      ("tokens", "right"), ("summary", "center"), ("size", "right"), ("modified", "left"),
+                      ("health", "left")):
+        table.add_column(col, justify=just, no_wrap=col != "session", overflow="fold")
+    for r in rows:
+        who = (r.user_id or "-") + ("?" if r.ambiguous else "")
+        table.add_row(output.escape(r.key), r.channel or "(flat)", output.escape(who), str(r.messages), f"{r.tokens:,}",
+                      "yes" if r.has_summary else "-", output.human_size(r.size), (r.modified or "")[:16].replace("T", " "),
+                      f"[{HEALTH_STYLE[r.health]}]{r.health}[/]")
+    output.out().print(table)
+    ambiguous = sum(r.ambiguous for r in rows)
+    if ambiguous:
+        output.note(f"{ambiguous} file name(s) split ambiguously at '_' into user and session (marked ?); "
+                    "chats.json would settle it")
+    if bad:
+        output.warn(f"{bad} corrupt session file(s); run `qwenmem sessions repair --check` for details")
+
+
+@app.command("show")
+def show_cmd(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session key, file name, path, or QwenPaw session id.")],
+    tail: Annotated[Optional[int], typer.Option("--tail", min=1, help="Only the last N messages.")] = None,
+    role: Annotated[Optional[str], typer.Option("--role", help="Only messages with this role (user/assistant/system).")] = None,
+    full: Annotated[bool, typer.Option("--full", help="Do not shorten tool results.")] = False,
+    thinking: Annotated[bool, typer.Option("--thinking", help="Show thinking blocks in full.")] = False,
+    compressed: Annotated[bool, typer.Option("--compressed/--no-compressed", help="Include messages marked 'compressed'.")] = True,
+    json_out: JsonFlag = False,
+    workspace: WorkspaceOpt = None,
+    agent: AgentOpt = None,
+) -> None:
+    """Show one conversation readably: roles, names, timestamps, tool calls, summary.
+
+    Examples:
+
+      qwenmem sessions show console/default_1775286565823
+
+      qwenmem sessions show 1775286565823 --tail 5 --thinking
+
+      qwenmem sessions show sessions/discord/1234_discord--dm--1234.json --role user --json
+    """
+    from qwenmem.core.sessions import find_session, load_session
+
+    ws = open_workspace(ctx, workspace, agent)
+    ref = find_session(ws, session)
+    loaded = load_session(ref)
+    doc = loaded.session
+    entries = doc.entries() if doc else []
+    indexed = [(i, e) for i, e in enumerate(entries) if compressed or not e.compressed]
+    if role:
+        indexed = [(i, e) for i, e in indexed if isinstance(e.msg, dict) and e.msg.get("role") == role]
+    if tail:
+        indexed = indexed[-tail:]
+    if json_out:
+        output.print_json("sessions show", {
+            "key": ref.key, "path": ref.rel, "channel": ref.channel, "user_id": ref.user_id,
+            "session_id": ref.session_id, "health": loaded.health, "salvaged": loaded.salvaged,
+            "problems": loaded.problems, "summary": doc.summary if doc else None, "total_messages": len(entries),
+            "messages": [{"index": i, "marks": e.marks, "message": e.msg} for i, e in indexed]},
+            status="problems" if loaded.health == "corrupt" else "ok")
+        return
+    if loaded.health == "corrupt":
+        if doc is None:
+            output.error_line(f"{ref.rel}: nothing can be salvaged ({'; '.join(loaded.problems)})")
+            raise typer.Exit(1)
+        output.warn(f"{ref.rel} is damaged; showing the {len(entries)} message(s) that can be salvaged "
+                    f"({'; '.join(loaded.problems)})")
+    elif loaded.problems:
+        output.warn("; ".join(loaded.problems[:5]) + (" …" if len(loaded.problems) > 5 else ""))
+    _render_conversation(ref, doc, indexed, len(entries), full, thinking)
+
+
+def _render_conversation(ref, doc, indexed, total, full: bool, thinking: bool) -> None:
+    from rich.panel import Panel
+
+    con = output.out()
+    who = f"user {ref.user_id}" if ref.user_id else "user ?"
+    con.print(f"[bold]{output.escape(ref.key)}[/bold]  channel {ref.channel or '(flat)'}, {output.escape(who)}, "
+              f"session {output.escape(ref.session_id or '?')}  ({total} messages)")
+    if doc and doc.summary:
+        con.print(Panel(output.escape(doc.summary), title="compressed summary", title_align="left", border_style="cyan"))
+    shown = len(indexed)
+    if shown < total:
+        con.print(f"[dim]… showing {shown} of {total} messages[/dim]")
+    for index, entry in indexed:
+        msg = entry.msg if isinstance(entry.msg, dict) else {"content": repr(entry.msg)}
+        role = msg.get("role", "?")
+        colour = {"user": "green", "assistant": "blue", "system": "magenta"}.get(role, "red")
+        marks = f" [dim]\\[{', '.join(map(str, entry.marks))}][/dim]" if entry.marks else ""
+        con.print(f"\n[bold {colour}]#{index} {output.escape(str(role))}[/] [dim]{output.escape(str(msg.get('name', '')))}"
+                  f"  {output.escape(str(msg.get('timestamp', '')))}[/dim]{marks}")
+        for line in render_blocks(msg.get("content"), full, thinking):
+            con.print(line, soft_wrap=True)
+
+
+def _shorten(text: str, limit: int, full: bool) -> str:
+    if full or len(text) <= limit:
+        return text
+    return text[:limit] + f" … [{len(text) - limit:,} more characters; --full shows all]"
+
+
+def render_blocks(content, full: bool, thinking: bool) -> list[str]:
+    esc = output.escape
+    if isinstance(content, str):
+        return [esc(content)]
+    if not isinstance(content, list):
+        return [f"[red]{esc(repr(content))}[/red]"]
+    lines = []
+    for block in content:
+        if not isinstance(block, dict):
+            lines.append(f"[red]{esc(repr(block))}[/red]")
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            lines.append(esc(str(block.get("text", ""))))
+        elif kind == "thinking":
+            text = str(block.get("thinking", ""))
+            lines.append(f"[dim italic]thinking: {esc(text)}[/]" if thinking
+                         else f"[dim italic](thinking, {len(text):,} characters; --thinking shows it)[/]")
+        elif kind == "tool_use":
+            args = json.dumps(block.get("input", {}), ensure_ascii=False)
+            lines.append(f"[yellow]→ {esc(str(block.get('name')))}[/yellow]({esc(_shorten(args, 400, full))}) "
+                         f"[dim]id={esc(str(block.get('id')))}[/dim]")
+        elif kind == "tool_result":
+            out_val = block.get("output")
+            if isinstance(out_val, list):
+                text = "\n".join(str(b.get("text", "")) if isinstance(b, dict) and b.get("type") == "text"
+                                 else f"<{b.get('type') if isinstance(b, dict) else type(b).__name__}>" for b in out_val)
+            else:
+                text = str(out_val)
+            lines.append(f"[cyan]← {esc(str(block.get('name')))}[/cyan] [dim]id={esc(str(block.get('id')))}[/dim]\n"
+                         f"{esc(_shorten(text, 600, full))}")
+        elif kind in ("image", "audio", "video", "file"):
+            src = block.get("source") if isinstance(block.get("source"), dict) else {}
+            where = src.get("url") or (f"base64 {len(src.get('data') or '')} chars" if src.get("data") else "?")
+            lines.append(f"[dim]<{kind}: {esc(str(block.get('filename') or where))}>[/dim]")
+        else:
+            lines.append(f"[dim]<{esc(str(kind))} block: {esc(_shorten(json.dumps(block, ensure_ascii=False), 200, full))}>[/dim]")
+    return lines
+
+
+def _mount_repair() -> None:
+    import importlib
+
+    try:
+        repair = importlib.import_module("qwenmem.cli.repair")
+    except ModuleNotFoundError as exc:
+        if exc.name != "qwenmem.cli.repair":
+            raise
+        return
+    repair.register(app)
+
+
+_mount_repair()

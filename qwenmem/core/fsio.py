@@ -1,0 +1,183 @@
+"""Durable file primitives: every qwenmem write goes through here.
+
+The recipe (peers.md §c4): write a temp file in the target's directory, fsync it, os.replace it over the
+target, fsync the directory. Before replacing, the caller's snapshot of the target is compared with what is on
+disk now, so a concurrent writer (QwenPaw itself) is never overwritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from qwenmem.core.errors import BusyError, ChangedUnderneathError, WorkspaceError
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a file was when we read it: enough to notice that someone rewrote it since."""
+
+    path: Path
+    exists: bool
+    size: int
+    mtime_ns: int
+    sha256: str
+
+    @classmethod
+    def of_bytes(cls, path: Path, data: bytes | None, st: os.stat_result | None) -> "Snapshot":
+        if data is None or st is None:
+            return cls(path, False, 0, 0, "")
+        return cls(path, True, st.st_size, st.st_mtime_ns, hashlib.sha256(data).hexdigest())
+
+
+def read_with_snapshot(path: Path, max_bytes: int | None = None) -> tuple[bytes, Snapshot]:
+    """Read a whole file and remember its identity. Raises WorkspaceError for unreadable paths."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if max_bytes is not None and st.st_size > max_bytes:
+                raise WorkspaceError(f"{path}: {st.st_size} bytes is over the {max_bytes}-byte limit")
+            data = fh.read()
+    except IsADirectoryError:
+        raise WorkspaceError(f"{path}: is a directory, not a file") from None
+    except PermissionError:
+        raise WorkspaceError(f"{path}: permission denied") from None
+    except FileNotFoundError:
+        raise WorkspaceError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise WorkspaceError(f"{path}: {exc.strerror or exc}") from None
+    return data, Snapshot.of_bytes(path, data, st)
+
+
+def snapshot(path: Path) -> Snapshot:
+    path = Path(path)
+    try:
+        data, snap = read_with_snapshot(path)
+    except WorkspaceError:
+        if not path.exists():
+            return Snapshot(path, False, 0, 0, "")
+        raise
+    return snap
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def ensure_unchanged(expected: Snapshot) -> None:
+    """Raise ChangedUnderneathError if the file is no longer what `expected` describes."""
+    current = snapshot(expected.path)
+    if current.exists != expected.exists or current.sha256 != expected.sha256:
+        raise ChangedUnderneathError(
+            f"{expected.path}: changed on disk since it was read (is QwenPaw running?); nothing was written"
+        )
+
+
+def atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None = None, mode: int | None = None) -> None:
+    """Durably replace `path` with `data`.
+
+    If `expected` is given, the target must still match it just before the rename; otherwise
+    ChangedUnderneathError is raised and the target is left untouched.
+    """
+    path = Path(path)
+    directory = path.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    if mode is None:
+        try:
+            mode = path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            mode = 0o644
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".qwenmem-tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp_name, mode)
+        if expected is not None:
+            ensure_unchanged(expected)
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    fsync_dir(directory)
+
+
+def atomic_write_text(path: Path, text: str, expected: Snapshot | None = None) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), expected)
+
+
+def append_durably(path: Path, data: bytes) -> None:
+    """Append and fsync (for JSONL logs such as dialog/*.jsonl, which QwenPaw also only appends to)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    created = not path.exists()
+    with open(path, "ab") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    if created:
+        fsync_dir(path.parent)
+
+
+def copy_preserving(src: Path, dest: Path) -> Path:
+    """Copy bytes and metadata to `dest` durably, never overwriting an existing file."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    candidate, n = dest, 1
+    while candidate.exists():
+        candidate = dest.with_name(f"{dest.stem}.{n}{dest.suffix}")
+        n += 1
+    tmp = candidate.with_name(f".{candidate.name}.qwenmem-tmp")
+    shutil.copy2(src, tmp)
+    with open(tmp, "rb+") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, candidate)
+    fsync_dir(candidate.parent)
+    return candidate
+
+
+def timestamp_slug(now: datetime | None = None) -> str:
+    """A sortable, filesystem-safe timestamp with microseconds, so two runs in one second never collide."""
+    now = now or datetime.now().astimezone()
+    return now.strftime("%Y%m%dT%H%M%S") + f"{now.microsecond:06d}"
+
+
+@contextlib.contextmanager
+def exclusive_lock(lock_path: Path, what: str = "workspace"):
+    """Hold a non-blocking exclusive flock for the duration of the block; BusyError if someone else has it."""
+    lock_path = Path(lock_path)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                holder = ""
+                with contextlib.suppress(OSError):
+                    holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+                suffix = f" (held by pid {holder})" if holder else ""
+                raise BusyError(f"another qwenmem process holds the {what} lock {lock_path}{suffix}") from None
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

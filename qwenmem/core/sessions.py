@@ -1,0 +1,411 @@
+"""Session files: discovery, identity, parsing and faithful serialisation (spec qwenpaw-workspace.md §2).
+
+Messages are kept as the raw dicts QwenPaw wrote (key order, unknown keys and unknown block types survive a
+load/save round trip); helpers below read them without converting them into another model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from qwenmem.core.errors import AmbiguousError, NotFoundError, UnsafePathError, WorkspaceError
+from qwenmem.core.fsio import Snapshot, read_with_snapshot
+from qwenmem.core.workspace import Workspace, read_json_file, resolve_inside
+
+SANITIZE_RE = re.compile(r'[\\/:*?"<>|]')
+ROLES = ("user", "assistant", "system")
+MAX_SESSION_BYTES = 256 * 1024 * 1024  # larger files are reported, not loaded
+LEGACY_WEIXIN_DIR = ".weixin-legacy"
+
+OK, WARNINGS, CORRUPT = "ok", "warnings", "corrupt"
+
+
+def sanitize_filename(name: str) -> str:
+    """QwenPaw's rule: each of \\ / : * ? " < > | becomes '--'."""
+    return SANITIZE_RE.sub("--", name)
+
+
+# --------------------------------------------------------------------------------------------- identity
+
+
+@dataclass(frozen=True)
+class ChatSpec:
+    session_id: str
+    user_id: str
+    channel: str
+    name: str = ""
+    chat_id: str = ""
+
+
+@dataclass
+class SessionRef:
+    """Who a session file belongs to. `ambiguous` is set when the name could split more than one way."""
+
+    path: Path
+    rel: str
+    channel: str | None
+    user_id: str | None
+    session_id: str | None
+    source: str  # "chats.json" | "filename" | "filename (ambiguous)"
+    alternatives: list[tuple[str, str]] = field(default_factory=list)
+    stale_flat_copy: bool = False
+
+    @property
+    def ambiguous(self) -> bool:
+        return len(self.alternatives) > 1
+
+    @property
+    def key(self) -> str:
+        """A short id accepted by `sessions show`: the path relative to sessions/ without .json."""
+        return self.rel.removeprefix("sessions/").removesuffix(".json")
+
+
+def load_chats(ws: Workspace) -> list[ChatSpec]:
+    path = ws.path / "chats.json"
+    if not path.is_file():
+        return []
+    doc = read_json_file(path)
+    chats = doc.get("chats") if isinstance(doc, dict) else None
+    out = []
+    for spec in chats if isinstance(chats, list) else []:
+        if isinstance(spec, dict) and isinstance(spec.get("session_id"), str):
+            out.append(ChatSpec(spec["session_id"], str(spec.get("user_id") or ""), str(spec.get("channel") or "console"),
+                                str(spec.get("name") or ""), str(spec.get("id") or "")))
+    return out
+
+
+def chat_filename(user_id: str, session_id: str) -> str:
+    safe_uid, safe_sid = sanitize_filename(user_id), sanitize_filename(session_id)
+    return f"{safe_uid}_{safe_sid}.json" if safe_uid else f"{safe_sid}.json"
+
+
+def _split_candidates(stem: str) -> list[tuple[str, str]]:
+    """Every (user, session) split of a file stem at an underscore."""
+    return [(stem[:i], stem[i + 1:]) for i, ch in enumerate(stem) if ch == "_" and 0 < i < len(stem) - 1]
+
+
+def identify(path: Path, ws: Workspace, chats_by_location: dict[tuple[str | None, str], ChatSpec]) -> SessionRef:
+    rel = ws.relative(path)
+    parent = path.parent
+    channel = None if parent.resolve() == ws.sessions_dir.resolve() else parent.name
+    name = path.name
+    chat = chats_by_location.get((channel, name)) or (chats_by_location.get((None, name)) if channel is None else None)
+    if chat is None and channel is None:
+        # a flat legacy file may be described by a chat that now lives in a channel directory
+        matches = [c for (ch, fn), c in chats_by_location.items() if fn == name]
+        chat = matches[0] if len(matches) == 1 else None
+    stale = channel is None and any((ws.sessions_dir / d / name).exists() for d in _channel_dirs(ws))
+    if chat is not None:
+        return SessionRef(path, rel, chat.channel if channel is None else channel, chat.user_id, chat.session_id,
+                          "chats.json", stale_flat_copy=stale)
+    stem = name[:-5] if name.endswith(".json") else name
+    splits = _split_candidates(stem)
+    if not splits:
+        return SessionRef(path, rel, channel, None, stem, "filename", stale_flat_copy=stale)
+    user, sid = splits[0]
+    return SessionRef(path, rel, channel, user, sid, "filename (ambiguous)" if len(splits) > 1 else "filename",
+                      alternatives=splits, stale_flat_copy=stale)
+
+
+def _channel_dirs(ws: Workspace) -> list[str]:
+    try:
+        return [e.name for e in os.scandir(ws.sessions_dir) if e.is_dir() and not e.name.startswith(".")]
+    except OSError:
+        return []
+
+
+def iter_session_files(ws: Workspace, include_legacy_weixin: bool = False) -> Iterator[Path]:
+    """Flat legacy files first, then each channel sub-directory, sorted for stable output."""
+    base = ws.sessions_dir
+    if not base.is_dir():
+        return
+    entries = sorted(os.scandir(base), key=lambda e: e.name)
+    for entry in entries:
+        if entry.name.endswith(".json") and not entry.is_dir():
+            yield Path(entry.path)
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False) and (not entry.name.startswith(".") or (
+                include_legacy_weixin and entry.name == LEGACY_WEIXIN_DIR)):
+            for sub in sorted(os.scandir(entry.path), key=lambda e: e.name):
+                if sub.name.endswith(".json"):
+                    yield Path(sub.path)
+
+
+def chats_index(ws: Workspace) -> dict[tuple[str | None, str], ChatSpec]:
+    index: dict[tuple[str | None, str], ChatSpec] = {}
+    for chat in load_chats(ws):
+        fname = chat_filename(chat.user_id, chat.session_id)
+        index[(sanitize_filename(chat.channel), fname)] = chat
+    return index
+
+
+def iter_session_refs(ws: Workspace) -> Iterator[SessionRef]:
+    index = chats_index(ws)
+    for path in iter_session_files(ws):
+        yield identify(path, ws, index)
+
+
+def find_session(ws: Workspace, query: str) -> SessionRef:
+    """Accept a path, a file name, `<channel>/<stem>`, a stem, or a QwenPaw session id."""
+    if "\x00" in query or not query.strip():
+        raise UnsafePathError(f"{query!r} is not a valid session name")
+    looks_like_path = "/" in query or query.endswith(".json") or os.sep in query or query.startswith(".")
+    if looks_like_path:
+        candidates = [Path(query)] if Path(query).is_absolute() else [ws.path / query, ws.sessions_dir / query,
+                                                                       ws.sessions_dir / f"{query}.json"]
+        if not Path(query).is_absolute():
+            candidates.insert(0, Path.cwd() / query)
+        for cand in candidates:
+            if os.path.lexists(cand):
+                try:
+                    real = resolve_inside(ws.path, cand)
+                except UnsafePathError:
+                    raise UnsafePathError(f"{query}: refers to a file outside the workspace {ws.path}") from None
+                return identify(real, ws, chats_index(ws)) if real.parent != ws.path else identify(real, ws, {})
+        if ".." in Path(query).parts or Path(query).is_absolute():
+            # refuse traversal even when the target does not exist, so probing reveals nothing
+            raise UnsafePathError(f"{query}: session names may not leave the workspace {ws.path}")
+    safe = sanitize_filename(query)
+    matches = [r for r in iter_session_refs(ws)
+               if query in (r.key, r.path.name, r.path.stem) or r.session_id == query
+               or r.path.stem == safe or r.path.stem.endswith("_" + safe)]
+    # prefer the channel copy over a stale flat duplicate of the same name
+    if len(matches) > 1:
+        fresh = [m for m in matches if not m.stale_flat_copy]
+        matches = fresh or matches
+    if not matches:
+        raise NotFoundError(f"no session matches {query!r} (try `qwenmem sessions list`)")
+    if len(matches) > 1:
+        raise AmbiguousError(f"{query!r} matches {len(matches)} sessions: " + ", ".join(m.key for m in matches[:6]))
+    return matches[0]
+
+
+# --------------------------------------------------------------------------------------------- model
+
+
+@dataclass
+class Entry:
+    """One item of memory.content: the message and its marks. `bare` is the pre-marks format."""
+
+    msg: Any
+    marks: list
+    bare: bool = False
+
+    @property
+    def compressed(self) -> bool:
+        return isinstance(self.marks, list) and "compressed" in self.marks
+
+
+@dataclass
+class SessionDoc:
+    """A parsed session document. `doc` is the whole top-level JSON object, untouched."""
+
+    doc: dict
+    layout: str  # "agent" (real files) | "memory" (QwenPaw unit-test shape)
+
+    @property
+    def memory(self) -> dict:
+        holder = self.doc["agent"] if self.layout == "agent" else self.doc
+        return holder["memory"]
+
+    @property
+    def agent(self) -> dict:
+        return self.doc["agent"] if self.layout == "agent" else self.doc
+
+    @property
+    def content(self) -> list:
+        return self.memory["content"]
+
+    @property
+    def summary(self) -> str:
+        value = self.memory.get("_compressed_summary")
+        return value if isinstance(value, str) else ""
+
+    @summary.setter
+    def summary(self, value: str) -> None:
+        self.memory["_compressed_summary"] = value
+
+    @property
+    def sys_prompt(self) -> str:
+        value = self.agent.get("_sys_prompt")
+        return value if isinstance(value, str) else ""
+
+    def entries(self) -> list[Entry]:
+        out = []
+        for item in self.content:
+            if isinstance(item, list) and len(item) == 2:
+                out.append(Entry(item[0], item[1] if isinstance(item[1], list) else []))
+            else:
+                out.append(Entry(item, [], bare=True))
+        return out
+
+    def set_entries(self, entries: list[Entry]) -> None:
+        self.memory["content"] = [e.msg if e.bare else [e.msg, e.marks] for e in entries]
+
+    def messages(self) -> list:
+        return [e.msg for e in self.entries()]
+
+    def to_text(self) -> str:
+        return dumps_session(self.doc)
+
+
+class NotASessionError(ValueError):
+    """Valid JSON that is not a QwenPaw session."""
+
+
+def session_from_obj(obj: Any) -> SessionDoc:
+    if isinstance(obj, dict) and isinstance(obj.get("agent"), dict):
+        mem = obj["agent"].get("memory")
+        if isinstance(mem, dict) and isinstance(mem.get("content"), list):
+            return SessionDoc(obj, "agent")
+        raise NotASessionError("agent.memory.content is missing or not a list")
+    if isinstance(obj, dict) and isinstance(obj.get("memory"), dict) and isinstance(obj["memory"].get("content"), list):
+        return SessionDoc(obj, "memory")
+    kind = type(obj).__name__ if not isinstance(obj, dict) else "object without agent.memory"
+    raise NotASessionError(f"JSON {kind} is not a QwenPaw session")
+
+
+def dumps_session(doc: Any) -> str:
+    """Exactly how QwenPaw serialises a session: one line, ensure_ascii=False, default separators."""
+    return json.dumps(doc, ensure_ascii=False)
+
+
+def encode_session(doc: Any) -> bytes:
+    """UTF-8 bytes for writing. Lone surrogates would make QwenPaw's own next save truncate the file to 0 bytes,
+    so callers must have replaced them (recovery.replace_surrogates); encoding fails loudly otherwise."""
+    return dumps_session(doc).encode("utf-8")
+
+
+# --------------------------------------------------------------------------------------------- message helpers
+
+
+def blocks(msg: Any) -> list[dict]:
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
+def tool_use_ids(msg: Any) -> list[str]:
+    return [str(b.get("id")) for b in blocks(msg) if b.get("type") == "tool_use"]
+
+
+def tool_result_ids(msg: Any) -> list[str]:
+    return [str(b.get("id")) for b in blocks(msg) if b.get("type") == "tool_result"]
+
+
+def message_text(msg: Any) -> str:
+    """Plain text of a message (text blocks and string content), for previews and search."""
+    if not isinstance(msg, dict):
+        return ""
+    content = msg.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(b.get("text") or "") for b in blocks(msg) if b.get("type") == "text")
+
+
+def message_problems(msg: Any) -> list[str]:
+    """Why QwenPaw's loader would reject this message (Msg.from_dict / asserts), empty if it is fine."""
+    if not isinstance(msg, dict):
+        return [f"message is a {type(msg).__name__}, not an object"]
+    problems = []
+    for key in ("name", "role", "content"):
+        if key not in msg:
+            problems.append(f"missing {key!r}")
+    if "role" in msg and msg["role"] not in ROLES:
+        problems.append(f"role {msg['role']!r} is not user/assistant/system")
+    if "content" in msg and not isinstance(msg["content"], (str, list)):
+        problems.append(f"content is a {type(msg['content']).__name__}")
+    if "id" in msg and not isinstance(msg["id"], str):
+        problems.append("id is not a string")
+    if "id" not in msg:
+        problems.append("missing 'id'")
+    return problems
+
+
+# --------------------------------------------------------------------------------------------- loading
+
+
+@dataclass
+class LoadedSession:
+    """The result of reading one session file, whatever its state. Never raises for bad content."""
+
+    ref: SessionRef
+    snapshot: Snapshot | None
+    size: int
+    mtime: datetime | None
+    session: SessionDoc | None
+    health: str
+    problems: list[str]
+    salvaged: bool = False  # `session` was rebuilt from a damaged file, not parsed as-is
+    lost_hint: str = ""
+    raw: bytes | None = None
+
+    @property
+    def message_count(self) -> int:
+        return len(self.session.content) if self.session else 0
+
+
+def decode_text(data: bytes) -> tuple[str, list[str]]:
+    """Decode like QwenPaw (utf-8, surrogatepass) but never fail: bad bytes become U+FFFD, and we say so."""
+    problems = []
+    if data.startswith(b"\xef\xbb\xbf"):
+        problems.append("UTF-8 BOM (QwenPaw loads this as an empty session)")
+        data = data[3:]
+    try:
+        return data.decode("utf-8", "surrogatepass"), problems
+    except UnicodeDecodeError as exc:
+        problems.append(f"invalid UTF-8 at byte {exc.start} (QwenPaw cannot load this file)")
+        return data.decode("utf-8", "replace"), problems
+
+
+def parse_session_bytes(data: bytes) -> tuple[SessionDoc | None, list[str], bool]:
+    """(session, problems, corrupt). Strict parse first; the recovery module salvages what it can otherwise."""
+    from qwenmem.core import recovery
+
+    text, problems = decode_text(data)
+    if b"\x00" in data[:8192] and not text.strip("\x00 \t\r\n"):
+        return None, problems + ["empty or NUL-filled file"], True
+    if not text.strip():
+        return None, problems + ["empty file"], True
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        salvage = recovery.salvage_text(text)
+        problems.append(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+        problems.extend(salvage.notes)
+        return salvage.session, problems, True
+    try:
+        session = session_from_obj(obj)
+    except NotASessionError as exc:
+        return None, problems + [str(exc)], True
+    problems.extend(recovery.content_warnings(session))
+    return session, problems, bool(problems and any("cannot load" in p or "empty session" in p for p in problems))
+
+
+def load_session(ref: SessionRef, keep_raw: bool = False) -> LoadedSession:
+    path = ref.path
+    try:
+        st = path.stat()
+    except OSError as exc:
+        return LoadedSession(ref, None, 0, None, None, CORRUPT, [f"cannot stat: {exc.strerror or exc}"])
+    mtime = datetime.fromtimestamp(st.st_mtime, tz=timezone.utc)
+    if path.is_dir():
+        return LoadedSession(ref, None, 0, mtime, None, CORRUPT, ["is a directory, not a file"])
+    if st.st_size > MAX_SESSION_BYTES:
+        return LoadedSession(ref, None, st.st_size, mtime, None, CORRUPT,
+                             [f"{st.st_size} bytes is larger than the {MAX_SESSION_BYTES}-byte limit; not loaded"])
+    try:
+        data, snap = read_with_snapshot(path)
+    except WorkspaceError as exc:
+        return LoadedSession(ref, None, st.st_size, mtime, None, CORRUPT, [str(exc).split(": ", 1)[-1]])
+    session, problems, corrupt = parse_session_bytes(data)
+    health = CORRUPT if corrupt else (WARNINGS if problems else OK)
+    return LoadedSession(ref, snap, len(data), mtime, session, health, problems, salvaged=corrupt and session is not None,
+                         raw=data if keep_raw else None)

@@ -1,0 +1,182 @@
+"""Finding the workspace, and keeping every path we touch inside it.
+
+Precedence (tests/test_workspace.py pins it):
+  1. --workspace/-w DIR
+  2. $QWENMEM_WORKSPACE
+  3. QwenPaw's own root: $QWENPAW_WORKING_DIR, then $COPAW_WORKING_DIR, then ~/.copaw if it exists, else ~/.qwenpaw
+
+A directory given by 1 or 2 may itself be an agent workspace (it has sessions/, MEMORY.md, memory/ or
+agent.json) or a QwenPaw root (it has config.json or workspaces/). Within a root, --agent ID picks
+workspaces/<id>/ through config.json (agents.profiles[id].workspace_dir), else agents.active_agent, else
+"default"; a root with no workspaces/ is the legacy single-agent layout and is used as-is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from qwenmem.core.errors import ConfigError, UnsafePathError, WorkspaceError
+
+WORKSPACE_MARKERS = ("sessions", "MEMORY.md", "memory.md", "memory", "agent.json", "dialog", "chats.json")
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """One agent workspace: the directory that holds sessions/, MEMORY.md, memory/ and agent.json."""
+
+    path: Path
+    root: Path
+    agent_id: str | None
+    source: str  # how it was found, for `qwenmem info`
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.path / "sessions"
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.path / "memory"
+
+    @property
+    def memory_md(self) -> Path:
+        return self.path / "MEMORY.md"
+
+    @property
+    def dialog_dir(self) -> Path:
+        return self.path / "dialog"
+
+    @property
+    def backup_dir(self) -> Path:
+        return self.path / "backup"
+
+    @property
+    def data_dir(self) -> Path:
+        """qwenmem's own data (quarantine, index, logs, lock). Never QwenPaw's file_store/."""
+        return self.path / ".qwenmem"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.data_dir / "lock"
+
+    def resolve_inside(self, candidate: str | os.PathLike) -> Path:
+        return resolve_inside(self.path, candidate)
+
+    def relative(self, p: Path) -> str:
+        try:
+            return Path(p).resolve().relative_to(self.path.resolve()).as_posix()
+        except ValueError:
+            return str(p)
+
+
+def resolve_inside(base: Path, candidate: str | os.PathLike) -> Path:
+    """Resolve `candidate` (relative to `base`, or absolute) and refuse anything that leaves `base`.
+
+    Symlinks are followed before the check, so a link that points outside the workspace is refused too.
+    """
+    base_real = Path(base).resolve()
+    raw = Path(candidate)
+    joined = raw if raw.is_absolute() else base_real / raw
+    real = joined.resolve()
+    if real != base_real and base_real not in real.parents:
+        raise UnsafePathError(f"{candidate}: resolves to {real}, outside the workspace {base_real}")
+    return real
+
+
+def qwenpaw_root(env: Mapping[str, str], home: Path) -> tuple[Path, str]:
+    for var in ("QWENPAW_WORKING_DIR", "COPAW_WORKING_DIR"):
+        if env.get(var):
+            return Path(env[var]).expanduser(), f"${var}"
+    legacy = home / ".copaw"
+    if legacy.is_dir():
+        return legacy, "~/.copaw (legacy CoPaw root)"
+    return home / ".qwenpaw", "~/.qwenpaw (QwenPaw default)"
+
+
+def read_json_file(path: Path) -> object:
+    """Parse a JSON config file; a malformed one is a ConfigError naming the file, line and column."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(path, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(path, f"not valid UTF-8 at byte {exc.start}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(path, exc.msg, exc.lineno, exc.colno) from None
+
+
+def _looks_like_workspace(p: Path) -> bool:
+    return any((p / marker).exists() for marker in WORKSPACE_MARKERS)
+
+
+def _select_agent(root: Path, agent: str | None) -> tuple[Path, str | None, list[str]]:
+    notes: list[str] = []
+    config_path = root / "config.json"
+    config: dict = {}
+    if config_path.is_file():
+        loaded = read_json_file(config_path)
+        config = loaded if isinstance(loaded, dict) else {}
+    agents = config.get("agents") if isinstance(config.get("agents"), dict) else {}
+    profiles = agents.get("profiles") if isinstance(agents.get("profiles"), dict) else {}
+    chosen = agent or agents.get("active_agent") or ("default" if (root / "workspaces").is_dir() else None)
+    if chosen is None:
+        return root, None, ["legacy single-agent layout (no workspaces/)"]
+    profile = profiles.get(chosen) if isinstance(profiles.get(chosen), dict) else None
+    if profile and profile.get("workspace_dir"):
+        wdir = Path(str(profile["workspace_dir"])).expanduser()
+        if not wdir.is_absolute():
+            wdir = root / wdir
+        notes.append(f"agent {chosen!r} from config.json agents.profiles")
+        return wdir, chosen, notes
+    candidate = root / "workspaces" / chosen
+    if candidate.is_dir():
+        notes.append(f"agent {chosen!r} at workspaces/{chosen}")
+        return candidate, chosen, notes
+    if agent:
+        known = sorted(set(profiles) | {p.name for p in (root / "workspaces").glob("*") if p.is_dir()})
+        hint = f"; known agents: {', '.join(known)}" if known else ""
+        raise WorkspaceError(f"agent {agent!r} not found under {root}{hint}")
+    return root, None, ["legacy single-agent layout"]
+
+
+def discover_workspace(
+    workspace: str | os.PathLike | None = None,
+    agent: str | None = None,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> Workspace:
+    env = os.environ if env is None else env
+    home = Path.home() if home is None else home
+    if workspace is not None:
+        base, source = Path(workspace).expanduser(), "--workspace"
+    elif env.get("QWENMEM_WORKSPACE"):
+        base, source = Path(env["QWENMEM_WORKSPACE"]).expanduser(), "$QWENMEM_WORKSPACE"
+    else:
+        base, source = qwenpaw_root(env, home)
+    if not base.exists():
+        raise WorkspaceError(f"workspace {base} does not exist (from {source})")
+    if not base.is_dir():
+        raise WorkspaceError(f"workspace {base} is not a directory (from {source})")
+    if not os.access(base, os.R_OK | os.X_OK):
+        raise WorkspaceError(f"workspace {base} is not readable (from {source})")
+    is_root = (base / "workspaces").is_dir() or ((base / "config.json").is_file() and not (base / "agent.json").exists())
+    if agent is None and _looks_like_workspace(base) and not (base / "workspaces").is_dir():
+        return Workspace(base.resolve(), base.resolve(), None, source)
+    if is_root or agent is not None:
+        path, agent_id, notes = _select_agent(base, agent)
+        if not path.is_dir():
+            raise WorkspaceError(f"agent workspace {path} does not exist (from {source})")
+        return Workspace(path.resolve(), base.resolve(), agent_id, source, tuple(notes))
+    if not _looks_like_workspace(base):
+        raise WorkspaceError(
+            f"{base} (from {source}) is not a QwenPaw workspace: none of {', '.join(WORKSPACE_MARKERS)} found"
+        )
+    return Workspace(base.resolve(), base.resolve(), None, source)
