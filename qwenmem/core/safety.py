@@ -1,0 +1,28 @@
+"""Keep-the-original-then-replace: the one way qwenmem changes a file that already exists in a workspace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qwenmem.core.fsio import Snapshot, atomic_write_bytes, copy_preserving, ensure_unchanged, timestamp_slug
+from qwenmem.core.workspace import Workspace
+
+
+def preserve_original(ws: Workspace, path: Path, area: str = "quarantine", stamp: str | None = None) -> Path:
+    """Copy `path` byte-for-byte to <workspace>/.qwenmem/<area>/<stamp>/<workspace-relative path>. Never deleted."""
+    rel = ws.relative(path)
+    if rel.startswith("/"):
+        rel = Path(rel).name
+    return copy_preserving(path, ws.data_dir / area / (stamp or timestamp_slug()) / rel)
+
+
+def replace_preserving(ws: Workspace, path: Path, data: bytes, expected: Snapshot, area: str = "backups",
+                       stamp: str | None = None) -> Path | None:
+    """Refuse if `path` changed since `expected` was taken, copy its original bytes aside, then replace it atomically.
+
+    Returns where the original went (None if the file did not exist before).
+    """
+    ensure_unchanged(expected)
+    kept = preserve_original(ws, path, area, stamp) if expected.exists else None
+    atomic_write_bytes(path, data, expected)
+    return kept
