@@ -53,23 +53,30 @@ def _json_requested(argv: list[str]) -> bool:
     return "--json" in argv
 
 
-def main(argv: list[str] | None = None) -> None:
-    import click
-
+def run(argv: list[str]) -> int:
+    """Run one command line and return its exit code; every error becomes one line on stderr (or a traceback
+    with --debug / $QWENMEM_DEBUG)."""
     from qwenmem.cli import output
     from qwenmem.cli.errors import ExitCode, classify
     from qwenmem.core.errors import QwenmemError
 
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:  # typer >= 0.29 vendors click; older typer uses the click package
+        from typer._click.exceptions import ClickException
+    except ImportError:  # pragma: no cover
+        from click.exceptions import ClickException
+
+    from qwenmem.cli.context import current_command
+
+    current_command["path"] = None
     debug = "--debug" in argv or bool(os.environ.get("QWENMEM_DEBUG"))
     try:
         code = app(args=argv, prog_name="qwenmem", standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         code = exc.exit_code
-    except click.ClickException as exc:
+    except ClickException as exc:
         exc.show()
         code = ExitCode.USAGE
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except (typer.Abort, KeyboardInterrupt):
         output.err().print("interrupted")
         code = ExitCode.INTERRUPTED
     except QwenmemError as exc:
@@ -78,7 +85,9 @@ def main(argv: list[str] | None = None) -> None:
         code, name = classify(exc)
         output.error_line(str(exc))
         if _json_requested(argv):
-            output.print_json(" ".join(a for a in argv if not a.startswith("-"))[:60], None, "error",
+            from qwenmem.cli.context import current_command
+
+            output.print_json(current_command["path"] or "qwenmem", None, "error",
                               errors=[{"code": name, "message": str(exc)}])
     except BrokenPipeError:
         # `qwenmem sessions list | head`: the reader went away; that is not an error of ours
@@ -89,4 +98,8 @@ def main(argv: list[str] | None = None) -> None:
             raise
         output.error_line(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
         code = ExitCode.PROBLEMS
-    sys.exit(int(code or 0))
+    return int(code or 0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    sys.exit(run(list(sys.argv[1:] if argv is None else argv)))

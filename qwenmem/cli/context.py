@@ -15,6 +15,10 @@ class AppState:
     debug: bool = False
 
 
+# The running command's path ("sessions show"), so an error raised inside it can be reported in its JSON envelope.
+current_command: dict[str, str | None] = {"path": None}
+
+
 def state(ctx: typer.Context) -> AppState:
     root = ctx.find_root()
     if not isinstance(root.obj, AppState):
@@ -27,4 +31,5 @@ def open_workspace(ctx: typer.Context, workspace: Path | None = None, agent: str
     from qwenmem.core.workspace import discover_workspace
 
     st = state(ctx)
+    current_command["path"] = ctx.command_path.partition(" ")[2] or None
     return discover_workspace(workspace or st.workspace, agent or st.agent)

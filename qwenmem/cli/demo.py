@@ -79,17 +79,6 @@ def _has_repair() -> bool:
 
 
 def _run(argv: list[str]) -> int:
-    import click
+    from qwenmem.cli.app import run
 
-    from qwenmem.cli.app import app
-    from qwenmem.cli.errors import classify
-    from qwenmem.core.errors import QwenmemError
-
-    try:
-        result = app(args=argv, prog_name="qwenmem", standalone_mode=False)
-        return int(result or 0)
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except QwenmemError as exc:
-        output.error_line(str(exc))
-        return int(classify(exc)[0])
+    return run(argv)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -55,10 +56,15 @@ class SessionRef:
     source: str  # "chats.json" | "filename" | "filename (ambiguous)"
     alternatives: list[tuple[str, str]] = field(default_factory=list)
     stale_flat_copy: bool = False
+    outside_workspace: bool = False  # a symlink that leads out of the workspace: listed, never read
 
     @property
     def ambiguous(self) -> bool:
         return len(self.alternatives) > 1
+
+    @property
+    def is_backup(self) -> bool:
+        return bool(BACKUP_RE.search(self.path.name))
 
     @property
     def key(self) -> str:
@@ -91,7 +97,16 @@ def _split_candidates(stem: str) -> list[tuple[str, str]]:
 
 
 def identify(path: Path, ws: Workspace, chats_by_location: dict[tuple[str | None, str], ChatSpec]) -> SessionRef:
-    rel = ws.relative(path)
+    ref = _identify(path, ws, chats_by_location)
+    try:
+        resolve_inside(ws.path, path)
+    except UnsafePathError:
+        ref.outside_workspace = True
+    return ref
+
+
+def _identify(path: Path, ws: Workspace, chats_by_location: dict[tuple[str | None, str], ChatSpec]) -> SessionRef:
+    rel = Path(os.path.relpath(Path(path).absolute(), ws.path)).as_posix()
     parent = path.parent
     channel = None if parent.resolve() == ws.sessions_dir.resolve() else parent.name
     name = path.name
@@ -104,7 +119,8 @@ def identify(path: Path, ws: Workspace, chats_by_location: dict[tuple[str | None
     if chat is not None:
         return SessionRef(path, rel, chat.channel if channel is None else channel, chat.user_id, chat.session_id,
                           "chats.json", stale_flat_copy=stale)
-    stem = name[:-5] if name.endswith(".json") else name
+    stem = BACKUP_RE.sub("", name)
+    stem = stem[:-5] if stem.endswith(".json") else stem
     splits = _split_candidates(stem)
     if not splits:
         return SessionRef(path, rel, channel, None, stem, "filename", stale_flat_copy=stale)
@@ -120,6 +136,14 @@ def _channel_dirs(ws: Workspace) -> list[str]:
         return []
 
 
+BACKUP_RE = re.compile(r"\.json\.(backup_[0-9_]+|bak)$")
+
+
+def is_session_file_name(name: str) -> bool:
+    """`*.json` sessions, plus CoPaw's `*.json.backup_YYYYMMDD_HHMMSS` copies (listed so damage there shows too)."""
+    return name.endswith(".json") or bool(BACKUP_RE.search(name))
+
+
 def iter_session_files(ws: Workspace, include_legacy_weixin: bool = False) -> Iterator[Path]:
     """Flat legacy files first, then each channel sub-directory, sorted for stable output."""
     base = ws.sessions_dir
@@ -127,13 +151,14 @@ def iter_session_files(ws: Workspace, include_legacy_weixin: bool = False) -> It
         return
     entries = sorted(os.scandir(base), key=lambda e: e.name)
     for entry in entries:
-        if entry.name.endswith(".json") and not entry.is_dir():
+        if is_session_file_name(entry.name):  # a directory or device named *.json is yielded and reported
             yield Path(entry.path)
     for entry in entries:
-        if entry.is_dir(follow_symlinks=False) and (not entry.name.startswith(".") or (
+        if entry.is_dir(follow_symlinks=False) and not is_session_file_name(entry.name) and (
+                not entry.name.startswith(".") or (
                 include_legacy_weixin and entry.name == LEGACY_WEIXIN_DIR)):
             for sub in sorted(os.scandir(entry.path), key=lambda e: e.name):
-                if sub.name.endswith(".json"):
+                if is_session_file_name(sub.name):
                     yield Path(sub.path)
 
 
@@ -155,19 +180,21 @@ def find_session(ws: Workspace, query: str) -> SessionRef:
     """Accept a path, a file name, `<channel>/<stem>`, a stem, or a QwenPaw session id."""
     if "\x00" in query or not query.strip():
         raise UnsafePathError(f"{query!r} is not a valid session name")
+    if ".." in Path(query).parts:
+        raise UnsafePathError(f"{query}: session names may not contain '..' (they may not leave the workspace)")
     looks_like_path = "/" in query or query.endswith(".json") or os.sep in query or query.startswith(".")
     if looks_like_path:
         candidates = [Path(query)] if Path(query).is_absolute() else [ws.path / query, ws.sessions_dir / query,
                                                                        ws.sessions_dir / f"{query}.json"]
         if not Path(query).is_absolute():
-            candidates.insert(0, Path.cwd() / query)
+            candidates.append(Path.cwd() / query)
         for cand in candidates:
             if os.path.lexists(cand):
                 try:
                     real = resolve_inside(ws.path, cand)
                 except UnsafePathError:
                     raise UnsafePathError(f"{query}: refers to a file outside the workspace {ws.path}") from None
-                return identify(real, ws, chats_index(ws)) if real.parent != ws.path else identify(real, ws, {})
+                return identify(real, ws, chats_index(ws))
         if ".." in Path(query).parts or Path(query).is_absolute():
             # refuse traversal even when the target does not exist, so probing reveals nothing
             raise UnsafePathError(f"{query}: session names may not leave the workspace {ws.path}")
@@ -391,13 +418,17 @@ def parse_session_bytes(data: bytes) -> tuple[SessionDoc | None, list[str], bool
 
 def load_session(ref: SessionRef, keep_raw: bool = False) -> LoadedSession:
     path = ref.path
+    if ref.outside_workspace:
+        return LoadedSession(ref, None, 0, None, None, CORRUPT, ["symlink leads outside the workspace; not read"])
     try:
         st = path.stat()
     except OSError as exc:
         return LoadedSession(ref, None, 0, None, None, CORRUPT, [f"cannot stat: {exc.strerror or exc}"])
     mtime = datetime.fromtimestamp(st.st_mtime, tz=timezone.utc)
-    if path.is_dir():
+    if stat.S_ISDIR(st.st_mode):
         return LoadedSession(ref, None, 0, mtime, None, CORRUPT, ["is a directory, not a file"])
+    if not stat.S_ISREG(st.st_mode):
+        return LoadedSession(ref, None, 0, mtime, None, CORRUPT, ["not a regular file (device, FIFO or socket); not read"])
     if st.st_size > MAX_SESSION_BYTES:
         return LoadedSession(ref, None, st.st_size, mtime, None, CORRUPT,
                              [f"{st.st_size} bytes is larger than the {MAX_SESSION_BYTES}-byte limit; not loaded"])
