@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+import multiprocessing as mp
+import os
 import re
 
 from qwenmem.core.errors import UsageError
 from qwenmem.core.sessions import LoadedSession, iter_session_refs, load_session
-from qwenmem.core.tokens import TokenCounter, message_tokens
+from qwenmem.core.tokens import EstimateCounter, TokenCounter, get_counter, message_tokens
 from qwenmem.core.workspace import Workspace
 
 SORT_KEYS = ("modified", "name", "size", "messages", "tokens", "health")
@@ -42,13 +44,19 @@ def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
     messages = in_context = tokens = summary_tokens = 0
     first = last = None
     if doc is not None:
-        entries = doc.entries()
-        messages = len(entries)
-        for entry in entries:
-            if not entry.compressed:
-                in_context += 1
-                tokens += message_tokens(entry.msg, counter)
-        stamps = [e.msg.get("timestamp") for e in entries if isinstance(e.msg, dict) and e.msg.get("timestamp")]
+        content = doc.content
+        messages = len(content)
+        for item in content:  # raw items, not Entry objects: this loop runs for every message of every session
+            if type(item) is list and len(item) == 2:
+                msg, marks = item
+                if type(marks) is list and "compressed" in marks:
+                    continue
+            else:
+                msg = item
+            in_context += 1
+            tokens += message_tokens(msg, counter)
+        stamps = [m.get("timestamp") for m in (i[0] if type(i) is list and i else i for i in content)
+                  if type(m) is dict and m.get("timestamp")]
         first, last = (stamps[0], stamps[-1]) if stamps else (None, None)
         summary_tokens = counter.count(doc.summary)
     return SessionRow(
@@ -59,6 +67,29 @@ def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
         first_timestamp=first, last_timestamp=last, health=loaded.health, problems=loaded.problems,
         stale_flat_copy=ref.stale_flat_copy,
     )
+
+
+PARALLEL_MIN_FILES = 64
+_worker_counter: TokenCounter | None = None
+
+
+def _init_worker(counter_name: str, divisor: float) -> None:
+    global _worker_counter
+    _worker_counter = get_counter(counter_name, divisor)
+
+
+def _row_in_worker(ref) -> SessionRow:
+    return row_for(load_session(ref), _worker_counter)
+
+
+def _rows(refs: list, counter: TokenCounter) -> list[SessionRow]:
+    """Parse sessions one at a time; on a multi-core machine, in a small fork pool (JSON parsing is CPU-bound)."""
+    workers = min(os.cpu_count() or 1, 4)
+    if len(refs) < PARALLEL_MIN_FILES or workers < 2 or "fork" not in mp.get_all_start_methods():
+        return [row_for(load_session(ref), counter) for ref in refs]
+    spec = ("estimate", getattr(counter, "divisor", 4)) if isinstance(counter, EstimateCounter) else (counter.name, 4)
+    with mp.get_context("fork").Pool(workers, _init_worker, spec) as pool:
+        return pool.map(_row_in_worker, refs, chunksize=16)
 
 
 _DURATION = re.compile(r"^(\d+)\s*([smhdw])$")
@@ -83,7 +114,7 @@ def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = No
                   limit: int | None = None) -> list[SessionRow]:
     if sort not in SORT_KEYS:
         raise UsageError(f"--sort {sort!r}: choose one of {', '.join(SORT_KEYS)}")
-    rows = []
+    refs = []
     for ref in iter_session_refs(ws):
         if channel is not None and (ref.channel or "") != channel:
             continue
@@ -95,7 +126,8 @@ def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = No
                     continue
             except OSError:
                 pass
-        rows.append(row_for(load_session(ref), counter))
+        refs.append(ref)
+    rows = _rows(refs, counter)
     keyfunc = {
         "modified": lambda r: r.modified or "",
         "name": lambda r: r.key,

@@ -8,6 +8,7 @@ complete sub-value is still decoded by the C decoder.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,42 +162,71 @@ def _item_complete(item: Any) -> bool:
     return isinstance(item, dict) and not S.message_problems(item)
 
 
-def content_warnings(session: S.SessionDoc) -> list[str]:
-    """Problems in a structurally valid session that QwenPaw would trip over."""
+_REQUIRED = ("name", "role", "content", "id")
+_LONE_SURROGATE = re.compile(
+    r"[\ud800-\udfff]"  # decoded with surrogatepass from raw ED A0..BF bytes
+    r"|\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"  # escaped high surrogate without a low one
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"  # low without a high
+)
+
+
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def has_lone_surrogates(text: str) -> bool:
+    # The full pattern is slow on megabytes of text; two C-speed pre-checks settle almost every file.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    if _ESCAPED_SURROGATE.search(text) is None:
+        return False
+    return _LONE_SURROGATE.search(text) is not None
+
+
+def content_warnings(session: S.SessionDoc, text: str | None = None) -> list[str]:
+    """Problems in a structurally valid session that QwenPaw would trip over. One pass, no re-serialising
+    (this runs for every file in `sessions list`)."""
     warnings: list[str] = []
     seen: dict[str, int] = {}
     uses: dict[str, int] = {}
     results: dict[str, int] = {}
+    roles = S.ROLES
     for i, item in enumerate(session.content):
-        if isinstance(item, list) and len(item) != 2:
-            warnings.append(f"item {i}: a content item has {len(item)} elements, not [message, marks]")
+        if type(item) is list:
+            if len(item) != 2:
+                warnings.append(f"item {i}: a content item has {len(item)} elements, not [message, marks]")
+                continue
+            msg = item[0]
+        else:
+            msg = item
+        if type(msg) is not dict:
+            warnings.append(f"message {i}: message is a {type(msg).__name__}, not an object")
             continue
-        msg = item[0] if isinstance(item, list) else item
-        for problem in S.message_problems(msg):
-            warnings.append(f"message {i}: {problem}")
-        if isinstance(msg, dict) and isinstance(msg.get("id"), str):
-            if msg["id"] in seen:
-                warnings.append(f"message {i}: duplicate id {msg['id']!r} (first at {seen[msg['id']]})")
-            seen.setdefault(msg["id"], i)
-        for tid in S.tool_use_ids(msg):
-            uses.setdefault(tid, i)
-        for tid in S.tool_result_ids(msg):
-            results.setdefault(tid, i)
+        if not all(k in msg for k in _REQUIRED) or msg["role"] not in roles or type(msg["id"]) is not str \
+                or not isinstance(msg["content"], (str, list)):
+            warnings.extend(f"message {i}: {p}" for p in S.message_problems(msg))
+        mid = msg.get("id")
+        if type(mid) is str:
+            if mid in seen:
+                warnings.append(f"message {i}: duplicate id {mid!r} (first at {seen[mid]})")
+            else:
+                seen[mid] = i
+        content = msg.get("content")
+        if type(content) is list:
+            for block in content:
+                if type(block) is dict:
+                    kind = block.get("type")
+                    if kind == "tool_use":
+                        uses.setdefault(str(block.get("id")), i)
+                    elif kind == "tool_result":
+                        results.setdefault(str(block.get("id")), i)
     for tid, i in uses.items():
         if tid not in results:
             warnings.append(f"message {i}: tool_use {tid!r} has no tool_result")
     for tid, i in results.items():
         if tid not in uses:
             warnings.append(f"message {i}: tool_result {tid!r} answers no tool_use")
-    if _has_surrogates(session.doc):
+    if has_lone_surrogates(text if text is not None else json.dumps(session.doc, ensure_ascii=False)):
         warnings.append("lone surrogate characters (QwenPaw's next save would truncate this file to 0 bytes)")
     return warnings
-
-
-def _has_surrogates(obj: Any) -> bool:
-    text = json.dumps(obj, ensure_ascii=False)
-    try:
-        text.encode("utf-8")
-        return False
-    except UnicodeEncodeError:
-        return True

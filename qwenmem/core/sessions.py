@@ -98,24 +98,26 @@ def _split_candidates(stem: str) -> list[tuple[str, str]]:
 
 def identify(path: Path, ws: Workspace, chats_by_location: dict[tuple[str | None, str], ChatSpec]) -> SessionRef:
     ref = _identify(path, ws, chats_by_location)
-    try:
-        resolve_inside(ws.path, path)
-    except UnsafePathError:
-        ref.outside_workspace = True
+    # Only links can lead out of a directory we are walking; resolving every path would cost a syscall per component.
+    if os.path.islink(path) or os.path.islink(path.parent) or os.path.islink(ws.sessions_dir):
+        try:
+            resolve_inside(ws.path, path)
+        except UnsafePathError:
+            ref.outside_workspace = True
     return ref
 
 
 def _identify(path: Path, ws: Workspace, chats_by_location: dict[tuple[str | None, str], ChatSpec]) -> SessionRef:
     rel = Path(os.path.relpath(Path(path).absolute(), ws.path)).as_posix()
     parent = path.parent
-    channel = None if parent.resolve() == ws.sessions_dir.resolve() else parent.name
+    channel = None if os.path.samefile(parent, ws.sessions_dir) else parent.name
     name = path.name
     chat = chats_by_location.get((channel, name)) or (chats_by_location.get((None, name)) if channel is None else None)
     if chat is None and channel is None:
         # a flat legacy file may be described by a chat that now lives in a channel directory
         matches = [c for (ch, fn), c in chats_by_location.items() if fn == name]
         chat = matches[0] if len(matches) == 1 else None
-    stale = channel is None and any((ws.sessions_dir / d / name).exists() for d in _channel_dirs(ws))
+    stale = channel is None and any(os.path.exists(os.path.join(ws.sessions_dir, d, name)) for d in _channel_dirs(ws))
     if chat is not None:
         return SessionRef(path, rel, chat.channel if channel is None else channel, chat.user_id, chat.session_id,
                           "chats.json", stale_flat_copy=stale)
@@ -412,7 +414,7 @@ def parse_session_bytes(data: bytes) -> tuple[SessionDoc | None, list[str], bool
         session = session_from_obj(obj)
     except NotASessionError as exc:
         return None, problems + [str(exc)], True
-    problems.extend(recovery.content_warnings(session))
+    problems.extend(recovery.content_warnings(session, text))
     return session, problems, bool(problems and any("cannot load" in p or "empty session" in p for p in problems))
 
 

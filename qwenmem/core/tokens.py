@@ -138,7 +138,15 @@ def message_tokens(msg: Any, counter: TokenCounter) -> int:
     if isinstance(content, str):
         return counter.count(content)
     if isinstance(content, list):
-        return sum(block_tokens(b, counter.count) for b in content)
+        count = counter.count
+        total = 0
+        for block in content:
+            # text blocks dominate real sessions; take them without the general dispatch
+            if type(block) is dict and block.get("type") == "text":
+                total += count(block.get("text") or "")
+            else:
+                total += block_tokens(block, count)
+        return total
     return 0
 
 
