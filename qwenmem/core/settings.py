@@ -47,7 +47,7 @@ class Settings:
     max_input_length: int = DEFAULT_MAX_INPUT_LENGTH
     compact_threshold_ratio: float = 0.8
     reserve_threshold_ratio: float = 0.1
-    token_count_estimate_divisor: float = 4
+    token_count_estimate_divisor: float = 4.0
     compact_enabled: bool = True
     compact_with_thinking_block: bool = True
     dialog_path: str = "dialog"
@@ -105,81 +105,74 @@ def _dig(obj: Any, *path: str) -> Any:
     return obj
 
 
-class _Loader:
-    def __init__(self, settings: Settings, doc: dict, label: str):
-        self.settings, self.doc, self.label = settings, doc, label
+_LC = "running.light_context_config"
+_CC = f"{_LC}.context_compact_config"
+_TP = f"{_LC}.tool_result_pruning_config"
+_RM = "running.reme_light_memory_config"
+_EMBEDDING_KEYS = ("backend", "api_key", "base_url", "model_name", "dimensions", "use_dimensions", "max_batch_size")
 
-    def take(self, name: str, *path: str, kind: type | tuple = (int, float, str, bool, list)) -> None:
-        value = _dig(self.doc, *path)
-        if value is None or isinstance(value, bool) and kind in (int, float, (int, float)):
-            return
-        if not isinstance(value, kind):
-            return
-        target, attr = (self.settings.embedding, name.split(".", 1)[1]) if name.startswith("embedding.") else (
-            self.settings, name)
-        setattr(target, attr, value)
-        self.settings.sources[name] = f"{self.label} {'.'.join(path)}"
-
-
-def _num(*kinds):
-    return kinds if len(kinds) > 1 else kinds[0]
-
-
-def _load_current(ld: _Loader) -> None:
-    lc = ("running", "light_context_config")
-    cc = lc + ("context_compact_config",)
-    tp = lc + ("tool_result_pruning_config",)
-    rm = ("running", "reme_light_memory_config")
-    ld.take("dialog_path", *lc, "dialog_path", kind=str)
-    ld.take("token_count_estimate_divisor", *lc, "token_count_estimate_divisor", kind=_num(int, float))
-    ld.take("compact_enabled", *cc, "enabled", kind=bool)
-    ld.take("compact_threshold_ratio", *cc, "compact_threshold_ratio", kind=_num(int, float))
-    ld.take("reserve_threshold_ratio", *cc, "reserve_threshold_ratio", kind=_num(int, float))
-    ld.take("compact_with_thinking_block", *cc, "compact_with_thinking_block", kind=bool)
-    ld.take("pruning_enabled", *tp, "enabled", kind=bool)
-    ld.take("pruning_recent_n", *tp, "pruning_recent_n", kind=int)
-    ld.take("pruning_old_msg_max_bytes", *tp, "pruning_old_msg_max_bytes", kind=int)
-    ld.take("pruning_recent_msg_max_bytes", *tp, "pruning_recent_msg_max_bytes", kind=int)
-    ld.take("offload_retention_days", *tp, "offload_retention_days", kind=int)
-    ld.take("tool_results_cache", *tp, "tool_results_cache", kind=str)
-    ld.take("exempt_file_extensions", *tp, "exempt_file_extensions", kind=list)
-    ld.take("exempt_tool_names", *tp, "exempt_tool_names", kind=list)
-    ld.take("summarize_when_compact", *rm, "summarize_when_compact", kind=bool)
-    ld.take("dream_cron", *rm, "dream_cron", kind=str)
-    ld.take("recursive_file_watcher", *rm, "recursive_file_watcher", kind=bool)
-    _load_embedding(ld, rm + ("embedding_model_config",))
-
-
-def _load_legacy(ld: _Loader) -> None:
-    s = ld.settings
-    # Q@PRE defaults differ from Q@HEAD's: ratio 0.75, ReMe's tool_result/ dir, no exempt tool names.
-    s.compact_threshold_ratio = 0.75
-    s.tool_results_cache = "tool_result"
-    s.exempt_tool_names = []
-    ld.take("max_input_length", "running", "max_input_length", kind=int)
-    cc = ("running", "context_compact")
-    tr = ("running", "tool_result_compact")
-    ms = ("running", "memory_summary")
-    ld.take("token_count_estimate_divisor", *cc, "token_count_estimate_divisor", kind=_num(int, float))
-    ld.take("compact_enabled", *cc, "context_compact_enabled", kind=bool)
-    ld.take("compact_threshold_ratio", *cc, "memory_compact_ratio", kind=_num(int, float))
-    ld.take("reserve_threshold_ratio", *cc, "memory_reserve_ratio", kind=_num(int, float))
-    ld.take("compact_with_thinking_block", *cc, "compact_with_thinking_block", kind=bool)
-    ld.take("pruning_enabled", *tr, "enabled", kind=bool)
-    ld.take("pruning_recent_n", *tr, "recent_n", kind=int)
-    ld.take("pruning_old_msg_max_bytes", *tr, "old_max_bytes", kind=int)
-    ld.take("pruning_recent_msg_max_bytes", *tr, "recent_max_bytes", kind=int)
-    ld.take("offload_retention_days", *tr, "retention_days", kind=int)
-    ld.take("summarize_when_compact", *ms, "memory_summary_enabled", kind=bool)
-    ld.take("dream_cron", *ms, "dream_cron", kind=str)
-    ld.take("recursive_file_watcher", *ms, "recursive_file_watcher", kind=bool)
-    _load_embedding(ld, ("running", "embedding_config"))
+# setting → its JSON path in agent.json, per generation (spec §1.5)
+CURRENT_PATHS = {
+    "dialog_path": f"{_LC}.dialog_path",
+    "token_count_estimate_divisor": f"{_LC}.token_count_estimate_divisor",
+    "compact_enabled": f"{_CC}.enabled",
+    "compact_threshold_ratio": f"{_CC}.compact_threshold_ratio",
+    "reserve_threshold_ratio": f"{_CC}.reserve_threshold_ratio",
+    "compact_with_thinking_block": f"{_CC}.compact_with_thinking_block",
+    "pruning_enabled": f"{_TP}.enabled",
+    "pruning_recent_n": f"{_TP}.pruning_recent_n",
+    "pruning_old_msg_max_bytes": f"{_TP}.pruning_old_msg_max_bytes",
+    "pruning_recent_msg_max_bytes": f"{_TP}.pruning_recent_msg_max_bytes",
+    "offload_retention_days": f"{_TP}.offload_retention_days",
+    "tool_results_cache": f"{_TP}.tool_results_cache",
+    "exempt_file_extensions": f"{_TP}.exempt_file_extensions",
+    "exempt_tool_names": f"{_TP}.exempt_tool_names",
+    "summarize_when_compact": f"{_RM}.summarize_when_compact",
+    "dream_cron": f"{_RM}.dream_cron",
+    "recursive_file_watcher": f"{_RM}.recursive_file_watcher",
+    **{f"embedding.{k}": f"{_RM}.embedding_model_config.{k}" for k in _EMBEDDING_KEYS},
+}
+LEGACY_PATHS = {
+    "max_input_length": "running.max_input_length",
+    "token_count_estimate_divisor": "running.context_compact.token_count_estimate_divisor",
+    "compact_enabled": "running.context_compact.context_compact_enabled",
+    "compact_threshold_ratio": "running.context_compact.memory_compact_ratio",
+    "reserve_threshold_ratio": "running.context_compact.memory_reserve_ratio",
+    "compact_with_thinking_block": "running.context_compact.compact_with_thinking_block",
+    "pruning_enabled": "running.tool_result_compact.enabled",
+    "pruning_recent_n": "running.tool_result_compact.recent_n",
+    "pruning_old_msg_max_bytes": "running.tool_result_compact.old_max_bytes",
+    "pruning_recent_msg_max_bytes": "running.tool_result_compact.recent_max_bytes",
+    "offload_retention_days": "running.tool_result_compact.retention_days",
+    "summarize_when_compact": "running.memory_summary.memory_summary_enabled",
+    "dream_cron": "running.memory_summary.dream_cron",
+    "recursive_file_watcher": "running.memory_summary.recursive_file_watcher",
+    **{f"embedding.{k}": f"running.embedding_config.{k}" for k in _EMBEDDING_KEYS},
+}
+# Q@PRE defaults that differ from Q@HEAD's: ratio 0.75, ReMe's tool_result/ dir, no exempt tool names.
+LEGACY_DEFAULTS = {"compact_threshold_ratio": 0.75, "tool_results_cache": "tool_result", "exempt_tool_names": []}
 
 
-def _load_embedding(ld: _Loader, path: tuple[str, ...]) -> None:
-    for key, kind in (("backend", str), ("api_key", str), ("base_url", str), ("model_name", str),
-                      ("dimensions", int), ("use_dimensions", bool), ("max_batch_size", int)):
-        ld.take(f"embedding.{key}", *path, key, kind=kind)
+def _target(settings: Settings, name: str) -> tuple[Any, str]:
+    return (settings.embedding, name.split(".", 1)[1]) if name.startswith("embedding.") else (settings, name)
+
+
+def _accepts(default: Any, value: Any) -> bool:
+    """A value is taken only when it has the default's type (ints are fine for float settings); else ignored."""
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    return isinstance(value, type(default))
+
+
+def _apply_paths(settings: Settings, doc: dict, paths: dict[str, str], label: str) -> None:
+    for name, dotted in paths.items():
+        value = _dig(doc, *dotted.split("."))
+        target, attr = _target(settings, name)
+        if value is not None and _accepts(getattr(target, attr), value):
+            setattr(target, attr, value)
+            settings.sources[name] = f"{label} {dotted}"
 
 
 def _apply_embedding_env(settings: Settings, env: Mapping[str, str]) -> None:
@@ -219,15 +212,16 @@ def load_settings(ws: Workspace, env: Mapping[str, str] | None = None) -> Settin
         doc = loaded if isinstance(loaded, dict) else {}
         settings.files["agent.json"] = str(agent_json)
     running = doc.get("running") if isinstance(doc.get("running"), dict) else {}
-    loader = _Loader(settings, doc, "agent.json")
     if any(k in running for k in _CURRENT_KEYS) or not any(k in running for k in _LEGACY_KEYS):
         settings.generation = CURRENT
-        _load_current(loader)
+        _apply_paths(settings, doc, CURRENT_PATHS, "agent.json")
     else:
         settings.generation = LEGACY
-        _load_legacy(loader)
+        for name, value in LEGACY_DEFAULTS.items():
+            setattr(settings, name, value)
+        _apply_paths(settings, doc, LEGACY_PATHS, "agent.json")
     settings.sources["generation"] = "agent.json keys" if running else "default"
-    loader.take("language", "language", kind=str)
+    _apply_paths(settings, doc, {"language": "language"}, "agent.json")
     active = doc.get("active_model") if isinstance(doc.get("active_model"), dict) else {}
     if active.get("provider_id") and active.get("model"):
         settings.active_provider, settings.active_model = str(active["provider_id"]), str(active["model"])
