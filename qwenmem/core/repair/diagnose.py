@@ -92,12 +92,13 @@ def diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
         d.notes.append(f"the file is empty ({kind}): nothing in it can be recovered")
         return d
     split = split_documents(text)
-    candidates: list[Salvaged] = [salvage_document(text, span) for span in split.docs]
+    candidates: list[Salvaged] = [salvage_document(span) for span in split.docs]
     sessions = [c for c in candidates if c.doc is not None]
-    trailing = bool(split.garbage) or (bool(split.docs) and split.docs[-1].complete
-                                       and bool(text[split.docs[-1].end:].strip(WS)))
+    trailing = bool(split.garbage) or (bool(split.docs) and split.docs[-1].complete and split.nul_tail)
     if not sessions:
         d.unrecoverable = True
+        if len(split.docs) > 1:
+            d.add(CONCATENATED)
         if any(not c.complete for c in candidates) or not candidates:
             d.add(TRUNCATED if candidates else TRAILING_GARBAGE)
         else:
@@ -113,7 +114,7 @@ def diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
         changed = True
     if trailing:
         d.add(TRAILING_GARBAGE)
-        extra = sum(e - s for s, e in split.garbage) or len(text) - split.docs[-1].end
+        extra = sum(e - s for s, e in split.garbage) or len(text.rstrip(WS)) - split.docs[-1].end
         nul = " (NUL bytes)" if split.nul_tail else ""
         d.actions.append(f"drop {extra:,} character(s) of stray text{nul} outside the document (kept in quarantine)")
         changed = True

@@ -20,7 +20,8 @@ from qwenmem.core.recovery import Parsed, _Partial, tolerant_parse
 _DECODER = json.JSONDecoder()
 WS = " \t\r\n"
 WS_NUL = WS + "\x00"
-_DOC_START = re.compile(r'\{\s*"(?:agent|memory)"\s*:')
+_AGENT_DOC = re.compile(r'\{\s*"agent"\s*:\s*\{\s*"memory"\s*:\s*\{\s*"content"\s*:')
+_MEMORY_DOC = re.compile(r'\{\s*"memory"\s*:\s*\{\s*"content"\s*:')
 _ITEM_START = re.compile(r'\{\s*"id"\s*:')
 _SUMMARY_KEY = re.compile(r'\]\s*,\s*"_compressed_summary"\s*:\s*')
 _AGENT_TAIL = re.compile(r'\}\s*(?=,\s*"(?:toolkit|plan_notebook|name|_sys_prompt)"\s*:)')
@@ -39,7 +40,9 @@ class DocSpan:
     start: int
     end: int
     complete: bool
-    value: Any
+    value: Any  # the decoded document, or the Parsed of a damaged one
+    offset: int = 0  # where `text` starts in the file's text
+    text: str = ""  # this document's segment of the file (a damaged document may not run past the next one)
 
 
 @dataclass
@@ -49,33 +52,38 @@ class Split:
     nul_tail: bool = False
 
 
+def _document_starts(text: str) -> list[int]:
+    starts = [m.start() for m in _AGENT_DOC.finditer(text)]
+    return starts or [m.start() for m in _MEMORY_DOC.finditer(text)]
+
+
 def split_documents(text: str) -> Split:
-    """Every JSON document in `text`, in order; a damaged one ends where its parse stopped."""
+    """Every JSON document in `text`, in order; a damaged one ends where the next document starts.
+
+    The start of a session (`{"agent": {"memory": {"content":`) cannot occur inside one (quotes in strings are
+    escaped), so a document cut off by a second write is never parsed as running into the next.
+    """
     docs: list[DocSpan] = []
     garbage: list[tuple[int, int]] = []
     n = len(text)
-    pos = skip(text, 0, WS_NUL)
-    while pos < n:
-        if text[pos] not in "{[":
-            nxt = _DOC_START.search(text, pos + 1)
-            end = nxt.start() if nxt else n
-            garbage.append((pos, end))
-            pos = end
-            continue
-        try:
-            value, end = _DECODER.raw_decode(text, pos)
-            docs.append(DocSpan(pos, end, True, value))
-            pos = skip(text, end, WS_NUL)
-            continue
-        except json.JSONDecodeError:
-            pass
-        parsed = tolerant_parse(text, pos)
-        nxt = _DOC_START.search(text, max(parsed.end, pos + 1))
-        end = nxt.start() if nxt else n
-        docs.append(DocSpan(pos, end, False, parsed))
-        pos = end
-    tail = text.rstrip(WS)
-    nul_tail = tail.endswith("\x00")
+    first = skip(text, 0, WS_NUL)
+    bounds = [first] + [p for p in _document_starts(text) if p > first] + [n]
+    for seg_start, seg_end in zip(bounds, bounds[1:]):
+        segment = text[seg_start:seg_end]
+        pos = skip(segment, 0, WS_NUL)
+        while pos < len(segment):
+            if segment[pos] not in "{[":
+                garbage.append((seg_start + pos, seg_end))
+                break
+            try:
+                value, end = _DECODER.raw_decode(segment, pos)
+            except json.JSONDecodeError:
+                parsed = tolerant_parse(segment, pos)
+                docs.append(DocSpan(seg_start + pos, seg_end, False, parsed, seg_start, segment))
+                break
+            docs.append(DocSpan(seg_start + pos, seg_start + end, True, value, seg_start, segment))
+            pos = skip(segment, end, WS_NUL)
+    nul_tail = text.rstrip(WS).endswith("\x00")
     return Split(docs, garbage, nul_tail)
 
 
@@ -190,7 +198,8 @@ def assistant_name(messages: list) -> str:
     return names.most_common(1)[0][0] if names else "QwenPaw"
 
 
-def salvage_document(text: str, span: DocSpan) -> Salvaged:
+def salvage_document(span: DocSpan) -> Salvaged:
+    text = span.text
     parsed: Parsed | None = None if span.complete else span.value
     obj = span.value if span.complete else parsed.value
     base = dict(complete=span.complete, start=span.start, end=span.end)
@@ -217,7 +226,7 @@ def salvage_document(text: str, span: DocSpan) -> Salvaged:
         if any(p[len(content_path)] == len(content) - 1 for p in inside) and content:
             content.pop()
             result.partial_items = 1
-        result.damage_at = parsed.end
+        result.damage_at = span.offset + parsed.end
         if _points_at(parsed.partial_paths, prefix + ("memory", "_compressed_summary")):
             result.summary = "cut"
         known = {m["id"] for m in (i[0] if isinstance(i, list) and i else i for i in content)
