@@ -234,7 +234,12 @@ def salvage_document(span: DocSpan) -> Salvaged:
         tail_from = parsed.end
         content_was_cut = bool(_points_at(parsed.partial_paths, content_path))
         if content_was_cut:
-            extra, tail_from = resync_items(text, parsed.end, known, pairs)
+            # damage can swallow the start of the next message into a string, so the parse may stop past it:
+            # resume from the last message start before the stop (already-kept ids are skipped)
+            resume = text.rfind('{"id":', 0, parsed.end)
+            resume = resume - 1 if resume > 0 and text[resume - 1] == "[" else parsed.end if resume < 0 else resume
+            extra, tail_from = resync_items(text, resume, known, pairs)
+            tail_from = max(tail_from, parsed.end)
             content.extend(extra)
             result.resynced_items = len(extra)
             if "_compressed_summary" not in memory:
