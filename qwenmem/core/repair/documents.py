@@ -129,8 +129,11 @@ def _valid_item(value: Any, pairs: bool) -> bool:
     return isinstance(value, dict) and not S.message_problems(value)
 
 
-def resync_items(text: str, pos: int, known_ids: set[str], pairs: bool) -> tuple[list, int]:
-    """Complete message items found after `pos` (the damage point). Returns (items, position after the last)."""
+def resync_items(text: str, pos: int, known_ids: set[str], pairs: bool, stop: int = 0) -> tuple[list, int]:
+    """Complete message items found after `pos` (near the damage point). Returns (items, position after the last).
+
+    Before `stop` (where the parse gave up) only whole [message, marks] items count: a bare message there is
+    the one the damage cut, and its marks are gone."""
     items: list = []
     cursor = last_end = pos
     while True:
@@ -149,7 +152,7 @@ def resync_items(text: str, pos: int, known_ids: set[str], pairs: bool) -> tuple
                     found = (value if pairs else value[0], end)
             except json.JSONDecodeError:
                 pass
-        if found is None:
+        if found is None and (brace >= stop or not pairs):
             try:
                 value, end = _DECODER.raw_decode(text, brace)
                 if _valid_item(value, False):
@@ -238,7 +241,7 @@ def salvage_document(span: DocSpan) -> Salvaged:
             # resume from the last message start before the stop (already-kept ids are skipped)
             resume = text.rfind('{"id":', 0, parsed.end)
             resume = resume - 1 if resume > 0 and text[resume - 1] == "[" else parsed.end if resume < 0 else resume
-            extra, tail_from = resync_items(text, resume, known, pairs)
+            extra, tail_from = resync_items(text, resume, known, pairs, parsed.end)
             tail_from = max(tail_from, parsed.end)
             content.extend(extra)
             result.resynced_items = len(extra)
