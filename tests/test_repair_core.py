@@ -228,3 +228,18 @@ def test_restore_refuses_a_file_that_changes_meanwhile_and_unknown_targets(tmp_p
     restore(ws, "s")  # a session name finds the newest run that holds it
     with pytest.raises(AmbiguousError):
         restore(ws, "2")  # every run id starts with the year
+
+
+def test_a_named_dialog_offload_can_rebuild_an_empty_session(tmp_path):
+    from conftest import CORPUS_REAL
+
+    dialog = next(CORPUS_REAL.glob("White-147__*/workspaces/default/dialog/2026-04-09.jsonl"))
+    root = make_workspace(tmp_path / "ws", {"console/s.json": b""})
+    (root / "dialog").mkdir()
+    shutil.copy2(dialog, root / "dialog" / dialog.name)
+    ws, refs = _refs(root)
+    result = run_repair(ws, refs, REPAIR, from_file=root / "dialog" / dialog.name)
+    assert result.files[0].status == "repaired"
+    items = qwenpaw_strict_load((root / "sessions/console/s.json").read_bytes())
+    lines = [json.loads(line) for line in dialog.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert [m for m, _ in items] == lines and len(lines) == 19  # SOURCES.md: 19 lines

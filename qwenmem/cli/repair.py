@@ -33,7 +33,8 @@ def repair_cmd(
     from_backup: Annotated[bool, typer.Option("--from-backup", help="For files with nothing recoverable, rebuild from "
                                               "the newest usable backup sibling, copy or earlier quarantine.")] = False,
     from_file: Annotated[Optional[Path], typer.Option("--from", help="Rebuild the one named session from this file "
-                                                      "(inside the workspace).", show_default=False)] = None,
+                                                      "inside the workspace: a backup or copy of it, or a "
+                                                      "dialog/YYYY-MM-DD.jsonl offload.", show_default=False)] = None,
     json_out: JsonFlag = False,
     quiet: QuietFlag = False,
     workspace: WorkspaceOpt = None,

@@ -120,9 +120,9 @@ def diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
         changed = True
     for cand, span in zip(candidates, split.docs):
         if cand is not best:
-            d.alternatives.append(fixes_alt("document", span.start, span.end, len(cand.ids), text))
+            d.alternatives.append(_alternative("document", span.start, span.end, len(cand.ids), text))
     for s, e in split.garbage:
-        d.alternatives.append(fixes_alt("garbage", s, e, 0, text))
+        d.alternatives.append(_alternative("garbage", s, e, 0, text))
     if not best.complete:
         d.add(DAMAGED if best.resynced_items or best.summary == "resynced" else TRUNCATED)
         where = f" at character {best.damage_at:,}" if best.damage_at is not None else ""
@@ -209,5 +209,5 @@ def _count_removed_messages(removed: list[fixes.Removal]) -> int:
     return sum(1 for r in removed if "removed from this message" not in r.reason)
 
 
-def fixes_alt(kind: str, start: int, end: int, messages: int, text: str) -> Alternative:
+def _alternative(kind: str, start: int, end: int, messages: int, text: str) -> Alternative:
     return Alternative(kind, start, end, messages, text[start:end])

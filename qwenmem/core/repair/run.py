@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,8 +76,37 @@ def _report(ref: SessionRef, d: Diagnosis, sha: str) -> FileReport:
                       list(d.pending), list(d.notes), original_sha256=sha)
 
 
+def session_from_dialog(data: bytes) -> tuple[bytes, int]:
+    """A session built from a dialog/YYYY-MM-DD.jsonl offload (one Msg per line, no marks). Returns (bytes, bad lines).
+
+    The offload holds the messages QwenPaw compacted away, from every session of the agent that day; it is only used
+    when the user names it with --from."""
+    from qwenmem.core.repair.documents import assistant_name
+    from qwenmem.core.repair.encoding import decode_counting
+    from qwenmem.core.sessions import encode_session, message_problems
+
+    messages, bad = [], 0
+    for line in decode_counting(data).text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if message_problems(msg):
+            bad += 1
+            continue
+        messages.append(msg)
+    doc = {"agent": {"memory": {"content": [[m, []] for m in messages], "_compressed_summary": ""},
+                     "toolkit": {"active_groups": []}, "name": assistant_name(messages), "_sys_prompt": ""}}
+    return encode_session(doc), bad
+
+
 def _plan_from_evidence(ws: Workspace, source: Path, fix_tool_pairs: bool) -> tuple[bytes, Diagnosis]:
     data, _ = read_with_snapshot(source, MAX_SESSION_BYTES)
+    if source.suffix == ".jsonl":
+        data, _bad = session_from_dialog(data)
     d = diagnose(data, fix_tool_pairs)
     if d.session is None or d.unrecoverable:
         raise UsageError(f"{ws.relative(source)}: holds no recoverable session ({'; '.join(d.notes) or d.classes})")
