@@ -106,3 +106,16 @@ def test_subprocess_exit_codes_and_streams(tmp_path):
     fixed = run_cli("-w", str(root), "sessions", "repair", "--all", "--quiet")
     assert fixed.code == 0 and fixed.stdout == ""
     assert (root / "sessions/a.json").read_bytes() == WIKI.read_bytes()
+
+
+def test_ids_reused_for_different_messages_are_a_warning_not_a_failure(tmp_path):
+    doc = json.loads(TINY.read_bytes())
+    content = doc["agent"]["memory"]["content"]
+    clash = json.loads(json.dumps(content[0]))
+    clash[0]["content"] = "another text"
+    content.append(clash)
+    root = make_workspace(tmp_path / "ws", {"a.json": json.dumps(doc, ensure_ascii=False).encode()})
+    run = invoke("-w", str(root), "sessions", "repair", "--check", "--json")
+    assert run.code == 0
+    [f] = run.json()["result"]["files"]
+    assert f["classes"] == ["duplicate_ids"] and f["status"] == "warning"

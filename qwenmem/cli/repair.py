@@ -11,7 +11,7 @@ from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
 
-STATUS_STYLE = {"ok": "green", "repaired": "green", "would_repair": "yellow", "needs_repair": "yellow",
+STATUS_STYLE = {"ok": "green", "warning": "yellow", "repaired": "green", "would_repair": "yellow", "needs_repair": "yellow",
                 "needs_flag": "yellow", "unrecoverable": "bold red", "changed": "bold red", "error": "bold red"}
 
 

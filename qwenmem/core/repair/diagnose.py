@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 
 from qwenmem.core import sessions as S
@@ -136,7 +135,7 @@ def diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
     if best.summary in ("cut", "lost"):
         d.notes.append("the compressed summary was " + ("cut off" if best.summary == "cut" else "after the damage")
                        + " and is lost")
-    doc = best.session if len(sessions) == 1 and best.complete else S.SessionDoc(copy.deepcopy(best.doc), best.layout)
+    doc = best.session
     fixed = replace_surrogates(doc.doc)
     if fixed.lone or fixed.joined:
         doc = S.SessionDoc(fixed.value, best.layout)

@@ -10,7 +10,7 @@ from typing import Callable
 
 from qwenmem.core.errors import ChangedUnderneathError, UsageError, WorkspaceError
 from qwenmem.core.fsio import atomic_write_bytes, exclusive_lock, read_with_snapshot
-from qwenmem.core.repair.diagnose import EMPTY, NOT_A_SESSION, OK, Diagnosis, diagnose
+from qwenmem.core.repair.diagnose import EMPTY, NOT_A_SESSION, Diagnosis, diagnose
 from qwenmem.core.repair.evidence import Evidence, best_usable, find_evidence
 from qwenmem.core.repair.quarantine import QuarantineRun, sha256
 from qwenmem.core.repair.strict import strict_load_bytes_problems
@@ -20,6 +20,7 @@ from qwenmem.core.workspace import Workspace
 
 CHECK, DRY_RUN, REPAIR = "check", "dry-run", "repair"
 BeforeWrite = Callable[[Path], None]
+ATTENTION = ("needs_repair", "would_repair", "unrecoverable", "needs_flag", "changed", "error")
 
 
 @dataclass
@@ -27,7 +28,7 @@ class FileReport:
     path: str
     key: str
     classes: list[str]
-    status: str  # ok | needs_repair | would_repair | repaired | unrecoverable | needs_flag | changed | error
+    status: str  # ok | warning | needs_repair | would_repair | repaired | unrecoverable | needs_flag | changed | error
     messages_found: int = 0
     messages_intact: int = 0
     messages_lost: int = 0
@@ -63,7 +64,8 @@ class RepairRun:
 
     @property
     def needs_attention(self) -> bool:
-        return any(f.classes != [OK] and f.status != "repaired" for f in self.files)
+        """Something is (still) wrong: the exit status is 1."""
+        return any(f.status in ATTENTION for f in self.files)
 
     @property
     def changed_underneath(self) -> bool:
@@ -159,8 +161,9 @@ def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_b
         else:
             rep.notes.append("no backup, copy or earlier quarantine of this file was found")
     if new_bytes is None:
+        # "warning": reported (e.g. ids reused with different content) but there is nothing safe to change
         rep.status = ("unrecoverable" if d.unrecoverable else "needs_flag" if d.pending
-                      else "needs_repair" if d.needs_repair and mode == CHECK else "ok")
+                      else "warning" if d.needs_repair else "ok")
         return rep
     rep.result_sha256 = sha256(new_bytes)
     if mode != REPAIR:
