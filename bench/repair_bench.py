@@ -5,10 +5,7 @@ Run: /work/main/.venv/bin/python bench/repair_bench.py
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
 import sys
 import tempfile
 import time

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from conftest import invoke, run_cli
 from qwenmem.core.fsio import exclusive_lock

@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
 def repair_cmd(
     ctx: typer.Context,
     sessions: Annotated[Optional[list[str]], typer.Argument(help="Sessions to repair (key, file name, path or id).",
-                                                            show_default=False)] = None,
+                                                            metavar="SESSION", show_default=False)] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every session file in the workspace.")] = False,
     check: Annotated[bool, typer.Option("--check", help="Only classify; write nothing. Exit 1 if anything needs "
                                                         "repair. The default selection is --all.")] = False,
@@ -42,7 +42,7 @@ def repair_cmd(
 ) -> None:
     """Find and repair damaged session files without losing anything.
 
-    A real run copies each original to <workspace>/.qwenmem/quarantine/<run>/ before an atomic replace, and
+    --check and --dry-run look at every session unless some are named; a real run needs names or --all. A real run copies each original to <workspace>/.qwenmem/quarantine/<run>/ before an atomic replace, and
     refuses (exit 4) if a file changed while it worked. Healthy files are never rewritten.
 
     Examples:
@@ -130,14 +130,16 @@ def restore_cmd(
     ctx: typer.Context,
     target: Annotated[Optional[str], typer.Argument(help="A quarantine run id (or prefix), or a session whose "
                                                           "newest quarantined original to put back.",
-                                                     show_default=False)] = None,
+                                                     metavar="RUN|SESSION", show_default=False)] = None,
     run: Annotated[Optional[str], typer.Option("--run", help="Take the session's original from this run.")] = None,
     dry_run: DryRunFlag = False,
     json_out: JsonFlag = False,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
 ) -> None:
-    """Put quarantined originals back (the current file is quarantined first), or list quarantine runs.
+    """Put quarantined originals back, or list quarantine runs.
+
+    The file being replaced is itself quarantined first, so a restore can be undone the same way.
 
     Examples:
 
