@@ -123,7 +123,7 @@ def _render(result) -> None:
         output.note(f"originals and removed content kept in {result.quarantine} "
                     f"(undo with `qwenmem sessions restore {result.run_id}`)")
     if result.mode != "repair" and any(f.status in ("needs_repair", "would_repair") for f in result.files):
-        output.note("run `qwenmem sessions repair --all` (or name the sessions) to repair")
+        output.note("to repair, run the same command without --check/--dry-run (a real run needs sessions or --all)")
 
 
 def restore_cmd(

@@ -151,7 +151,9 @@ def diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
     if best.filled_keys and best.complete:
         d.add(INCOMPLETE_STATE)
     if best.filled_keys:
-        d.actions.append("supply missing state: " + ", ".join(best.filled_keys))
+        what = ", ".join(best.filled_keys)
+        d.actions.append(f"supply missing state: {what}" if best.complete else
+                         f"re-create the state that followed the damage with QwenPaw's defaults: {what}")
         changed = True
     d.notes.extend(best.notes)
     d.messages_found = len(doc.content)
