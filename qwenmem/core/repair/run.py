@@ -169,7 +169,12 @@ def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_b
     if mode != REPAIR:
         rep.status = "needs_repair" if mode == CHECK else "would_repair"
         return rep
-    return _write(ws, ref, data, snap, new_bytes, d, rep, run, before_write)
+    try:
+        return _write(ws, ref, data, snap, new_bytes, d, rep, run, before_write)
+    except OSError as exc:  # disk full, read-only directory...: this file stays as it was, the run goes on
+        rep.status = "error"
+        rep.notes.append(f"could not write: {exc.strerror or exc}; the file was left as it was")
+        return rep
 
 
 def _write(ws, ref, data, snap, new_bytes, d: Diagnosis, rep: FileReport, run: QuarantineRun,
