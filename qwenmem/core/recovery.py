@@ -170,3 +170,10 @@ def _has_surrogates(obj: Any) -> bool:
         return False
     except UnicodeEncodeError:
         return True
+
+
+def replace_surrogates(obj: Any):
+    """Lone surrogates → U+FFFD, split pairs joined (see repair.encoding); returns a SurrogateFix."""
+    from qwenmem.core.repair.encoding import replace_surrogates as _replace
+
+    return _replace(obj)
