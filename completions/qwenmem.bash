@@ -13,8 +13,10 @@ _qwenmem() {
         "completions") words="" ;;
         "demo") words="--into --keep --no-keep" ;;
         "info") words="--agent --json --workspace -w" ;;
-        "sessions") words="list show" ;;
+        "sessions") words="list repair restore show" ;;
         "sessions list") words="--agent --channel --json --limit --reverse --since --sort --tokenizer --user --workspace -w" ;;
+        "sessions repair") words="--agent --all --check --dry-run --fix-tool-pairs --from --from-backup --json --quiet --workspace -n -q -w" ;;
+        "sessions restore") words="--agent --dry-run --json --run --workspace -n -w" ;;
         "sessions show") words="--agent --compressed --full --json --no-compressed --role --tail --thinking --workspace -w" ;;
     esac
     COMPREPLY=($(compgen -W "$words" -- "$cur"))
@@ -22,7 +24,7 @@ _qwenmem() {
 _qwenmem_subs() {
     case "$1" in
         "") echo "completions demo info sessions" ;;
-        "sessions") echo "list show" ;;
+        "sessions") echo "list repair restore show" ;;
     esac
 }
 complete -o default -F _qwenmem qwenmem

@@ -115,7 +115,7 @@ def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = No
     if sort not in SORT_KEYS:
         raise UsageError(f"--sort {sort!r}: choose one of {', '.join(SORT_KEYS)}")
     refs = []
-    for ref in iter_session_refs(ws):
+    for ref in iter_session_refs(ws, include_backups=True):
         if channel is not None and (ref.channel or "") != channel:
             continue
         if user is not None and ref.user_id != user:

@@ -107,59 +107,29 @@ class Salvage:
     damaged_items: int = 0
 
 
-def _default_agent_keys(agent: dict) -> None:
-    """QwenPaw's load_state_dict is strict: a missing module key throws after partial loading."""
-    agent.setdefault("toolkit", {"active_groups": []})
-    agent.setdefault("name", "QwenPaw")
-    agent.setdefault("_sys_prompt", "")
-
-
 def salvage_text(text: str) -> Salvage:
-    """Best effort: the largest valid session that the damaged text still contains."""
-    start = _skip_ws(text, 0)
-    parsed = tolerant_parse(text, start)
-    obj = parsed.value
+    """Best effort: the session a repair would keep (the most complete and newest document, every complete message
+    before and after the damage point). Read-only; `qwenmem sessions repair` is what writes it."""
+    from qwenmem.core.repair.documents import pick_best, salvage_document, split_documents
+
+    split = split_documents(text)
     notes: list[str] = []
-    if parsed.complete and _skip_ws(text, parsed.end) < len(text):
-        notes.append(f"extra data after the first JSON document at character {parsed.end}")
-    if not isinstance(obj, dict):
-        return Salvage(None, notes + ["nothing recoverable: the file does not start with a JSON object"])
-    agent = obj.get("agent") if isinstance(obj.get("agent"), dict) else None
-    holder = agent if agent is not None else obj
-    memory = holder.get("memory")
-    if not isinstance(memory, dict) or not isinstance(memory.get("content"), list):
-        return Salvage(None, notes + ["nothing recoverable: no agent.memory.content list"])
-    damaged = 0
-    content = memory["content"]
-    if not parsed.complete:
-        partial_item = any(len(p) >= 1 and _is_content_item_path(p, agent is not None) for p in parsed.partial_paths)
-        if partial_item and content and not _item_complete(content[-1]):
-            content.pop()
-            damaged = 1
-        elif partial_item and parsed.partial_paths and _points_inside_item(parsed.partial_paths, agent is not None):
-            content.pop() if content else None
-            damaged = 1
-        notes.append(f"truncated: kept {len(content)} complete message(s)" + (", dropped 1 cut-off message" if damaged else ""))
-    memory.setdefault("_compressed_summary", "")
-    if agent is not None:
-        _default_agent_keys(agent)
-    return Salvage(S.SessionDoc(obj, "agent" if agent is not None else "memory"), notes, len(content), damaged)
-
-
-def _is_content_item_path(path: tuple, has_agent: bool) -> bool:
-    prefix = ("agent", "memory", "content") if has_agent else ("memory", "content")
-    return path[: len(prefix)] == prefix and len(path) > len(prefix)
-
-
-def _points_inside_item(paths: list[tuple], has_agent: bool) -> bool:
-    depth = 4 if has_agent else 3
-    return any(_is_content_item_path(p, has_agent) and len(p) > depth for p in paths)
-
-
-def _item_complete(item: Any) -> bool:
-    if isinstance(item, list):
-        return len(item) == 2 and isinstance(item[0], dict) and isinstance(item[1], list) and not S.message_problems(item[0])
-    return isinstance(item, dict) and not S.message_problems(item)
+    if len(split.docs) > 1:
+        notes.append(f"{len(split.docs)} JSON documents in one file")
+    if split.garbage:
+        notes.append(f"extra data outside the JSON document at character {split.garbage[0][0]}")
+    candidates = [salvage_document(span) for span in split.docs]
+    sessions = [c for c in candidates if c.doc is not None]
+    if not sessions:
+        reasons = "; ".join(dict.fromkeys(c.reason for c in candidates)) or "no JSON document found"
+        return Salvage(None, notes + [f"nothing recoverable: {reasons}"])
+    best = pick_best(sessions)
+    kept = len(best.session.content)
+    if not best.complete:
+        notes.append(f"damaged: kept {kept} complete message(s)"
+                     + (", dropped 1 cut-off message" if best.partial_items else "")
+                     + (f", {best.resynced_items} found after the damage" if best.resynced_items else ""))
+    return Salvage(best.session, notes, kept, best.partial_items)
 
 
 _REQUIRED = ("name", "role", "content", "id")
@@ -230,3 +200,10 @@ def content_warnings(session: S.SessionDoc, text: str | None = None) -> list[str
     if has_lone_surrogates(text if text is not None else json.dumps(session.doc, ensure_ascii=False)):
         warnings.append("lone surrogate characters (QwenPaw's next save would truncate this file to 0 bytes)")
     return warnings
+
+
+def replace_surrogates(obj: Any):
+    """Lone surrogates → U+FFFD, split pairs joined (see repair.encoding); returns a SurrogateFix."""
+    from qwenmem.core.repair.encoding import replace_surrogates as _replace
+
+    return _replace(obj)

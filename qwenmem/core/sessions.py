@@ -141,26 +141,28 @@ def _channel_dirs(ws: Workspace) -> list[str]:
 BACKUP_RE = re.compile(r"\.json\.(backup_[0-9_]+|bak)$")
 
 
-def is_session_file_name(name: str) -> bool:
+def is_session_file_name(name: str, include_backups: bool = True) -> bool:
     """`*.json` sessions, plus CoPaw's `*.json.backup_YYYYMMDD_HHMMSS` copies (listed so damage there shows too)."""
-    return name.endswith(".json") or bool(BACKUP_RE.search(name))
+    return name.endswith(".json") or (include_backups and bool(BACKUP_RE.search(name)))
 
 
-def iter_session_files(ws: Workspace, include_legacy_weixin: bool = False) -> Iterator[Path]:
-    """Flat legacy files first, then each channel sub-directory, sorted for stable output."""
+def iter_session_files(ws: Workspace, include_legacy_weixin: bool = False, include_backups: bool = False) -> Iterator[Path]:
+    """Flat legacy files first, then each channel sub-directory, sorted for stable output.
+
+    CoPaw's `*.json.backup_*` copies are evidence, not live sessions: only listings ask for them."""
     base = ws.sessions_dir
     if not base.is_dir():
         return
     entries = sorted(os.scandir(base), key=lambda e: e.name)
     for entry in entries:
-        if is_session_file_name(entry.name):  # a directory or device named *.json is yielded and reported
+        if is_session_file_name(entry.name, include_backups):  # a directory or device named *.json is reported too
             yield Path(entry.path)
     for entry in entries:
         if entry.is_dir(follow_symlinks=False) and not is_session_file_name(entry.name) and (
                 not entry.name.startswith(".") or (
                 include_legacy_weixin and entry.name == LEGACY_WEIXIN_DIR)):
             for sub in sorted(os.scandir(entry.path), key=lambda e: e.name):
-                if is_session_file_name(sub.name):
+                if is_session_file_name(sub.name, include_backups):
                     yield Path(sub.path)
 
 
@@ -172,9 +174,9 @@ def chats_index(ws: Workspace) -> dict[tuple[str | None, str], ChatSpec]:
     return index
 
 
-def iter_session_refs(ws: Workspace) -> Iterator[SessionRef]:
+def iter_session_refs(ws: Workspace, include_backups: bool = False) -> Iterator[SessionRef]:
     index = chats_index(ws)
-    for path in iter_session_files(ws):
+    for path in iter_session_files(ws, include_backups=include_backups):
         yield identify(path, ws, index)
 
 
@@ -201,9 +203,14 @@ def find_session(ws: Workspace, query: str) -> SessionRef:
             # refuse traversal even when the target does not exist, so probing reveals nothing
             raise UnsafePathError(f"{query}: session names may not leave the workspace {ws.path}")
     safe = sanitize_filename(query)
-    matches = [r for r in iter_session_refs(ws)
-               if query in (r.key, r.path.name, r.path.stem) or r.session_id == query
-               or r.path.stem == safe or r.path.stem.endswith("_" + safe)]
+
+    def matching(refs):
+        return [r for r in refs if query in (r.key, r.path.name, r.path.stem) or r.session_id == query
+                or r.path.stem == safe or r.path.stem.endswith("_" + safe)]
+
+    # live sessions first; a CoPaw backup copy is found only when nothing live matches
+    matches = matching(iter_session_refs(ws)) or matching(r for r in iter_session_refs(ws, include_backups=True)
+                                                           if r.is_backup)
     # prefer the channel copy over a stale flat duplicate of the same name
     if len(matches) > 1:
         fresh = [m for m in matches if not m.stale_flat_copy]

@@ -1,0 +1,185 @@
+"""`qwenmem sessions repair` and `qwenmem sessions restore` (mounted on the `sessions` group)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from qwenmem.cli import output
+from qwenmem.cli.context import open_workspace
+from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
+
+STATUS_STYLE = {"ok": "green", "warning": "yellow", "repaired": "green", "would_repair": "yellow", "needs_repair": "yellow",
+                "needs_flag": "yellow", "unrecoverable": "bold red", "changed": "bold red", "error": "bold red"}
+
+
+def register(app: typer.Typer) -> None:
+    app.command("repair")(repair_cmd)
+    app.command("restore")(restore_cmd)
+
+
+def repair_cmd(
+    ctx: typer.Context,
+    sessions: Annotated[Optional[list[str]], typer.Argument(help="Sessions to repair (key, file name, path or id).",
+                                                            metavar="SESSION", show_default=False)] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every session file in the workspace.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Only classify; write nothing. Exit 1 if anything needs "
+                                                        "repair. The default selection is --all.")] = False,
+    dry_run: DryRunFlag = False,
+    fix_tool_pairs: Annotated[bool, typer.Option("--fix-tool-pairs", help="Drop tool results that answer no call and "
+                                                 "close dangling calls with a \"result lost\" result.")] = False,
+    from_backup: Annotated[bool, typer.Option("--from-backup", help="For files with nothing recoverable, rebuild from "
+                                              "the newest usable backup sibling, copy or earlier quarantine.")] = False,
+    from_file: Annotated[Optional[Path], typer.Option("--from", help="Rebuild the one named session from this file "
+                                                      "inside the workspace: a backup or copy of it, or a "
+                                                      "dialog/YYYY-MM-DD.jsonl offload.", show_default=False)] = None,
+    json_out: JsonFlag = False,
+    quiet: QuietFlag = False,
+    workspace: WorkspaceOpt = None,
+    agent: AgentOpt = None,
+) -> None:
+    """Find and repair damaged session files without losing anything.
+
+    --check and --dry-run look at every session unless some are named; a real run needs names or --all. A real run copies each original to <workspace>/.qwenmem/quarantine/<run>/ before an atomic replace, and
+    refuses (exit 4) if a file changed while it worked. Healthy files are never rewritten.
+
+    Examples:
+
+      qwenmem sessions repair --check
+
+      qwenmem sessions repair --all --dry-run
+
+      qwenmem sessions repair console/default_1775286565823 --fix-tool-pairs
+
+      qwenmem sessions repair telegram/77_telegram--77 --from-backup --json
+    """
+    from qwenmem.core.errors import UsageError
+    from qwenmem.core.repair import CHECK, DRY_RUN, REPAIR, run_repair
+    from qwenmem.core.sessions import find_session, iter_session_refs
+
+    if check and dry_run:
+        raise UsageError("--check and --dry-run are alternatives; use one")
+    if sessions and all_:
+        raise UsageError("name sessions or use --all, not both")
+    mode = CHECK if check else DRY_RUN if dry_run else REPAIR
+    if mode == REPAIR and not sessions and not all_:
+        raise UsageError("name the sessions to repair, or use --all (see --check for a read-only report)")
+    ws = open_workspace(ctx, workspace, agent)
+    refs = [find_session(ws, s) for s in sessions] if sessions else list(iter_session_refs(ws))
+    source = ws.resolve_inside(from_file) if from_file is not None else None
+    result = run_repair(ws, refs, mode, fix_tool_pairs, from_backup, source)
+    status = "problems" if result.needs_attention or result.changed_underneath else "ok"
+    if json_out:
+        output.print_json(f"sessions repair", {"workspace": result.workspace, "mode": result.mode,
+                                               "run": result.run_id, "quarantine": result.quarantine,
+                                               "counts": result.counts, "statuses": result.statuses,
+                                               "files": result.files}, status=status)
+    elif not quiet or status != "ok":
+        _render(result)
+    if result.changed_underneath:
+        raise typer.Exit(4)
+    if result.needs_attention:
+        raise typer.Exit(1)
+
+
+def _render(result) -> None:
+    from rich.table import Table
+
+    con = output.out()
+    if not result.files:
+        output.note("no session files found")
+        return
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for col, just in (("session", "left"), ("classes", "left"), ("intact", "right"), ("lost", "right"),
+                      ("removed", "right"), ("status", "left")):
+        table.add_column(col, justify=just, overflow="fold")
+    for f in result.files:
+        style = STATUS_STYLE.get(f.status, "white")
+        table.add_row(output.escape(f.key), ", ".join(f.classes) or "-", str(f.messages_intact), str(f.messages_lost),
+                      str(f.messages_removed), f"[{style}]{f.status.replace('_', ' ')}[/]")
+    con.print(table)
+    verb = {"check": "would", "dry-run": "would", "repair": "did"}[result.mode]
+    for f in result.files:
+        if f.classes == ["ok"] and not f.pending:
+            continue
+        con.print(f"\n[bold]{output.escape(f.path)}[/bold]")
+        for action in f.actions:
+            con.print(f"  {verb}: {output.escape(action)}")
+        for pending in f.pending:
+            con.print(f"  [yellow]needs a flag:[/yellow] {output.escape(pending)}")
+        for note in f.notes:
+            con.print(f"  [dim]note: {output.escape(note)}[/dim]")
+        for ev in f.evidence:
+            con.print(f"  [cyan]evidence:[/cyan] {output.escape(ev.path)} ({ev.kind}, {ev.messages} messages"
+                      + (f", newest {ev.newest}" if ev.newest and ev.kind != 'dialog' else "") + ")")
+        if f.quarantined:
+            con.print(f"  original kept at {output.escape(f.quarantined)}")
+    done = result.statuses
+    summary = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in sorted(done.items()))
+    output.note(f"\n{len(result.files)} file(s): {summary}")
+    if result.quarantine:
+        output.note(f"originals and removed content kept in {result.quarantine} "
+                    f"(undo with `qwenmem sessions restore {result.run_id}`)")
+    if result.mode != "repair" and any(f.status in ("needs_repair", "would_repair") for f in result.files):
+        output.note("to repair, run the same command without --check/--dry-run (a real run needs sessions or --all)")
+
+
+def restore_cmd(
+    ctx: typer.Context,
+    target: Annotated[Optional[str], typer.Argument(help="A quarantine run id (or prefix), or a session whose "
+                                                          "newest quarantined original to put back.",
+                                                     metavar="RUN|SESSION", show_default=False)] = None,
+    run: Annotated[Optional[str], typer.Option("--run", help="Take the session's original from this run.")] = None,
+    dry_run: DryRunFlag = False,
+    json_out: JsonFlag = False,
+    workspace: WorkspaceOpt = None,
+    agent: AgentOpt = None,
+) -> None:
+    """Put quarantined originals back, or list quarantine runs.
+
+    The file being replaced is itself quarantined first, so a restore can be undone the same way.
+
+    Examples:
+
+      qwenmem sessions restore
+
+      qwenmem sessions restore 20261130T031502123456
+
+      qwenmem sessions restore telegram/77_telegram--77 --dry-run
+    """
+    from qwenmem.core.repair.quarantine import list_runs
+    from qwenmem.core.repair.restore import restore
+
+    ws = open_workspace(ctx, workspace, agent)
+    if target is None and run is None:
+        runs = list_runs(ws)
+        if json_out:
+            output.print_json("sessions restore", {"workspace": str(ws.path), "runs": runs})
+            return
+        if not runs:
+            output.note(f"no quarantine runs under {ws.data_dir / 'quarantine'}")
+            return
+        from rich.table import Table
+
+        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        for col in ("run", "kind", "created", "files"):
+            table.add_column(col, overflow="fold")
+        for r in runs:
+            table.add_row(r.run_id, r.kind, r.created, output.escape(", ".join(r.files) or "-"))
+        output.out().print(table)
+        return
+    result = restore(ws, target or "", run, dry_run)
+    if json_out:
+        output.print_json("sessions restore", result,
+                          status="problems" if any(f.status == "changed" for f in result.files) else "ok")
+    else:
+        con = output.out()
+        for f in result.files:
+            extra = f" (the replaced file is kept at {output.escape(f.kept_current)})" if f.kept_current else ""
+            con.print(f"{f.status.replace('_', ' ')}: {output.escape(f.path)} from {output.escape(f.source)}{extra}")
+        if result.backup_run:
+            output.note(f"undo with `qwenmem sessions restore {result.backup_run}`")
+    if any(f.status == "changed" for f in result.files):
+        raise typer.Exit(4)

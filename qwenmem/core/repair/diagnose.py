@@ -1,0 +1,214 @@
+"""Classify one session file's bytes and work out the repaired document. Pure: no file system access."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from qwenmem.core import sessions as S
+from qwenmem.core.repair import fixes
+from qwenmem.core.repair.documents import WS, WS_NUL, Salvaged, pick_best, salvage_document, split_documents
+from qwenmem.core.repair.encoding import decode_counting, replace_surrogates
+from qwenmem.core.repair.strict import strict_load_bytes_problems
+
+OK = "ok"
+TRAILING_GARBAGE = "trailing_garbage"
+CONCATENATED = "concatenated"
+TRUNCATED = "truncated"
+DAMAGED = "damaged_json"  # broken in the middle, with readable messages after the damage
+EMPTY = "empty"
+BOM = "bom"
+INVALID_UTF8 = "invalid_utf8"
+LONE_SURROGATES = "lone_surrogates"
+NOT_A_SESSION = "not_a_session"
+INCOMPLETE_STATE = "incomplete_state"  # a session missing toolkit/name/_sys_prompt/_compressed_summary
+BROKEN_MESSAGES = "broken_messages"
+ORPHAN_TOOL_PAIRS = "orphan_tool_pairs"
+DUPLICATE_IDS = "duplicate_ids"
+
+CLASSES = (OK, TRAILING_GARBAGE, CONCATENATED, TRUNCATED, DAMAGED, EMPTY, BOM, INVALID_UTF8, LONE_SURROGATES,
+           NOT_A_SESSION, INCOMPLETE_STATE, BROKEN_MESSAGES, ORPHAN_TOOL_PAIRS, DUPLICATE_IDS)
+
+
+@dataclass
+class Alternative:
+    """A document or stray text that the repair does not keep; it goes to quarantine."""
+
+    kind: str  # "document" | "garbage"
+    start: int
+    end: int
+    messages: int
+    text: str
+
+
+@dataclass
+class Diagnosis:
+    classes: list[str] = field(default_factory=list)
+    session: S.SessionDoc | None = None
+    new_bytes: bytes | None = None  # what a repair writes; None when there is nothing to write
+    unrecoverable: bool = False
+    messages_found: int = 0
+    messages_intact: int = 0
+    messages_lost: int = 0
+    messages_removed: int = 0
+    messages_added: int = 0
+    summary: str = "intact"
+    replacements: dict[str, int] = field(default_factory=dict)
+    actions: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)  # repairs that need a flag
+    notes: list[str] = field(default_factory=list)
+    removed: list[fixes.Removal] = field(default_factory=list)
+    alternatives: list[Alternative] = field(default_factory=list)
+
+    @property
+    def needs_repair(self) -> bool:
+        return self.classes != [OK]
+
+    def add(self, cls: str) -> None:
+        if cls not in self.classes:
+            self.classes.append(cls)
+
+
+def diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
+    d = Diagnosis()
+    decoded = decode_counting(data)
+    changed = False
+    if decoded.bom:
+        d.add(BOM)
+        d.replacements["bom"] = 1
+        d.actions.append("strip the UTF-8 BOM (QwenPaw loads a file with a BOM as an empty session)")
+        changed = True
+    if decoded.invalid_count:
+        d.add(INVALID_UTF8)
+        d.replacements["invalid_bytes"] = decoded.invalid_count
+        d.actions.append(f"replace {decoded.invalid_count} invalid UTF-8 sequence(s) with U+FFFD "
+                         f"(first at byte {decoded.invalid_offsets[0]})")
+        changed = True
+    text = decoded.text
+    if not text.strip(WS_NUL):
+        d.add(EMPTY)
+        d.unrecoverable = True
+        kind = "0 bytes" if not data else ("NUL-filled" if "\x00" in text else "whitespace only")
+        d.notes.append(f"the file is empty ({kind}): nothing in it can be recovered")
+        return d
+    split = split_documents(text)
+    candidates: list[Salvaged] = [salvage_document(span) for span in split.docs]
+    sessions = [c for c in candidates if c.doc is not None]
+    trailing = bool(split.garbage) or (bool(split.docs) and split.docs[-1].complete and split.nul_tail)
+    if not sessions:
+        d.unrecoverable = True
+        if len(split.docs) > 1:
+            d.add(CONCATENATED)
+        if any(not c.complete for c in candidates) or not candidates:
+            d.add(TRUNCATED if candidates else TRAILING_GARBAGE)
+        else:
+            d.add(NOT_A_SESSION)
+        reasons = "; ".join(dict.fromkeys(c.reason for c in candidates)) or "no JSON document found"
+        d.notes.append(f"nothing recoverable: {reasons}")
+        return d
+    best = pick_best(sessions)
+    if len(split.docs) > 1:
+        d.add(CONCATENATED)
+        d.actions.append(f"keep document {candidates.index(best) + 1} of {len(split.docs)} (the most complete and "
+                         f"newest conversation, {len(best.ids)} messages); the others go to quarantine")
+        changed = True
+    if trailing:
+        d.add(TRAILING_GARBAGE)
+        extra = sum(e - s for s, e in split.garbage) or len(text.rstrip(WS)) - split.docs[-1].end
+        nul = " (NUL bytes)" if split.nul_tail else ""
+        d.actions.append(f"drop {extra:,} character(s) of stray text{nul} outside the document (kept in quarantine)")
+        changed = True
+    for cand, span in zip(candidates, split.docs):
+        if cand is not best:
+            d.alternatives.append(_alternative("document", span.start, span.end, len(cand.ids), text))
+    for s, e in split.garbage:
+        d.alternatives.append(_alternative("garbage", s, e, 0, text))
+    if not best.complete:
+        d.add(DAMAGED if best.resynced_items or best.summary == "resynced" else TRUNCATED)
+        where = f" at character {best.damage_at:,}" if best.damage_at is not None else ""
+        d.actions.append(f"rebuild from the messages that survive the damage{where}"
+                         + (f" ({best.resynced_items} recovered after it)" if best.resynced_items else ""))
+        d.messages_lost = best.partial_items
+        if best.partial_items:
+            d.notes.append("1 message was cut by the damage and cannot be recovered")
+        changed = True
+    d.summary = best.summary
+    if best.summary in ("cut", "lost"):
+        d.notes.append("the compressed summary was " + ("cut off" if best.summary == "cut" else "after the damage")
+                       + " and is lost")
+    doc = best.session
+    fixed = replace_surrogates(doc.doc)
+    if fixed.lone or fixed.joined:
+        doc = S.SessionDoc(fixed.value, best.layout)
+        if fixed.lone:
+            d.add(LONE_SURROGATES)
+            d.replacements["lone_surrogates"] = fixed.lone
+            d.actions.append(f"replace {fixed.lone} lone surrogate(s) with U+FFFD (QwenPaw's next save would "
+                             "truncate this file to 0 bytes)")
+        if fixed.joined:
+            d.replacements["surrogate_pairs_joined"] = fixed.joined
+            d.actions.append(f"join {fixed.joined} split surrogate pair(s) into the characters they encode")
+        changed = True
+    if best.filled_keys and best.complete:
+        d.add(INCOMPLETE_STATE)
+    if best.filled_keys:
+        what = ", ".join(best.filled_keys)
+        d.actions.append(f"supply missing state: {what}" if best.complete else
+                         f"re-create the state that followed the damage with QwenPaw's defaults: {what}")
+        changed = True
+    d.notes.extend(best.notes)
+    d.messages_found = len(doc.content)
+    removed, marks_reset = fixes.remove_broken(doc)
+    if removed or marks_reset:
+        d.add(BROKEN_MESSAGES)
+        if removed:
+            d.actions.append(f"move {len(removed)} broken message(s) out of the conversation into the quarantine record")
+        if marks_reset:
+            d.actions.append(f"reset {marks_reset} malformed marks list(s) to []")
+        d.removed.extend(removed)
+        changed = True
+    exact, distinct = fixes.duplicate_ids(doc)
+    if exact or distinct:
+        d.add(DUPLICATE_IDS)
+        if exact:
+            d.removed.extend(fixes.remove_exact_duplicates(doc))
+            d.actions.append(f"remove {len(exact)} exact repeat(s) of an earlier message (kept in quarantine)")
+            changed = True
+        if distinct:
+            d.notes.append(f"{len(distinct)} message(s) reuse an earlier id with different content; left as they are")
+    pairs = fixes.tool_pairs(doc)
+    if pairs.count:
+        d.add(ORPHAN_TOOL_PAIRS)
+        what = (f"{len(pairs.dangling_uses)} tool_use without a tool_result, "
+                f"{len(pairs.orphan_results)} tool_result without a tool_use")
+        if fix_tool_pairs:
+            removed_pairs, dropped_blocks, added = fixes.fix_tool_pairs(doc)
+            d.removed.extend(removed_pairs)
+            d.messages_added = added
+            d.actions.append(f"fix tool pairs ({what}): drop orphan results, close dangling calls with a "
+                             "\"result lost\" result")
+            changed = True
+        else:
+            d.pending.append(f"{what}: run with --fix-tool-pairs to close them")
+    d.messages_removed = _count_removed_messages(d.removed)
+    d.session = doc
+    d.messages_intact = len(doc.content) - d.messages_added
+    if not d.classes:
+        d.classes.append(OK)
+    if changed:
+        d.new_bytes = S.encode_session(doc.doc)
+        if doc.layout == "agent":
+            problems = strict_load_bytes_problems(d.new_bytes)
+            if problems:  # a bug of ours, never written
+                d.new_bytes = None
+                d.unrecoverable = True
+                d.notes.append("internal check failed, nothing will be written: " + "; ".join(problems[:3]))
+    return d
+
+
+def _count_removed_messages(removed: list[fixes.Removal]) -> int:
+    """Removals of whole messages (not of blocks inside a kept message)."""
+    return sum(1 for r in removed if "removed from this message" not in r.reason)
+
+
+def _alternative(kind: str, start: int, end: int, messages: int, text: str) -> Alternative:
+    return Alternative(kind, start, end, messages, text[start:end])

@@ -1,0 +1,128 @@
+"""Decoding damaged bytes without losing count: every replacement is reported, nothing fails.
+
+QwenPaw reads sessions with `errors="surrogatepass"` (so an encoded lone surrogate `ED A0 80` loads) but writes
+without it (so its next save of such a string truncates the file to 0 bytes). We decode the same way, then replace
+lone surrogates with U+FFFD before anything is written, and count each replacement.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+BOM = b"\xef\xbb\xbf"
+REPLACEMENT = "\ufffd"
+_HANDLER = "qwenmem-counting"
+_state = threading.local()
+
+
+def _counting_handler(exc: UnicodeDecodeError):
+    data, start = exc.object, exc.start
+    if (data[start] == 0xED and start + 2 < len(data)
+            and 0xA0 <= data[start + 1] <= 0xBF and 0x80 <= data[start + 2] <= 0xBF):
+        # an encoded surrogate (what surrogatepass would accept): keep it as a surrogate for now, so that a
+        # CESU-style pair can still be joined; lone ones are replaced later and counted there
+        code = 0xD000 | ((data[start + 1] & 0x3F) << 6) | (data[start + 2] & 0x3F)
+        _state.encoded_surrogates += 1
+        return chr(code), start + 3
+    _state.invalid.append(start)
+    return REPLACEMENT, exc.end
+
+
+codecs.register_error(_HANDLER, _counting_handler)
+
+
+@dataclass
+class Decoded:
+    text: str
+    bom: bool = False
+    invalid_offsets: list[int] = field(default_factory=list)  # byte offsets of replaced invalid sequences
+    encoded_surrogates: int = 0
+
+    @property
+    def invalid_count(self) -> int:
+        return len(self.invalid_offsets)
+
+
+def decode_counting(data: bytes) -> Decoded:
+    bom = data.startswith(BOM)
+    body = data[3:] if bom else data
+    try:
+        return Decoded(body.decode("utf-8"), bom)
+    except UnicodeDecodeError:
+        pass
+    _state.invalid, _state.encoded_surrogates = [], 0
+    text = body.decode("utf-8", _HANDLER)
+    offset = 3 if bom else 0
+    return Decoded(text, bom, [o + offset for o in _state.invalid], _state.encoded_surrogates)
+
+
+def _is_high(ch: str) -> bool:
+    return "\ud800" <= ch <= "\udbff"
+
+
+def _is_low(ch: str) -> bool:
+    return "\udc00" <= ch <= "\udfff"
+
+
+def fix_surrogates_in_str(text: str) -> tuple[str, int, int]:
+    """(fixed text, lone surrogates replaced, pairs joined)."""
+    out: list[str] = []
+    lone = joined = 0
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if _is_high(ch) and i + 1 < n and _is_low(text[i + 1]):
+            out.append(chr(0x10000 + ((ord(ch) - 0xD800) << 10) + (ord(text[i + 1]) - 0xDC00)))
+            joined += 1
+            i += 2
+            continue
+        if _is_high(ch) or _is_low(ch):
+            out.append(REPLACEMENT)
+            lone += 1
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out), lone, joined
+
+
+def has_surrogates(obj: Any) -> bool:
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+@dataclass
+class SurrogateFix:
+    value: Any
+    lone: int = 0
+    joined: int = 0
+
+
+def replace_surrogates(obj: Any) -> SurrogateFix:
+    """Replace lone surrogates in every string (keys too) with U+FFFD; join split pairs. Untouched if clean."""
+    if not has_surrogates(obj):
+        return SurrogateFix(obj)
+    fix = SurrogateFix(None)
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            if not any("\ud800" <= c <= "\udfff" for c in value):
+                return value
+            fixed, lone, joined = fix_surrogates_in_str(value)
+            fix.lone += lone
+            fix.joined += joined
+            return fixed
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, dict):
+            return {walk(k): walk(v) for k, v in value.items()}
+        return value
+
+    fix.value = walk(obj)
+    return fix

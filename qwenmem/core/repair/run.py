@@ -1,0 +1,222 @@
+"""`sessions repair`: check, plan or carry out repairs over a set of session files, losing nothing."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from qwenmem.core.errors import ChangedUnderneathError, UsageError, WorkspaceError
+from qwenmem.core.fsio import atomic_write_bytes, exclusive_lock, read_with_snapshot
+from qwenmem.core.repair.diagnose import EMPTY, NOT_A_SESSION, Diagnosis, diagnose
+from qwenmem.core.repair.evidence import Evidence, best_usable, find_evidence
+from qwenmem.core.repair.quarantine import QuarantineRun, sha256
+from qwenmem.core.repair.strict import strict_load_bytes_problems
+from qwenmem.core.safety import replace_preserving
+from qwenmem.core.sessions import MAX_SESSION_BYTES, SessionRef
+from qwenmem.core.workspace import Workspace
+
+CHECK, DRY_RUN, REPAIR = "check", "dry-run", "repair"
+BeforeWrite = Callable[[Path], None]
+ATTENTION = ("needs_repair", "would_repair", "unrecoverable", "needs_flag", "changed", "error")
+
+
+@dataclass
+class FileReport:
+    path: str
+    key: str
+    classes: list[str]
+    status: str  # ok | warning | needs_repair | would_repair | repaired | unrecoverable | needs_flag | changed | error
+    messages_found: int = 0
+    messages_intact: int = 0
+    messages_lost: int = 0
+    messages_removed: int = 0
+    messages_added: int = 0
+    summary: str = "intact"
+    replacements: dict[str, int] = field(default_factory=dict)
+    actions: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+    restored_from: str | None = None
+    quarantined: str | None = None  # workspace-relative copy of the original bytes
+    original_sha256: str = ""
+    result_sha256: str | None = None
+
+
+@dataclass
+class RepairRun:
+    workspace: str
+    mode: str
+    files: list[FileReport]
+    run_id: str | None = None
+    quarantine: str | None = None
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return dict(Counter(c for f in self.files for c in f.classes))
+
+    @property
+    def statuses(self) -> dict[str, int]:
+        return dict(Counter(f.status for f in self.files))
+
+    @property
+    def needs_attention(self) -> bool:
+        """Something is (still) wrong: the exit status is 1."""
+        return any(f.status in ATTENTION for f in self.files)
+
+    @property
+    def changed_underneath(self) -> bool:
+        return any(f.status == "changed" for f in self.files)
+
+
+def _report(ref: SessionRef, d: Diagnosis, sha: str) -> FileReport:
+    return FileReport(ref.rel, ref.key, list(d.classes), "ok", d.messages_found, d.messages_intact, d.messages_lost,
+                      d.messages_removed, d.messages_added, d.summary, dict(d.replacements), list(d.actions),
+                      list(d.pending), list(d.notes), original_sha256=sha)
+
+
+def session_from_dialog(data: bytes) -> tuple[bytes, int]:
+    """A session built from a dialog/YYYY-MM-DD.jsonl offload (one Msg per line, no marks). Returns (bytes, bad lines).
+
+    The offload holds the messages QwenPaw compacted away, from every session of the agent that day; it is only used
+    when the user names it with --from."""
+    from qwenmem.core.repair.documents import assistant_name
+    from qwenmem.core.repair.encoding import decode_counting
+    from qwenmem.core.sessions import encode_session, message_problems
+
+    messages, bad = [], 0
+    for line in decode_counting(data).text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if message_problems(msg):
+            bad += 1
+            continue
+        messages.append(msg)
+    doc = {"agent": {"memory": {"content": [[m, []] for m in messages], "_compressed_summary": ""},
+                     "toolkit": {"active_groups": []}, "name": assistant_name(messages), "_sys_prompt": ""}}
+    return encode_session(doc), bad
+
+
+def _plan_from_evidence(ws: Workspace, source: Path, fix_tool_pairs: bool) -> tuple[bytes, Diagnosis]:
+    data, _ = read_with_snapshot(source, MAX_SESSION_BYTES)
+    if source.suffix == ".jsonl":
+        data, _bad = session_from_dialog(data)
+    d = diagnose(data, fix_tool_pairs)
+    if d.session is None or d.unrecoverable:
+        raise UsageError(f"{ws.relative(source)}: holds no recoverable session ({'; '.join(d.notes) or d.classes})")
+    return (d.new_bytes if d.new_bytes is not None else data), d
+
+
+def run_repair(ws: Workspace, refs: list[SessionRef], mode: str = CHECK, fix_tool_pairs: bool = False,
+               from_backup: bool = False, from_file: Path | None = None,
+               before_write: BeforeWrite | None = None) -> RepairRun:
+    """Classify (check), plan (dry-run) or repair each file. Only `repair` writes, under the workspace lock."""
+    if from_file is not None and len(refs) != 1:
+        raise UsageError("--from restores one session at a time; name exactly one session")
+    if mode != REPAIR:
+        return RepairRun(str(ws.path), mode, [_one(ws, ref, mode, fix_tool_pairs, from_backup, from_file, None, None)
+                                              for ref in refs])
+    run = QuarantineRun(ws, "repair")
+    with exclusive_lock(ws.lock_path):
+        reports = [_one(ws, ref, mode, fix_tool_pairs, from_backup, from_file, run, before_write) for ref in refs]
+    wrote = bool(run.entries)
+    return RepairRun(str(ws.path), mode, reports, run.run_id if wrote else None,
+                     ws.relative(run.directory) if wrote else None)
+
+
+def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_backup: bool, from_file: Path | None,
+         run: QuarantineRun | None, before_write: BeforeWrite | None) -> FileReport:
+    try:
+        data, snap = read_with_snapshot(ref.path, MAX_SESSION_BYTES)
+    except WorkspaceError as exc:
+        return FileReport(ref.rel, ref.key, [], "error", notes=[str(exc)])
+    d = diagnose(data, fix_tool_pairs)
+    rep = _report(ref, d, snap.sha256)
+    new_bytes = d.new_bytes
+    if d.unrecoverable or d.messages_lost or EMPTY in d.classes or NOT_A_SESSION in d.classes or from_file:
+        rep.evidence = find_evidence(ws, ref.path)
+    source = from_file
+    if source is None and from_backup and d.unrecoverable:
+        best = best_usable(rep.evidence)
+        source = ws.path / best.path if best else None
+    if source is not None:
+        new_bytes, sd = _plan_from_evidence(ws, source, fix_tool_pairs)
+        rep.restored_from = ws.relative(source)
+        rep.messages_intact, rep.messages_added = sd.messages_intact, sd.messages_added
+        rep.actions.append(f"replace with the session rebuilt from {rep.restored_from} ({sd.messages_intact} messages)")
+    elif d.unrecoverable:
+        usable = [e for e in rep.evidence if e.usable]
+        rep.actions.append("leave the file untouched: nothing in it can be recovered")
+        if usable:
+            rep.pending.append(f"evidence to restore from: {usable[0].path} ({usable[0].messages} messages); "
+                               "run with --from-backup (or --from FILE)")
+        else:
+            rep.notes.append("no backup, copy or earlier quarantine of this file was found")
+    if new_bytes is None:
+        # "warning": reported (e.g. ids reused with different content) but there is nothing safe to change
+        rep.status = ("unrecoverable" if d.unrecoverable else "needs_flag" if d.pending
+                      else "warning" if d.needs_repair else "ok")
+        return rep
+    rep.result_sha256 = sha256(new_bytes)
+    if mode != REPAIR:
+        rep.status = "needs_repair" if mode == CHECK else "would_repair"
+        return rep
+    try:
+        return _write(ws, ref, data, snap, new_bytes, d, rep, run, before_write)
+    except OSError as exc:  # disk full, read-only directory...: this file stays as it was, the run goes on
+        rep.status = "error"
+        rep.notes.append(f"could not write: {exc.strerror or exc}; the file was left as it was")
+        return rep
+
+
+def _write(ws, ref, data, snap, new_bytes, d: Diagnosis, rep: FileReport, run: QuarantineRun,
+           before_write: BeforeWrite | None) -> FileReport:
+    problems = strict_load_bytes_problems(new_bytes) if rep.restored_from or (d.session and d.session.layout == "agent") else []
+    if problems:
+        rep.status = "error"
+        rep.notes.append("the repaired session would not load; nothing written: " + "; ".join(problems[:3]))
+        return rep
+    entry = {"path": ref.rel, "original": None, "original_sha256": snap.sha256, "original_size": len(data),
+             "classes": rep.classes, "actions": rep.actions, "notes": rep.notes, "replacements": rep.replacements,
+             "messages": {"found": rep.messages_found, "kept": rep.messages_intact, "lost": rep.messages_lost,
+                          "removed": rep.messages_removed, "added": rep.messages_added},
+             "removed": [{"index": r.index, "reason": r.reason, "item": r.item} for r in d.removed],
+             "alternatives": [], "restored_from": rep.restored_from, "result_sha256": rep.result_sha256}
+    for i, alt in enumerate(d.alternatives, 1):
+        where = run.save_extra(ref.rel, f"{i}.{alt.kind}.txt", alt.text)
+        entry["alternatives"].append({"kind": alt.kind, "start": alt.start, "end": alt.end,
+                                      "messages": alt.messages, "file": where})
+    if before_write is not None:
+        before_write(ref.path)
+    try:
+        kept = replace_preserving(ws, ref.path, new_bytes, snap, area="quarantine", stamp=run.run_id)
+    except ChangedUnderneathError as exc:
+        rep.status = "changed"
+        rep.notes.append(str(exc))
+        entry["status"] = "changed underneath: nothing written"
+        run.record(entry)
+        return rep
+    entry["original"] = kept.relative_to(run.directory).as_posix() if kept else None
+    rep.quarantined = ws.relative(kept) if kept else None
+    if kept is None or sha256(kept.read_bytes()) != snap.sha256:
+        rep.notes.append("warning: the quarantined copy does not match the bytes that were read")
+    written = ref.path.read_bytes()
+    if sha256(written) != rep.result_sha256 or (d.session and d.session.layout == "agent"
+                                                and strict_load_bytes_problems(written)):
+        atomic_write_bytes(ref.path, data)  # never leave a bad result behind: put the original back
+        rep.status = "error"
+        rep.notes.append("re-reading the written file failed validation; the original was put back")
+        entry["status"] = "validation failed after write; original put back"
+    else:
+        rep.status = "repaired"
+        entry["status"] = "repaired"
+    run.record(entry)
+    return rep
