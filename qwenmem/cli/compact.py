@@ -107,9 +107,9 @@ def compact(
         problem = _usable(load_session(refs[0]))
         if problem:
             raise WorkspaceError(f"{refs[0].rel}: {problem}")
-    reports, announcement = compact_sessions(ws, refs, settings, opts)
-    if announcement and not quiet:
-        output.note(announcement)
+    if opts.llm is None and summarizer == "auto" and not quiet:
+        output.note("no LLM configured: using the offline extractive summarizer (--summarizer extractive)")
+    reports, _ = compact_sessions(ws, refs, settings, opts)
     failed = [r for r in reports if r.status == "failed"]
     warnings = [f"{r.key}: {w}" for r in reports for w in r.warnings]
     warnings += [f"{r.key}: skipped, {r.error}" for r in reports if r.status == "skipped"]

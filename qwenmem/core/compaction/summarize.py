@@ -99,7 +99,7 @@ _ERROR = re.compile(r"\b(error|failed|failure|exception|traceback|denied|not fou
 _PATH = re.compile(r"(?:https?://[^\s\"'<>)\]]+|[A-Za-z]:\\[^\s\"'<>|]+|(?<![\w.])/(?:[\w.@-]+/)+[\w.@-]+|"
                    r"\b[\w-]+(?:/[\w.-]+)+\.\w{1,6}\b)")
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*|\n+")
-_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)]|- \[[ x]\])\s+")
+_ITEM = re.compile(r"^\s*(?:[-*+] \[[ xX]\]|[-*+]|\d+[.)])\s+")
 
 
 def _clip(text: str, limit: int) -> str:
@@ -218,8 +218,10 @@ class ExtractiveSummarizer:
             found.add("Next Steps", "Continue from the latest request: " + user_texts[-1], 300)
         stamps = [str(m.get("timestamp")) for m in messages if isinstance(m, dict) and m.get("timestamp")]
         if stamps:
-            found.add("Critical Context", f"{len(messages)} earlier messages ({min(stamps)} to {max(stamps)}) were "
-                                          "moved to dialog/YYYY-MM-DD.jsonl", 300)
+            days = sorted({s.split()[0] for s in stamps if s.split()})
+            where = ", ".join(f"dialog/{d}.jsonl" for d in days[:3]) + (" …" if len(days) > 3 else "")
+            found.add("Critical Context", f"{len(messages)} earlier message(s) ({min(stamps)} to {max(stamps)}) "
+                                          f"are in {where}", 300)
         return self._render(_parse_sections(previous) if previous else {}, found.items)
 
     def _render(self, old: dict[str, list[str]], new: dict[str, list[str]]) -> str:
@@ -237,9 +239,11 @@ class ExtractiveSummarizer:
                 for sub in prompts.PROGRESS_SUBSECTIONS:
                     lines.append(f"### {sub}")
                     box = "- [x] " if sub == "Done" else "- [ ] " if sub == "In Progress" else "- "
-                    lines.extend(box + t for t in merged(f"Progress/{sub}") or ["(none)"])
+                    items = merged(f"Progress/{sub}")
+                    lines.extend([box + t for t in items] if items else ["- (none)"])
             elif section == "Next Steps":
-                lines.extend(f"{i}. {t}" for i, t in enumerate(merged(section) or ["(none)"], 1))
+                items = merged(section)
+                lines.extend([f"{i}. {t}" for i, t in enumerate(items, 1)] if items else ["- (none)"])
             else:
                 lines.extend("- " + t for t in merged(section) or ["(none)"])
             lines.append("")
@@ -253,15 +257,14 @@ class ExtractiveSummarizer:
         return SummaryOutcome(text, self.name, len(chunks), 0, inputs, self.counter.count(text))
 
     async def daily_note(self, messages: Sequence[Any], budget: int, include_thinking: bool = True) -> str:
-        summary = self.build(messages, "")
-        keep = ("Goal", "Key Decisions", "Progress", "Critical Context")
-        out, on = [], False
-        for line in summary.splitlines():
-            if line.startswith("## "):
-                on = line[3:] in keep
-                if on:
-                    out.append("#" + line)  # one level down: it sits under the note's own heading
-                continue
-            if on and line and "(none)" not in line:
-                out.append("#" + line if line.startswith("### ") else line)
+        sections = _parse_sections(self.build(messages, ""))
+        out: list[str] = []
+        # one heading level down: the note sits under its own "## Compacted conversation" heading
+        for title, key, prefix in (("Goal", "Goal", "- "), ("Done", "Progress/Done", "- "),
+                                   ("Blocked", "Progress/Blocked", "- "), ("Key Decisions", "Key Decisions", "- "),
+                                   ("Critical Context", "Critical Context", "- ")):
+            items = sections.get(key, [])
+            if items:
+                out.append(f"### {title}")
+                out.extend(prefix + t for t in items)
         return "\n".join(out)
