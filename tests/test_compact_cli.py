@@ -1,0 +1,202 @@
+"""`qwenmem compact` end to end: real sample workspace, real scripted OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import invoke
+from qwenmem.core.compaction.threshold import tool_ids_aligned
+
+CONSOLE = "sessions/console/default_1764235442381.json"
+KEY = "console/default_1764235442381"
+GOOD = "## Goal\n- fix the staging deploy\n\n## Progress\n### Done\n- [x] read deploy.log\n\n## Next Steps\n1. restart pgbouncer"
+# M=1200: T=960, R=120. Tier 1 cuts the old 4 KB tool output first; the rest is still over the threshold.
+SMALL = ["--max-input-length", "1200"]
+
+
+def _llm(server, *extra):
+    return ["--llm-base-url", server.base_url, "--llm-model", "scripted", "--llm-api-key", "sk-test", *extra]
+
+
+def _est(text: str) -> int:
+    return int(len(text.encode("utf-8")) / 4 + 0.5) if text else 0
+
+
+def _tree(root: Path) -> dict:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+            and ".qwenmem" not in p.parts}
+
+
+def _messages(path: Path) -> list:
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return [item[0] for item in doc["agent"]["memory"]["content"]]
+
+
+def test_check_reports_the_spec_numbers(sample_ws):
+    run = invoke("compact", "--check", "--all", "--json", "-w", str(sample_ws))
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    by_key = {s["key"]: s for s in doc["result"]["sessions"]}
+    session = json.loads((sample_ws / CONSOLE).read_text(encoding="utf-8"))
+    report = by_key[KEY]
+    system = _est(session["agent"]["_sys_prompt"])
+    assert report["tokens"]["system"] == system and report["tokens"]["summary"] == 0
+    assert report["budget"]["threshold"] == 104857 and report["budget"]["reserve"] == 13107
+    assert report["budget"]["left"] == 104857 - system
+    assert report["room"] == report["budget"]["left"] - report["tokens"]["messages"]
+    assert report["would_compact"] is False and len(report["kept_ids"]) == 8
+    assert any("77_telegram" in w for w in doc["warnings"])  # the truncated sample file is reported, not fatal
+
+
+def test_check_with_flags_names_what_it_would_keep(sample_ws):
+    run = invoke("compact", "--check", KEY, "--max-input-length", "1500", "--json", "-w", str(sample_ws))
+    report = run.json()["result"]["sessions"][0]
+    assert report["budget"]["threshold"] == 1200 and report["budget"]["reserve"] == 150
+    assert report["would_compact"] is True
+    ids = [m["id"] for m in _messages(sample_ws / CONSOLE)]
+    kept = report["kept_ids"]
+    assert kept == ids[len(ids) - len(kept):] and report["removed_ids"] == ids[: len(ids) - len(kept)]
+
+
+def test_compact_with_llm_writes_every_tier(sample_ws, llm_server):
+    llm_server.set_script([{"content": GOOD}, {"content": "### Facts\n- staging Postgres refused connections"}])
+    original = (sample_ws / CONSOLE).read_bytes()
+    before = _messages(sample_ws / CONSOLE)
+    run = invoke("compact", KEY, *SMALL, *_llm(llm_server), "--json", "-w", str(sample_ws))
+    assert run.code == 0, run.stderr
+    report = run.json()["result"]["sessions"][0]
+    assert report["status"] == "compacted"
+    doc = json.loads((sample_ws / CONSOLE).read_text(encoding="utf-8"))
+    assert doc["agent"]["memory"]["_compressed_summary"] == GOOD
+    kept = _messages(sample_ws / CONSOLE)
+    removed_ids = report["removed_ids"]
+    assert [m["id"] for m in kept] == [m["id"] for m in before][len(removed_ids):]
+    assert tool_ids_aligned(kept) and removed_ids
+    # tier 1: the old shell output now points at its offloaded full text
+    offloads = list((sample_ws / "tool_results").glob("*.txt"))
+    assert len(offloads) == 1
+    # dialog: one line per removed message, same dicts, sorted by timestamp, no marks
+    lines = (sample_ws / "dialog" / "2026-11-27.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["id"] for line in lines] == removed_ids
+    assert all(not line.startswith("[") for line in lines)
+    # tier 3 ran alongside tier 2 and landed in today's log with a marker
+    notes = [p for p in (sample_ws / "memory").glob("*.md") if "qwenmem:compact" in p.read_text(encoding="utf-8")]
+    assert len(notes) == 1 and "staging Postgres refused" in notes[0].read_text(encoding="utf-8")
+    # the original bytes are kept; the new file is one line, keeps unknown keys and non-ASCII text
+    backups = list((sample_ws / ".qwenmem" / "backups").rglob("default_1764235442381.json"))
+    assert len(backups) == 1 and backups[0].read_bytes() == original
+    written = (sample_ws / CONSOLE).read_bytes()
+    assert b"\n" not in written and set(doc["agent"]) == set(json.loads(original)["agent"])
+    # the summarizer saw the removed conversation, in QwenPaw's format
+    first = llm_server.chat_requests()[0]["body"]["messages"][1]["content"]
+    assert first.startswith("# conversation\n[2026-11-27 09:14:02.381] user:\n[text]: The deploy failed")
+
+
+FAILURES = {
+    "timeout": [{"delay": 3, "content": GOOD}],
+    "http_error": [{"status": 500}],
+    "malformed": [{"raw": b"this is not json"}],
+    "empty": [{"empty": True}],
+    "no_sections": [{"content": "The user fixed the deploy."}],
+    "too_long": [{"content": "## Goal\n" + "- padding\n" * 3000}],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FAILURES))
+def test_llm_failure_leaves_everything_untouched(sample_ws, llm_server, kind):
+    llm_server.set_script(FAILURES[kind])
+    before = _tree(sample_ws)
+    run = invoke("compact", KEY, *SMALL, *_llm(llm_server, "--llm-timeout", "0.5", "--llm-retries", "0"),
+                 "-w", str(sample_ws))
+    assert run.code == 5, (run.stdout, run.stderr)
+    assert "error:" in run.stderr and "Traceback" not in run.stderr
+    assert _tree(sample_ws) == before
+
+
+def test_rerun_after_a_crash_does_not_duplicate_dialog_or_daily_note(sample_ws, llm_server):
+    llm_server.set_script([{"content": GOOD}])
+    original = (sample_ws / CONSOLE).read_bytes()
+    assert invoke("compact", KEY, *SMALL, *_llm(llm_server), "-w", str(sample_ws)).code == 0
+    dialog = (sample_ws / "dialog" / "2026-11-27.jsonl").read_bytes()
+    notes = {p: p.read_bytes() for p in (sample_ws / "memory").glob("*.md")}
+    # the crash: dialog and the daily log were written, the session file never was
+    (sample_ws / CONSOLE).write_bytes(original)
+    assert invoke("compact", KEY, *SMALL, *_llm(llm_server), "-w", str(sample_ws)).code == 0
+    assert (sample_ws / "dialog" / "2026-11-27.jsonl").read_bytes() == dialog
+    assert {p: p.read_bytes() for p in (sample_ws / "memory").glob("*.md")} == notes
+
+
+def test_session_changed_underneath_is_refused(sample_ws, llm_server):
+    path = sample_ws / CONSOLE
+
+    def concurrent_writer(request):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc["agent"]["memory"]["content"].append(doc["agent"]["memory"]["content"][-1])
+        path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+        return GOOD
+
+    llm_server.set_script([{"content": concurrent_writer}])
+    run = invoke("compact", KEY, *SMALL, *_llm(llm_server), "--no-longterm", "-w", str(sample_ws))
+    assert run.code == 4, run.stderr
+    assert len(_messages(path)) == 9  # QwenPaw's write survives
+    assert not (sample_ws / "dialog").exists()
+
+
+def test_without_llm_the_extractive_summarizer_says_so(sample_ws):
+    run = invoke("compact", KEY, *SMALL, "-w", str(sample_ws))
+    assert run.code == 0, run.stderr
+    assert "extractive" in run.stderr
+    summary = json.loads((sample_ws / CONSOLE).read_text(encoding="utf-8"))["agent"]["memory"]["_compressed_summary"]
+    for heading in ("## Goal", "## Constraints & Preferences", "## Progress", "### Done", "### In Progress",
+                    "### Blocked", "## Key Decisions", "## Next Steps", "## Critical Context"):
+        assert heading in summary
+    assert "ECONNREFUSED" in summary and "dialog/2026-11-27.jsonl" in summary
+
+
+def test_summarizer_llm_without_configuration_is_a_usage_error(sample_ws):
+    run = invoke("compact", KEY, "--summarizer", "llm", "-w", str(sample_ws))
+    assert run.code == 2 and "needs an LLM" in run.stderr
+
+
+def test_dry_run_writes_nothing_and_names_the_split(sample_ws):
+    before = _tree(sample_ws)
+    run = invoke("compact", KEY, *SMALL, "--dry-run", "--json", "-w", str(sample_ws))
+    assert run.code == 0, run.stderr
+    report = run.json()["result"]["sessions"][0]
+    assert report["status"] == "dry-run" and report["removed_ids"] and report["kept_ids"]
+    assert report["context_tokens_after"] < report["context_tokens_before"]
+    assert _tree(sample_ws) == before and not (sample_ws / ".qwenmem").exists()
+
+
+def test_below_threshold_nothing_happens_unless_forced(sample_ws):
+    before = (sample_ws / CONSOLE).read_bytes()
+    run = invoke("compact", KEY, "--no-prune", "-w", str(sample_ws))
+    assert run.code == 0 and (sample_ws / CONSOLE).read_bytes() == before
+    forced = invoke("compact", KEY, "--no-prune", "--force", "--reserve-ratio", "0.001", "--json", "-w", str(sample_ws))
+    assert forced.run if False else forced.code == 0
+    assert forced.json()["result"]["sessions"][0]["status"] == "compacted"
+
+
+def test_busy_workspace_exits_4(sample_ws):
+    from qwenmem.core.fsio import exclusive_lock
+
+    with exclusive_lock(sample_ws / ".qwenmem" / "lock"):
+        run = invoke("compact", KEY, *SMALL, "-w", str(sample_ws))
+    assert run.code == 4 and "lock" in run.stderr
+
+
+def test_damaged_session_is_refused_with_a_hint(sample_ws):
+    run = invoke("compact", "telegram/77_telegram--77", "--force", "-w", str(sample_ws))
+    assert run.code == 3 and "repair" in run.stderr
+
+
+def test_all_compacts_the_healthy_sessions_and_skips_the_damaged_one(sample_ws):
+    run = invoke("compact", "--all", "--force", "--reserve-ratio", "0.0005", "--json", "-w", str(sample_ws))
+    assert run.code == 0, run.stderr
+    statuses = {s["key"]: s["status"] for s in run.json()["result"]["sessions"]}
+    assert statuses["telegram/77_telegram--77"] == "skipped"
+    assert statuses[KEY] == "compacted"
