@@ -63,7 +63,9 @@ def test_check_with_flags_names_what_it_would_keep(sample_ws):
 
 
 def test_compact_with_llm_writes_every_tier(sample_ws, llm_server):
-    llm_server.set_script([{"content": GOOD}, {"content": "### Facts\n- staging Postgres refused connections"}])
+    # tiers 2 and 3 ask concurrently, so answer by prompt rather than by arrival order
+    llm_server.set_script([{"content": lambda req: "### Facts\n- staging Postgres refused connections"
+                            if "daily memory log" in req["messages"][0]["content"] else GOOD}])
     original = (sample_ws / CONSOLE).read_bytes()
     before = _messages(sample_ws / CONSOLE)
     run = invoke("compact", KEY, *SMALL, *_llm(llm_server), "--json", "-w", str(sample_ws))
