@@ -79,11 +79,26 @@ def keep_count_current(messages: Sequence[Any], tokens: Sequence[int], reserve: 
     """Q@HEAD: the largest aligned suffix whose token sum stays within the reserve (0 when none is aligned)."""
     best = 0
     kept = 0
+    uses: dict[str, int] = {}
+    results: dict[str, int] = {}
+    unmatched = 0  # ids present on one side only; the suffix is aligned when this is 0 (kept incrementally: O(n))
+
+    def add(side: dict[str, int], other: dict[str, int], tid: str) -> int:
+        before = (side.get(tid, 0) > 0) != (other.get(tid, 0) > 0)
+        side[tid] = side.get(tid, 0) + 1
+        after = (side[tid] > 0) != (other.get(tid, 0) > 0)
+        return int(after) - int(before)
+
     for k in range(1, len(messages) + 1):
         kept += tokens[-k]
         if kept > reserve:
             break
-        if tool_ids_aligned(messages[-k:]):
+        msg = messages[-k]
+        for tid in _ids(msg, "tool_use"):
+            unmatched += add(uses, results, tid)
+        for tid in _ids(msg, "tool_result"):
+            unmatched += add(results, uses, tid)
+        if unmatched == 0:
             best = k
     return best
 
