@@ -218,3 +218,13 @@ def test_legacy_agent_json_uses_the_legacy_formulas(tmp_path):
     sys_prompt = "You are Paw."
     assert report["generation"] == "legacy" and report["budget"]["threshold"] == 98304
     assert report["budget"]["fixed_tokens"] == int(len((sys_prompt + "s").encode()) / 4 + 0.5)
+
+
+def test_a_dialog_path_outside_the_workspace_is_refused(tmp_path):
+    agent = {"language": "en", "running": {"light_context_config": {"dialog_path": "../elsewhere"}}}
+    ws_dir = _workspace(tmp_path, _long_chat(6), agent=agent)
+    before = (ws_dir / "sessions/console/default_1.json").read_bytes()
+    run = invoke("compact", "--all", "--max-input-length", "1000", "--summarizer", "extractive", "-w", str(ws_dir))
+    assert run.code == 3 and "outside the workspace" in run.stderr
+    assert (ws_dir / "sessions/console/default_1.json").read_bytes() == before
+    assert not (tmp_path / "elsewhere").exists()

@@ -128,7 +128,18 @@ def effective_numbers(settings: Settings, opts: CompactOptions) -> tuple[int, fl
     return m, t, r
 
 
-def prune_limits(settings: Settings, opts: CompactOptions) -> PruneLimits:
+def settings_dir(ws: Workspace, configured: str):
+    """A directory named in agent.json (dialog_path, tool_results_cache), refused if it leaves the workspace."""
+    from qwenmem.core.errors import ConfigError, UnsafePathError
+
+    try:
+        return ws.resolve_inside(configured)
+    except UnsafePathError:
+        raise ConfigError(ws.path / "agent.json", f"{configured!r} points outside the workspace; "
+                          "qwenmem will not write there") from None
+
+
+def prune_limits(settings: Settings, opts: CompactOptions, ws: Workspace) -> PruneLimits:
     return PruneLimits(
         recent_n=opts.recent_n if opts.recent_n is not None else settings.pruning_recent_n,
         old_max_bytes=opts.old_max_bytes if opts.old_max_bytes is not None else settings.pruning_old_msg_max_bytes,
@@ -136,7 +147,7 @@ def prune_limits(settings: Settings, opts: CompactOptions) -> PruneLimits:
                           else settings.pruning_recent_msg_max_bytes),
         exempt_extensions=tuple(settings.exempt_file_extensions),
         exempt_tools=tuple(settings.exempt_tool_names),
-        cache_dir=settings.tool_results_cache,
+        cache_dir=str(settings_dir(ws, settings.tool_results_cache).relative_to(ws.path.resolve())),
     )
 
 
@@ -185,7 +196,7 @@ def check_session(ws: Workspace, ref: SessionRef, settings: Settings, opts: Comp
     msgs = [entries[i].msg for i in active]
     budget, plan, tokens = _plan_for(doc, msgs, settings, opts, counter)
     pruned_msgs = copy.deepcopy(msgs)
-    pruned = prune_tool_results(pruned_msgs, prune_limits(settings, opts), ws.path)
+    pruned = prune_tool_results(pruned_msgs, prune_limits(settings, opts, ws), ws.path)
     return CheckReport(
         key=ref.key, path=ref.rel, generation=settings.generation, tokenizer=counter.name,
         tokens=Tokens(budget.system_tokens, budget.summary_tokens, sum(tokens),
@@ -254,7 +265,7 @@ async def compact_session_async(ws: Workspace, ref: SessionRef, settings: Settin
     pruned = PruneResult()
     prune_enabled = opts.prune and (settings.pruning_enabled or opts.recent_max_bytes or opts.old_max_bytes)
     if prune_enabled:
-        pruned = prune_tool_results(msgs, prune_limits(settings, opts), ws.path)
+        pruned = prune_tool_results(msgs, prune_limits(settings, opts, ws), ws.path)
     after_prune = sum(message_tokens(x, counter) for x in msgs)
     report.tier1 = TierReport(bool(prune_enabled), before_msgs, after_prune, {
         "outputs_cut": sum(c.kind == "truncated" for c in pruned.changes),
@@ -317,7 +328,7 @@ async def compact_session_async(ws: Workspace, ref: SessionRef, settings: Settin
     system_after = counter.count(work.sys_prompt)
     report.context_tokens_after = system_after + counter.count(work.summary) + sum(
         message_tokens(e.msg, counter) for e in work.entries() if not e.compressed)
-    dplan = dialog_mod.plan_dialog(ws.path / settings.dialog_path, removed) if removed else dialog_mod.DialogPlan()
+    dplan = dialog_mod.plan_dialog(settings_dir(ws, settings.dialog_path), removed) if removed else dialog_mod.DialogPlan()
     if do_longterm:
         report.tier3 = TierReport(True, 0, 0, {
             "path": ws.relative(note.path) if note else None,
@@ -354,7 +365,7 @@ def _verify(report: CompactReport, ref: SessionRef, ws: Workspace, settings: Set
     again = load_session(ref)
     if again.session is None or again.health == CORRUPT:
         report.warnings.append(f"verification: the written session does not load ({'; '.join(again.problems)})")
-    missing = dialog_mod.all_in_dialog(ws.path / settings.dialog_path, removed)
+    missing = dialog_mod.all_in_dialog(settings_dir(ws, settings.dialog_path), removed)
     if missing:
         report.warnings.append(f"verification: {len(missing)} removed message(s) not found in dialog/")
 
