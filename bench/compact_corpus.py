@@ -155,6 +155,11 @@ def pair_comparison() -> str:
             p = plan_compaction(b_msgs, tokens, b)
             lines.append(f"| {gen}, {m:,} | {b.fixed_tokens:,} | {b.left:,} | {p.total_tokens:,} | {p.room:,} | "
                          f"{'yes' if p.would_compact else 'no'} | {len(p.keep)} msgs / {p.keep_tokens:,} tok |")
+    forced = plan_compaction(b_msgs, tokens, compute_budget("current", 131072, 0.8, 0.1, before["agent"]["_sys_prompt"],
+                                                            before["agent"]["memory"]["_compressed_summary"], counter),
+                             force=True)
+    lines.append(f"| current, 131,072, forced (`--force`) | | | | | yes | {len(forced.keep)} msgs / "
+                 f"{forced.keep_tokens:,} tok |")
     shared = len({m['id'] for m in a_msgs} & {m['id'] for m in b_msgs})
     a_tokens = sum(message_tokens(m, counter) for m in a_msgs)
     facts = (f"Before (c70a43d): {len(b_msgs)} messages, last at {b_msgs[-1]['timestamp']}. After (f1d82e0): "

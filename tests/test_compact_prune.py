@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+from pathlib import Path
 
 from hypothesis import given, settings as hsettings, strategies as st
 
@@ -147,3 +148,28 @@ def test_cut_is_the_longest_valid_prefix(text, limit):
     assert text.startswith(cut) and len(cut.encode()) <= limit
     if len(cut) < len(text):
         assert len(text[: len(cut) + 1].encode()) > limit
+
+
+@hsettings(max_examples=80, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=120), min_size=1, max_size=80),
+       st.integers(100, 1500))
+def test_any_output_is_cut_once_consistently(lines, old_max):
+    import tempfile
+
+    text = "\n".join(lines)
+    with tempfile.TemporaryDirectory() as tmp:
+        limits = PruneLimits(old_max_bytes=old_max)
+        msgs = _conversation(text)
+        res = prune_tool_results(msgs, limits, Path(tmp))
+        out = msgs[2]["content"][0]["output"][0]["text"]
+        if len(text.encode()) <= old_max + 100 or MARKER in text:
+            assert out == text or MARKER in text
+            return
+        head = out.split(MARKER, 1)[0]
+        assert text.startswith(head) and len(head.encode()) <= old_max
+        nums = _numbers(out)
+        assert nums["total_lines"] == text.count("\n") + 1 and nums["max_bytes"] == old_max
+        assert 1 <= nums["read_from"] <= nums["total_lines"]
+        assert res.offloads[0].text == text
+        again = copy.deepcopy(msgs)
+        assert not prune_tool_results(again, limits, Path(tmp)).changes and again == msgs
