@@ -228,3 +228,12 @@ def test_a_dialog_path_outside_the_workspace_is_refused(tmp_path):
     assert run.code == 3 and "outside the workspace" in run.stderr
     assert (ws_dir / "sessions/console/default_1.json").read_bytes() == before
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_dialog_keeps_two_different_messages_that_share_an_id(tmp_path):
+    first = user(text="one", ts="2026-05-20 09:00:00.000")
+    second = say(text="two", ts="2026-05-20 09:00:05.000")
+    second["id"] = first["id"]
+    dialog_mod.write_dialog(dialog_mod.plan_dialog(tmp_path, [first]))
+    plan = dialog_mod.plan_dialog(tmp_path, [first, second])
+    assert plan.count == 1 and plan.already_present == 1

@@ -4,7 +4,7 @@ One message dict per line (no marks), ensure_ascii=False, "\n"-terminated, appen
 are sorted by their timestamp string and the file name is the first whitespace-separated token of each timestamp.
 Two safety differences: a timestamp token that is not a YYYY-MM-DD date falls back to today's date (QwenPaw uses
 it verbatim, so a hostile timestamp could name any path), and messages whose id is already in the target file are
-skipped, so a rerun after a crash never duplicates lines (QwenPaw weakness §8 item 8).
+skipped (same id, role and timestamp), so a rerun after a crash never duplicates lines (QwenPaw weakness §8 item 8).
 """
 
 from __future__ import annotations
@@ -43,7 +43,11 @@ def _existing_keys(path: Path) -> set[str]:
 
 
 def _key(msg: Any, line: str) -> str:
-    return f"id:{msg['id']}" if isinstance(msg, dict) and isinstance(msg.get("id"), str) and msg["id"] else f"line:{line}"
+    # id + role + timestamp: a rerun re-cuts tool outputs into new offload files, so whole lines can differ for the
+    # same message, while two different messages that merely share an id still both get written
+    if isinstance(msg, dict) and isinstance(msg.get("id"), str) and msg["id"]:
+        return f"id:{msg['id']}|{msg.get('role')}|{msg.get('timestamp')}"
+    return f"line:{line}"
 
 
 @dataclass
