@@ -14,7 +14,6 @@ from conftest import CORPUS_REAL, invoke
 from qwenmem.core.compaction import dialog as dialog_mod
 from qwenmem.core.compaction.formatting import chunk_messages, format_message
 from qwenmem.core.compaction.run import CompactOptions, compact_sessions
-from qwenmem.core.compaction.summarize import ExtractiveSummarizer
 from qwenmem.core.compaction.threshold import compute_budget, plan_compaction, tool_ids_aligned
 from qwenmem.core.llm import LLMConfig
 from qwenmem.core.sessions import iter_session_refs, load_session

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from compact_fixtures import call, result, say, user

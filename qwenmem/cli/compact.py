@@ -11,33 +11,68 @@ from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, TokenizerOpt, WorkspaceOpt
 
 
+_Opt = typer.Option
+SessionArg = Annotated[Optional[str], typer.Argument(help="Session key, file name, path, or QwenPaw session id.")]
+AllFlag = Annotated[bool, _Opt("--all", help="Every session in the workspace.")]
+CheckFlag = Annotated[bool, _Opt("--check", help="Only report tokens, threshold and the split; write nothing.")]
+ForceFlag = Annotated[bool, _Opt("--force", help="Compact even below the threshold (like QwenPaw's /compact).")]
+MaxInputOpt = Annotated[Optional[int], _Opt("--max-input-length", min=1, help=(
+    "Model context size M (default: the active model's provider config, else 131072)."))]
+ThresholdOpt = Annotated[Optional[float], _Opt("--threshold-ratio", help="Compact at this share of M (default 0.8; "
+                                                                          "legacy agent.json 0.75).")]
+ReserveOpt = Annotated[Optional[float], _Opt("--reserve-ratio", help="Keep this share of M as the newest messages "
+                                                                     "(default 0.1).")]
+SummarizerOpt = Annotated[str, _Opt("--summarizer", help="auto (LLM if configured, else extractive), llm or "
+                                                         "extractive.")]
+PruneFlag = Annotated[bool, _Opt("--prune/--no-prune", help="Tier 1: cut large tool outputs.")]
+LongtermFlag = Annotated[Optional[bool], _Opt("--longterm/--no-longterm", help=(
+    "Tier 3: note in memory/<date>.md (default: agent.json summarize_when_compact)."))]
+RecentNOpt = Annotated[Optional[int], _Opt("--recent-n", min=1, help="Tool outputs in this many newest messages get "
+                                                                     "the recent limit (default 2).")]
+OldBytesOpt = Annotated[Optional[int], _Opt("--old-max-bytes", min=100, help="Limit for older tool outputs "
+                                                                             "(default 3000).")]
+RecentBytesOpt = Annotated[Optional[int], _Opt("--recent-max-bytes", min=1000, help="Limit for recent tool outputs "
+                                                                                    "(default 50000).")]
+InstructionOpt = Annotated[str, _Opt("--instruction", help="Extra instruction for the LLM summary (like "
+                                                           "/compact <text>).")]
+LLMBaseOpt = Annotated[Optional[str], _Opt("--llm-base-url", help="OpenAI-compatible endpoint (else "
+                                                                  "$QWENMEM_LLM_BASE_URL, else QwenPaw's provider).")]
+LLMModelOpt = Annotated[Optional[str], _Opt("--llm-model", help="Model name (else $QWENMEM_LLM_MODEL).")]
+LLMKeyOpt = Annotated[Optional[str], _Opt("--llm-api-key", help="API key (else $QWENMEM_LLM_API_KEY, "
+                                                                "$OPENAI_API_KEY).")]
+LLMTimeoutOpt = Annotated[Optional[float], _Opt("--llm-timeout", min=0.1, help="Seconds per LLM request "
+                                                                               "(default 60).")]
+LLMRetriesOpt = Annotated[Optional[int], _Opt("--llm-retries", min=0, help="Retries with exponential backoff after "
+                                                                           "a failed LLM request (default 2).")]
+
+
 def register(app: typer.Typer) -> None:
     app.command("compact")(compact)
 
 
 def compact(
     ctx: typer.Context,
-    session: Annotated[Optional[str], typer.Argument(help="Session key, file name, path, or QwenPaw session id.")] = None,
-    all_sessions: Annotated[bool, typer.Option("--all", help="Every session in the workspace.")] = False,
-    check: Annotated[bool, typer.Option("--check", help="Only report tokens, threshold and the split; write nothing.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Compact even below the threshold (like QwenPaw's /compact).")] = False,
+    session: SessionArg = None,
+    all_sessions: AllFlag = False,
+    check: CheckFlag = False,
+    force: ForceFlag = False,
     dry_run: DryRunFlag = False,
-    max_input_length: Annotated[Optional[int], typer.Option("--max-input-length", min=1, help="Model context size M (default: agent.json / provider config, else 131072).")] = None,
-    threshold_ratio: Annotated[Optional[float], typer.Option("--threshold-ratio", help="Compact at this share of M (default 0.8; legacy 0.75).")] = None,
-    reserve_ratio: Annotated[Optional[float], typer.Option("--reserve-ratio", help="Keep this share of M as the newest messages (default 0.1).")] = None,
+    max_input_length: MaxInputOpt = None,
+    threshold_ratio: ThresholdOpt = None,
+    reserve_ratio: ReserveOpt = None,
     tokenizer: TokenizerOpt = "estimate",
-    summarizer: Annotated[str, typer.Option("--summarizer", help="auto (LLM if configured, else extractive), llm or extractive.")] = "auto",
-    prune: Annotated[bool, typer.Option("--prune/--no-prune", help="Tier 1: cut large tool outputs.")] = True,
-    longterm: Annotated[Optional[bool], typer.Option("--longterm/--no-longterm", help="Tier 3: note in memory/<date>.md (default: agent.json summarize_when_compact).")] = None,
-    recent_n: Annotated[Optional[int], typer.Option("--recent-n", min=1, help="Tool outputs in this many newest messages get the recent limit (default 2).")] = None,
-    old_max_bytes: Annotated[Optional[int], typer.Option("--old-max-bytes", min=100, help="Limit for older tool outputs (default 3000).")] = None,
-    recent_max_bytes: Annotated[Optional[int], typer.Option("--recent-max-bytes", min=1000, help="Limit for recent tool outputs (default 50000).")] = None,
-    instruction: Annotated[str, typer.Option("--instruction", help="Extra instruction for the LLM summary (like /compact <text>).")] = "",
-    llm_base_url: Annotated[Optional[str], typer.Option("--llm-base-url", help="OpenAI-compatible endpoint (else $QWENMEM_LLM_BASE_URL, else QwenPaw's provider).")] = None,
-    llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="Model name (else $QWENMEM_LLM_MODEL).")] = None,
-    llm_api_key: Annotated[Optional[str], typer.Option("--llm-api-key", help="API key (else $QWENMEM_LLM_API_KEY, $OPENAI_API_KEY).")] = None,
-    llm_timeout: Annotated[Optional[float], typer.Option("--llm-timeout", min=0.1, help="Seconds per LLM request (default 60).")] = None,
-    llm_retries: Annotated[Optional[int], typer.Option("--llm-retries", min=0, help="Retries with backoff after a failed LLM request (default 2).")] = None,
+    summarizer: SummarizerOpt = "auto",
+    prune: PruneFlag = True,
+    longterm: LongtermFlag = None,
+    recent_n: RecentNOpt = None,
+    old_max_bytes: OldBytesOpt = None,
+    recent_max_bytes: RecentBytesOpt = None,
+    instruction: InstructionOpt = "",
+    llm_base_url: LLMBaseOpt = None,
+    llm_model: LLMModelOpt = None,
+    llm_api_key: LLMKeyOpt = None,
+    llm_timeout: LLMTimeoutOpt = None,
+    llm_retries: LLMRetriesOpt = None,
     quiet: QuietFlag = False,
     json_out: JsonFlag = False,
     workspace: WorkspaceOpt = None,
@@ -102,9 +137,9 @@ def compact(
                                 llm_retries, llm_timeout)
     if len(refs) == 1:
         from qwenmem.core.sessions import load_session
-        from qwenmem.core.compaction.run import _usable
+        from qwenmem.core.compaction.check import unusable_reason
 
-        problem = _usable(load_session(refs[0]))
+        problem = unusable_reason(load_session(refs[0]))
         if problem:
             raise WorkspaceError(f"{refs[0].rel}: {problem}")
     if opts.llm is None and summarizer == "auto" and not quiet:
