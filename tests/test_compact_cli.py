@@ -202,3 +202,38 @@ def test_all_compacts_the_healthy_sessions_and_skips_the_damaged_one(sample_ws):
     statuses = {s["key"]: s["status"] for s in run.json()["result"]["sessions"]}
     assert statuses["telegram/77_telegram--77"] == "skipped"
     assert statuses[KEY] == "compacted"
+
+
+ENVELOPE = {"qwenmem_json", "command", "status", "result", "warnings", "errors"}
+CHECK_ROW = {"key", "path", "generation", "tokenizer", "tokens", "budget", "message_count", "legacy_compressed",
+             "would_compact", "reason", "room", "kept_ids", "removed_ids", "keep_tokens", "aligned", "fallback",
+             "prunable_outputs", "tokens_after_prune", "health", "problems"}
+BUDGET = {"generation", "max_input_length", "threshold_ratio", "reserve_ratio", "threshold", "reserve",
+          "system_tokens", "summary_tokens", "fixed_tokens", "left", "blocked"}
+REPORT = {"key", "path", "status", "check", "tier1", "tier2", "tier3", "kept_ids", "removed_ids",
+          "context_tokens_before", "context_tokens_after", "backup", "warnings", "error", "error_kind"}
+TIER_DETAIL = {
+    "tier1": {"outputs_cut", "outputs_recut", "bytes_removed", "offload_files", "skipped"},
+    "tier2": {"reason", "threshold", "reserve", "summarizer", "chunks", "llm_calls", "summary_tokens_before",
+              "summary_tokens_after", "removed_messages", "kept_messages", "aligned", "fallback", "dialog_files",
+              "dialog_lines", "dialog_already_present"},
+    "tier3": {"path", "duplicate", "written", "chars"},
+}
+
+
+def test_json_contract(sample_ws):
+    check = invoke("compact", "--check", KEY, "--json", "-w", str(sample_ws)).json()
+    assert set(check) == ENVELOPE and check["command"] == "compact check"
+    assert set(check["result"]) == {"workspace", "generation", "sessions"}
+    row = check["result"]["sessions"][0]
+    assert set(row) == CHECK_ROW and set(row["budget"]) == BUDGET
+    assert set(row["tokens"]) == {"system", "summary", "messages", "tool_outputs"}
+    for extra in ([], SMALL):  # not compacting, and compacting
+        doc = invoke("compact", KEY, *extra, "--dry-run", "--json", "-w", str(sample_ws)).json()
+        assert set(doc) == ENVELOPE and doc["command"] == "compact"
+        assert set(doc["result"]) == {"workspace", "dry_run", "sessions"}
+        report = doc["result"]["sessions"][0]
+        assert set(report) == REPORT and set(report["check"]) == CHECK_ROW
+        for tier, keys in TIER_DETAIL.items():
+            assert set(report[tier]) == {"ran", "tokens_before", "tokens_after", "detail"}
+            assert set(report[tier]["detail"]) == keys, tier

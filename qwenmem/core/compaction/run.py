@@ -108,8 +108,11 @@ async def compact_session_async(ws: Workspace, ref: SessionRef, settings: Settin
     compacting = opts.summarize and plan.would_compact
     removed = [msgs[i] for i in plan.remove] if compacting else []
     report.removed_ids = [message_id(m) for m in removed]
-    report.tier2 = TierReport(False, after_prune, after_prune, {"reason": plan.reason, "threshold": budget.left,
-                                                                "reserve": budget.reserve})
+    report.tier2 = TierReport(False, after_prune, after_prune, {
+        "reason": plan.reason, "threshold": budget.left, "reserve": budget.reserve, "summarizer": None, "chunks": 0,
+        "llm_calls": 0, "summary_tokens_before": counter.count(loaded.session.summary), "summary_tokens_after": None,
+        "removed_messages": 0, "kept_messages": len(msgs), "aligned": tool_ids_aligned(msgs),
+        "fallback": plan.fallback})
     if not compacting:
         report.kept_ids = [message_id(m) for m in msgs]
     outcome: SummaryOutcome | None = None
@@ -157,6 +160,7 @@ async def compact_session_async(ws: Workspace, ref: SessionRef, settings: Settin
     report.context_tokens_after = system_after + counter.count(work.summary) + sum(
         message_tokens(e.msg, counter) for e in work.entries() if not e.compressed)
     dplan = dialog_mod.plan_dialog(settings_dir(ws, settings.dialog_path), removed) if removed else dialog_mod.DialogPlan()
+    report.tier3 = TierReport(False, 0, 0, {"path": None, "duplicate": False, "written": False, "chars": 0})
     if do_longterm:
         report.tier3 = TierReport(True, 0, 0, {
             "path": ws.relative(note.path) if note else None,
