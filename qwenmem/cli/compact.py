@@ -207,21 +207,21 @@ def _render_check(reports, detailed: bool) -> None:
 
 def _render_results(reports, dry_run: bool) -> None:
     con = output.out()
-    verb = "would" if dry_run else ""
+    verb = "would " if dry_run else ""
     for r in reports:
         if r.status in ("failed", "skipped"):
             continue
         con.print(f"[bold]{output.escape(r.key)}[/bold]: {r.status}")
         t1 = r.tier1
         if t1.ran and (t1.detail.get("outputs_cut") or t1.detail.get("outputs_recut")):
-            con.print(f"  tier 1: {verb} cut {t1.detail['outputs_cut']} tool output(s), re-cut "
+            con.print(f"  tier 1: {verb}cut {t1.detail['outputs_cut']} tool output(s), re-cut "
                       f"{t1.detail['outputs_recut']} ({t1.detail['bytes_removed']:,} bytes offloaded to "
                       f"{len(t1.detail['offload_files'])} file(s)); message tokens {t1.tokens_before:,} → {t1.tokens_after:,}")
         t2 = r.tier2
         if t2.ran:
             d = t2.detail
-            con.print(f"  tier 2: {verb} remove {d['removed_messages']} message(s) to "
-                      f"{', '.join(d['dialog_files']) or 'dialog/ (already there)'}, keep {d['kept_messages']}; "
+            con.print(f"  tier 2: {'would remove' if dry_run else 'removed'} {d['removed_messages']} message(s) to "
+                      f"{', '.join(d['dialog_files']) or 'dialog/ (already there)'}, kept {d['kept_messages']}; "
                       f"summary by {d['summarizer']}" + (f" in {d['chunks']} chunk(s)" if d['chunks'] else ""))
             con.print("  removed ids: " + output.escape(", ".join(r.removed_ids)), soft_wrap=True)
             con.print("  kept ids: " + output.escape(", ".join(r.kept_ids) or "(none)"), soft_wrap=True)
