@@ -215,8 +215,9 @@ def _render_results(reports, dry_run: bool) -> None:
         t1 = r.tier1
         if t1.ran and (t1.detail.get("outputs_cut") or t1.detail.get("outputs_recut")):
             con.print(f"  tier 1: {verb}cut {t1.detail['outputs_cut']} tool output(s), re-cut "
-                      f"{t1.detail['outputs_recut']} ({t1.detail['bytes_removed']:,} bytes offloaded to "
-                      f"{len(t1.detail['offload_files'])} file(s)); message tokens {t1.tokens_before:,} → {t1.tokens_after:,}")
+                      f"{t1.detail['outputs_recut']} ({t1.detail['bytes_removed']:,} bytes; full texts in "
+                      f"{len(t1.detail['offload_files'])} new offload file(s)); message tokens {t1.tokens_before:,} → "
+                      f"{t1.tokens_after:,}")
         t2 = r.tier2
         if t2.ran:
             d = t2.detail
