@@ -1,7 +1,7 @@
 """Compaction on every real session in the corpus and on τ-bench airline transcripts turned into large sessions.
 
 Writes the "compaction" section of bench/RESULTS.md. Run from the repository root:
-    /work/main/.venv/bin/python bench/compact_corpus.py
+    /work/main/.venv/bin/python bench/compact_corpus.py [--agentscope-python /path/to/python-with-agentscope]
 Offline: the extractive summarizer does tier 2 and tier 3 (no LLM is reachable here). For every compacted session
 it verifies that the file still loads, that the kept messages are tool-aligned, that every removed message is in
 dialog/, and that a second run changes nothing.
@@ -170,7 +170,28 @@ def pair_comparison() -> str:
     return "\n".join(lines) + "\n\n" + facts
 
 
+def agentscope_check(python: str, root: Path) -> str:
+    import subprocess
+
+    proc = subprocess.run([python, str(REPO / "bench" / "agentscope_load_check.py"), str(root)], capture_output=True,
+                          text=True, timeout=600)
+    if proc.returncode != 0:
+        return f"agentscope check could not run: {proc.stderr.strip().splitlines()[-1:]}"
+    res = json.loads(proc.stdout)
+    failures = "; ".join(res["failures"]) or "none"
+    return (f"Loaded back with the real agentscope {res['agentscope']} (`InMemoryMemory.load_state_dict`, "
+            f"`Toolkit.load_state_dict`, `Msg.from_dict` on every message and every dialog line): "
+            f"{res['sessions_loaded']} session files and {res['dialog_lines_loaded']:,} dialog lines loaded; "
+            f"failures: {failures}. (Expected: only the corpus's already-truncated `main_main.json.backup_*`, copied "
+            "once per run, which qwenmem refuses to compact; it is not a file qwenmem wrote.)")
+
+
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agentscope-python", help="an interpreter with agentscope installed, to load the results")
+    args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="qwenmem-compact-bench-"))
     try:
         sections = []
@@ -192,7 +213,10 @@ def main() -> None:
         rows = run_workspace(ws_dir, CompactOptions(summarizer="extractive"))
         sections.append("### τ-bench airline (gpt-4o), 67 customer conversations per session, defaults\n\n" + table(rows))
         sections.append("### The real before/after pair (zzjmay123/aiWorkflow c70a43d → f1d82e0)\n\n" + pair_comparison())
-        intro = ("Command: `/work/main/.venv/bin/python bench/compact_corpus.py` (extractive summarizer, estimate "
+        if args.agentscope_python:
+            sections.append("### Loading the results in agentscope\n\n" + agentscope_check(args.agentscope_python, work))
+        intro = ("Command: `/work/main/.venv/bin/python bench/compact_corpus.py --agentscope-python "
+                 "/tmp/asvenv/bin/python` (extractive summarizer, estimate "
                  "tokenizer). Context tokens = system prompt + summary + in-context messages. `checks`: file loads, "
                  "kept messages tool-aligned, every removed message found in dialog/, second run is a no-op.")
         markdown = intro + "\n\n" + "\n\n".join(sections)
