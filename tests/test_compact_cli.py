@@ -237,3 +237,42 @@ def test_json_contract(sample_ws):
         for tier, keys in TIER_DETAIL.items():
             assert set(report[tier]) == {"ran", "tokens_before", "tokens_after", "detail"}
             assert set(report[tier]["detail"]) == keys, tier
+
+
+def test_llm_from_environment_variables(sample_ws, llm_server, monkeypatch):
+    llm_server.set_script([{"content": GOOD}])
+    monkeypatch.setenv("QWENMEM_LLM_BASE_URL", llm_server.base_url)
+    monkeypatch.setenv("QWENMEM_LLM_MODEL", "env-model")
+    run = invoke("compact", KEY, *SMALL, "--no-longterm", "-w", str(sample_ws))
+    assert run.code == 0, run.stderr
+    assert llm_server.chat_requests()[0]["body"]["model"] == "env-model"
+
+
+def test_llm_from_qwenpaws_provider_config(sample_ws, llm_server, tmp_path, monkeypatch):
+    llm_server.set_script([{"content": GOOD}])
+    secret = tmp_path / "secret"
+    (secret / "providers" / "custom").mkdir(parents=True)
+    (secret / "providers" / "custom" / "local.json").write_text(json.dumps(
+        {"id": "local", "base_url": llm_server.base_url, "api_key": "sk-provider",
+         "models": [{"id": "qwen-local", "max_input_length": 1200}]}), encoding="utf-8")
+    agent = json.loads((sample_ws / "agent.json").read_text(encoding="utf-8"))
+    agent["active_model"] = {"provider_id": "local", "model": "qwen-local"}
+    (sample_ws / "agent.json").write_text(json.dumps(agent), encoding="utf-8")
+    monkeypatch.setenv("QWENPAW_SECRET_DIR", str(secret))
+    # no --max-input-length: M = 1200 comes from the provider's model entry, as QwenPaw reads it
+    run = invoke("compact", KEY, "--no-longterm", "--json", "-w", str(sample_ws))
+    assert run.code == 0, run.stderr
+    report = run.json()["result"]["sessions"][0]
+    assert report["check"]["budget"]["max_input_length"] == 1200 and report["status"] == "compacted"
+    request = llm_server.chat_requests()[0]["body"]
+    assert request["model"] == "qwen-local"
+
+
+def test_summarize_when_compact_false_skips_tier3(sample_ws):
+    agent = json.loads((sample_ws / "agent.json").read_text(encoding="utf-8"))
+    agent["running"]["reme_light_memory_config"]["summarize_when_compact"] = False
+    (sample_ws / "agent.json").write_text(json.dumps(agent), encoding="utf-8")
+    notes_before = sorted(p.name for p in (sample_ws / "memory").glob("*.md"))
+    run = invoke("compact", KEY, *SMALL, "--json", "-w", str(sample_ws))
+    assert run.code == 0 and run.json()["result"]["sessions"][0]["tier3"]["ran"] is False
+    assert sorted(p.name for p in (sample_ws / "memory").glob("*.md")) == notes_before
