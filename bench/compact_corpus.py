@@ -218,7 +218,9 @@ def main() -> None:
         intro = ("Command: `/work/main/.venv/bin/python bench/compact_corpus.py --agentscope-python "
                  "/tmp/asvenv/bin/python` (extractive summarizer, estimate "
                  "tokenizer). Context tokens = system prompt + summary + in-context messages. `checks`: file loads, "
-                 "kept messages tool-aligned, every removed message found in dialog/, second run is a no-op.")
+                 "kept messages tool-aligned, every removed message found in dialog/, second run is a no-op. "
+                 "/tmp/asvenv is a throwaway venv, not a qwenmem dependency: `pip install agentscope==1.0.20 "
+                 "mcp==1.20.0 'pydantic<2.12' greenlet tqdm` (QwenPaw's agentscope pin, plus what it needs to import).")
         markdown = intro + "\n\n" + "\n\n".join(sections)
         update_section("compaction", markdown)
         print(markdown)

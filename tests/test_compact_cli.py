@@ -104,6 +104,9 @@ FAILURES = {
     "empty": [{"empty": True}],
     "no_sections": [{"content": "The user fixed the deploy."}],
     "too_long": [{"content": "## Goal\n" + "- padding\n" * 3000}],
+    "lone_surrogate": [{"raw": b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": '
+                               b'[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", '
+                               b'"content": "## Goal\\n- half an emoji \\ud83d"}}]}'}],
 }
 
 

@@ -62,7 +62,8 @@ async def _daily_note_text(summarizer, removed: list, budget: int, thinking: boo
                            ) -> tuple[str, str]:
     """(note body, warning). An LLM failure here must not sink tier 2: fall back to the extractive note."""
     try:
-        return await summarizer.daily_note(removed, budget, thinking), ""
+        text = await summarizer.daily_note(removed, budget, thinking)
+        return text.encode("utf-8", "replace").decode("utf-8"), ""  # a lone surrogate from the LLM becomes "?"
     except QwenmemError as exc:
         text = await ExtractiveSummarizer(counter).daily_note(removed, budget, thinking)
         return text, f"tier 3: the LLM failed ({exc}); wrote the extractive note instead"
@@ -138,7 +139,8 @@ async def compact_session_async(ws: Workspace, ref: SessionRef, settings: Settin
                 if warning:
                     report.warnings.append(warning)
                 now = (opts.now or datetime.now(tz=user_tz(settings))).astimezone(user_tz(settings))
-                note = longterm.plan_note(ws, now, ref.key, message_id(removed[0]), message_id(removed[-1]), len(removed), body)
+                note = longterm.plan_note(ws, now, ref.key, message_id(removed[0]), message_id(removed[-1]),
+                                          len(removed), body)
         removed_ids = {id(m) for m in removed}
         # legacy "compressed"-marked items are not in context; they stay where they are, untouched
         work.set_entries([e for e in entries if id(e.msg) not in removed_ids])
@@ -177,6 +179,7 @@ async def compact_session_async(ws: Workspace, ref: SessionRef, settings: Settin
     if not changed:
         return report
 
+    data = encode_session(work.doc)  # before any write: an unencodable document must stop us while nothing changed
     ensure_unchanged(loaded.snapshot)
     for off in pruned.offloads:
         atomic_write_bytes(off.path, off.text.encode("utf-8"))
@@ -184,7 +187,6 @@ async def compact_session_async(ws: Workspace, ref: SessionRef, settings: Settin
     if note is not None and note.text:
         longterm.write_note(ws, note, stamp)
         report.tier3.detail["written"] = True
-    data = encode_session(work.doc)
     kept_at = replace_preserving(ws, ref.path, data, loaded.snapshot, area="backups", stamp=stamp)
     report.backup = ws.relative(kept_at) if kept_at else ""
     report.status = "compacted" if compacting else "pruned"

@@ -39,6 +39,10 @@ class SummaryOutcome:
 def validate_summary(reply: str, input_text: str, counter: TokenCounter) -> None:
     if not reply or not reply.strip():
         raise ValidationError("the summarizer returned an empty summary; nothing was written")
+    try:
+        reply.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("the summary holds lone surrogate characters; nothing was written") from None
     if not _HEADING.search(reply):
         raise ValidationError("the summary has no '## ' sections (QwenPaw needs them); nothing was written")
     if counter.count(reply) >= counter.count(input_text):
