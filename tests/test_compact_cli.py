@@ -279,3 +279,12 @@ def test_summarize_when_compact_false_skips_tier3(sample_ws):
     run = invoke("compact", KEY, *SMALL, "--json", "-w", str(sample_ws))
     assert run.code == 0 and run.json()["result"]["sessions"][0]["tier3"]["ran"] is False
     assert sorted(p.name for p in (sample_ws / "memory").glob("*.md")) == notes_before
+
+
+def test_a_transient_http_error_is_retried(sample_ws, llm_server):
+    llm_server.set_script([{"status": 503}, {"content": GOOD}])
+    run = invoke("compact", KEY, *SMALL, *_llm(llm_server, "--llm-retries", "1"), "--no-longterm",
+                 "-w", str(sample_ws))
+    assert run.code == 0, run.stderr
+    assert len(llm_server.chat_requests()) == 2
+    assert json.loads((sample_ws / CONSOLE).read_text(encoding="utf-8"))["agent"]["memory"]["_compressed_summary"] == GOOD
