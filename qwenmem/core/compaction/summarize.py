@@ -102,12 +102,15 @@ _ERROR = re.compile(r"\b(error|failed|failure|exception|traceback|denied|not fou
                     re.I)
 _PATH = re.compile(r"(?:https?://[^\s\"'<>)\]]+|[A-Za-z]:\\[^\s\"'<>|]+|(?<![\w.])/(?:[\w.@-]+/)+[\w.@-]+|"
                    r"\b[\w-]+(?:/[\w.-]+)+\.\w{1,6}\b)")
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s*|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
+_MARKUP = re.compile(r"^[\s#>*\-+]+")
+# tools that show file contents: words like "error" in what they return are content, not a failure
+_READERS = re.compile(r"read|grep|search|glob|list|cat|view", re.I)
 _ITEM = re.compile(r"^\s*(?:[-*+] \[[ xX]\]|[-*+]|\d+[.)])\s+")
 
 
 def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
+    text = _MARKUP.sub("", " ".join(text.split()).replace("**", ""))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -159,7 +162,7 @@ class _Collector:
     def add(self, section: str, text: str, limit: int = 240) -> None:
         text = _clip(text, limit)
         bucket = self.items.setdefault(section, [])
-        if text and text not in bucket:
+        if len(text) >= 4 and text not in bucket:
             bucket.append(text)
 
 
@@ -206,7 +209,7 @@ class ExtractiveSummarizer:
                 output = results.get(str(block.get("id") or ""))
                 if output is None:
                     found.add("Progress/In Progress", f"{call}: no result recorded")
-                elif _ERROR.search(output[:2000]):
+                elif not _READERS.search(str(block.get("name") or "")) and _ERROR.search(output[:2000]):
                     line = next((ln for ln in output.splitlines() if _ERROR.search(ln)), output)
                     found.add("Progress/Blocked", f"{call}: {_clip(line, 160)}")
                 else:
