@@ -288,3 +288,13 @@ def test_a_transient_http_error_is_retried(sample_ws, llm_server):
     assert run.code == 0, run.stderr
     assert len(llm_server.chat_requests()) == 2
     assert json.loads((sample_ws / CONSOLE).read_text(encoding="utf-8"))["agent"]["memory"]["_compressed_summary"] == GOOD
+
+
+def test_prune_only_cuts_tool_outputs_and_keeps_every_message(sample_ws):
+    before = _messages(sample_ws / CONSOLE)
+    run = invoke("compact", KEY, *SMALL, "--prune-only", "--json", "-w", str(sample_ws))
+    assert run.code == 0, run.stderr
+    assert run.json()["result"]["sessions"][0]["status"] == "pruned"
+    after = _messages(sample_ws / CONSOLE)
+    assert [m["id"] for m in after] == [m["id"] for m in before]
+    assert "<<<TRUNCATED>>>" in json.dumps(after, ensure_ascii=False) and not (sample_ws / "dialog").exists()

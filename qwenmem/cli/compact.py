@@ -25,6 +25,7 @@ ReserveOpt = Annotated[Optional[float], _Opt("--reserve-ratio", help="Keep this 
 SummarizerOpt = Annotated[str, _Opt("--summarizer", help="auto (LLM if configured, else extractive), llm or "
                                                          "extractive.")]
 PruneFlag = Annotated[bool, _Opt("--prune/--no-prune", help="Tier 1: cut large tool outputs.")]
+PruneOnlyFlag = Annotated[bool, _Opt("--prune-only", help="Only tier 1: cut tool outputs, never summarize.")]
 LongtermFlag = Annotated[Optional[bool], _Opt("--longterm/--no-longterm", help=(
     "Tier 3: note in memory/<date>.md (default: agent.json summarize_when_compact)."))]
 RecentNOpt = Annotated[Optional[int], _Opt("--recent-n", min=1, help="Tool outputs in this many newest messages get "
@@ -63,6 +64,7 @@ def compact(
     tokenizer: TokenizerOpt = "estimate",
     summarizer: SummarizerOpt = "auto",
     prune: PruneFlag = True,
+    prune_only: PruneOnlyFlag = False,
     longterm: LongtermFlag = None,
     recent_n: RecentNOpt = None,
     old_max_bytes: OldBytesOpt = None,
@@ -98,11 +100,13 @@ def compact(
 
     if session and all_sessions:
         raise UsageError("name one session or pass --all, not both")
+    if prune_only and (not prune or force):
+        raise UsageError("--prune-only cannot be combined with --no-prune or --force")
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
     opts = CompactOptions(max_input_length=max_input_length, threshold_ratio=threshold_ratio,
                           reserve_ratio=reserve_ratio, tokenizer=tokenizer, force=force, dry_run=dry_run,
-                          prune=prune, longterm=longterm, summarizer=summarizer, recent_n=recent_n,
+                          prune=prune, summarize=not prune_only, longterm=longterm, summarizer=summarizer, recent_n=recent_n,
                           old_max_bytes=old_max_bytes, recent_max_bytes=recent_max_bytes,
                           extra_instruction=instruction)
     if session:
@@ -130,7 +134,7 @@ def compact(
             output.warn(w)
         return
 
-    if summarizer != "extractive":
+    if summarizer != "extractive" and not prune_only:
         from qwenmem.core.llm import resolve_llm_config
 
         opts.llm = with_retries(resolve_llm_config(ws, settings, llm_base_url, llm_model, llm_api_key, llm_timeout),
@@ -142,7 +146,7 @@ def compact(
         problem = unusable_reason(load_session(refs[0]))
         if problem:
             raise WorkspaceError(f"{refs[0].rel}: {problem}")
-    if opts.llm is None and summarizer == "auto" and not quiet:
+    if opts.llm is None and summarizer == "auto" and not quiet and not prune_only:
         output.note("no LLM configured: using the offline extractive summarizer (--summarizer extractive)")
     reports, _ = compact_sessions(ws, refs, settings, opts)
     failed = [r for r in reports if r.status == "failed"]
