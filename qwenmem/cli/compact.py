@@ -106,7 +106,8 @@ def compact(
     settings = load_settings(ws)
     opts = CompactOptions(max_input_length=max_input_length, threshold_ratio=threshold_ratio,
                           reserve_ratio=reserve_ratio, tokenizer=tokenizer, force=force, dry_run=dry_run,
-                          prune=prune, summarize=not prune_only, longterm=longterm, summarizer=summarizer, recent_n=recent_n,
+                          prune=prune, summarize=not prune_only, longterm=longterm, summarizer=summarizer,
+                          recent_n=recent_n,
                           old_max_bytes=old_max_bytes, recent_max_bytes=recent_max_bytes,
                           extra_instruction=instruction)
     if session:

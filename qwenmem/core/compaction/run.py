@@ -110,7 +110,8 @@ async def compact_session_async(ws: Workspace, ref: SessionRef, settings: Settin
     removed = [msgs[i] for i in plan.remove] if compacting else []
     report.removed_ids = [message_id(m) for m in removed]
     report.tier2 = TierReport(False, after_prune, after_prune, {
-        "reason": plan.reason, "threshold": budget.left, "reserve": budget.reserve, "summarizer": None, "chunks": 0,
+        "reason": plan.reason if opts.summarize else "tier 2 disabled (--prune-only)", "threshold": budget.left,
+        "reserve": budget.reserve, "summarizer": None, "chunks": 0,
         "llm_calls": 0, "summary_tokens_before": counter.count(loaded.session.summary), "summary_tokens_after": None,
         "removed_messages": 0, "kept_messages": len(msgs), "aligned": tool_ids_aligned(msgs),
         "fallback": plan.fallback})
