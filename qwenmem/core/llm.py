@@ -107,6 +107,8 @@ class ChatClient:
             raise LLMError(f"LLM at {self.config.base_url} answered HTTP {exc.status_code}") from None
         except openai.OpenAIError as exc:
             raise LLMError(f"LLM call failed: {type(exc).__name__}: {exc}") from None
+        except ValueError:  # a 200 reply whose body is not JSON surfaces from openai as json.JSONDecodeError
+            raise LLMError(f"LLM at {self.config.base_url} returned a malformed (non-JSON) reply") from None
         return _extract_text(reply, self.config.base_url)
 
     async def acomplete(self, system: str, user: str, max_tokens: int | None = None) -> str:
@@ -128,6 +130,8 @@ class ChatClient:
             raise LLMError(f"LLM at {self.config.base_url} answered HTTP {exc.status_code}") from None
         except openai.OpenAIError as exc:
             raise LLMError(f"LLM call failed: {type(exc).__name__}: {exc}") from None
+        except ValueError:  # a 200 reply whose body is not JSON surfaces from openai as json.JSONDecodeError
+            raise LLMError(f"LLM at {self.config.base_url} returned a malformed (non-JSON) reply") from None
         return _extract_text(reply, self.config.base_url)
 
 

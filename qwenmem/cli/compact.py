@@ -1,0 +1,243 @@
+"""`qwenmem compact`: QwenPaw's three-tier compaction, run from outside the assistant, safely."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from qwenmem.cli import output
+from qwenmem.cli.context import open_workspace
+from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, TokenizerOpt, WorkspaceOpt
+
+
+_Opt = typer.Option
+SessionArg = Annotated[Optional[str], typer.Argument(help="Session key, file name, path, or QwenPaw session id.")]
+AllFlag = Annotated[bool, _Opt("--all", help="Every session in the workspace.")]
+CheckFlag = Annotated[bool, _Opt("--check", help="Only report tokens, threshold and the split; write nothing.")]
+ForceFlag = Annotated[bool, _Opt("--force", help="Compact even below the threshold (like QwenPaw's /compact).")]
+MaxInputOpt = Annotated[Optional[int], _Opt("--max-input-length", min=1, help=(
+    "Model context size M (default: the active model's provider config, else 131072)."))]
+ThresholdOpt = Annotated[Optional[float], _Opt("--threshold-ratio", help="Compact at this share of M (default 0.8; "
+                                                                          "legacy agent.json 0.75).")]
+ReserveOpt = Annotated[Optional[float], _Opt("--reserve-ratio", help="Keep this share of M as the newest messages "
+                                                                     "(default 0.1).")]
+SummarizerOpt = Annotated[str, _Opt("--summarizer", help="auto (LLM if configured, else extractive), llm or "
+                                                         "extractive.")]
+PruneFlag = Annotated[bool, _Opt("--prune/--no-prune", help="Tier 1: cut large tool outputs.")]
+PruneOnlyFlag = Annotated[bool, _Opt("--prune-only", help="Only tier 1: cut tool outputs, never summarize.")]
+LongtermFlag = Annotated[Optional[bool], _Opt("--longterm/--no-longterm", help=(
+    "Tier 3: note in memory/<date>.md (default: agent.json summarize_when_compact)."))]
+RecentNOpt = Annotated[Optional[int], _Opt("--recent-n", min=1, help="Tool outputs in this many newest messages get "
+                                                                     "the recent limit (default 2).")]
+OldBytesOpt = Annotated[Optional[int], _Opt("--old-max-bytes", min=100, help="Limit for older tool outputs "
+                                                                             "(default 3000).")]
+RecentBytesOpt = Annotated[Optional[int], _Opt("--recent-max-bytes", min=1000, help="Limit for recent tool outputs "
+                                                                                    "(default 50000).")]
+InstructionOpt = Annotated[str, _Opt("--instruction", help="Extra instruction for the LLM summary (like "
+                                                           "/compact <text>).")]
+LLMBaseOpt = Annotated[Optional[str], _Opt("--llm-base-url", help="OpenAI-compatible endpoint (else "
+                                                                  "$QWENMEM_LLM_BASE_URL, else QwenPaw's provider).")]
+LLMModelOpt = Annotated[Optional[str], _Opt("--llm-model", help="Model name (else $QWENMEM_LLM_MODEL).")]
+LLMKeyOpt = Annotated[Optional[str], _Opt("--llm-api-key", help="API key (else $QWENMEM_LLM_API_KEY, "
+                                                                "$OPENAI_API_KEY).")]
+LLMTimeoutOpt = Annotated[Optional[float], _Opt("--llm-timeout", min=0.1, help="Seconds per LLM request "
+                                                                               "(default 60).")]
+LLMRetriesOpt = Annotated[Optional[int], _Opt("--llm-retries", min=0, help="Retries with exponential backoff after "
+                                                                           "a failed LLM request (default 2).")]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compact")(compact)
+
+
+def compact(
+    ctx: typer.Context,
+    session: SessionArg = None,
+    all_sessions: AllFlag = False,
+    check: CheckFlag = False,
+    force: ForceFlag = False,
+    dry_run: DryRunFlag = False,
+    max_input_length: MaxInputOpt = None,
+    threshold_ratio: ThresholdOpt = None,
+    reserve_ratio: ReserveOpt = None,
+    tokenizer: TokenizerOpt = "estimate",
+    summarizer: SummarizerOpt = "auto",
+    prune: PruneFlag = True,
+    prune_only: PruneOnlyFlag = False,
+    longterm: LongtermFlag = None,
+    recent_n: RecentNOpt = None,
+    old_max_bytes: OldBytesOpt = None,
+    recent_max_bytes: RecentBytesOpt = None,
+    instruction: InstructionOpt = "",
+    llm_base_url: LLMBaseOpt = None,
+    llm_model: LLMModelOpt = None,
+    llm_api_key: LLMKeyOpt = None,
+    llm_timeout: LLMTimeoutOpt = None,
+    llm_retries: LLMRetriesOpt = None,
+    quiet: QuietFlag = False,
+    json_out: JsonFlag = False,
+    workspace: WorkspaceOpt = None,
+    agent: AgentOpt = None,
+) -> None:
+    """Compact sessions the way QwenPaw does: cut old tool outputs, summarize what leaves the context,
+    and note it in the day's memory log. Removed messages go to dialog/<date>.jsonl; originals are backed up.
+
+    Examples:
+
+      qwenmem compact --check --all
+
+      qwenmem compact console/default_1764235442381 --dry-run
+
+      qwenmem compact console/default_1764235442381 --summarizer extractive
+
+      QWENMEM_LLM_BASE_URL=http://localhost:8000/v1 QWENMEM_LLM_MODEL=qwen3 qwenmem compact --all --json
+    """
+    from qwenmem.core.compaction.run import CompactOptions, check_session, compact_sessions, with_retries
+    from qwenmem.core.errors import UsageError, WorkspaceError
+    from qwenmem.core.sessions import find_session, iter_session_refs
+    from qwenmem.core.settings import load_settings
+
+    if session and all_sessions:
+        raise UsageError("name one session or pass --all, not both")
+    if prune_only and (not prune or force):
+        raise UsageError("--prune-only cannot be combined with --no-prune or --force")
+    ws = open_workspace(ctx, workspace, agent)
+    settings = load_settings(ws)
+    opts = CompactOptions(max_input_length=max_input_length, threshold_ratio=threshold_ratio,
+                          reserve_ratio=reserve_ratio, tokenizer=tokenizer, force=force, dry_run=dry_run,
+                          prune=prune, summarize=not prune_only, longterm=longterm, summarizer=summarizer,
+                          recent_n=recent_n,
+                          old_max_bytes=old_max_bytes, recent_max_bytes=recent_max_bytes,
+                          extra_instruction=instruction)
+    if session:
+        refs = [find_session(ws, session)]
+    elif all_sessions or check:
+        refs = [r for r in iter_session_refs(ws) if not r.stale_flat_copy or check]
+    else:
+        raise UsageError("name a session, or pass --all (see `qwenmem sessions list`)")
+
+    if check:
+        reports, warnings = [], []
+        for ref in refs:
+            try:
+                reports.append(check_session(ws, ref, settings, opts))
+            except WorkspaceError as exc:
+                if session:
+                    raise
+                warnings.append(str(exc))
+        if json_out:
+            output.print_json("compact check", {"workspace": str(ws.path), "generation": settings.generation,
+                                                "sessions": reports}, warnings=warnings)
+            return
+        _render_check(reports, detailed=bool(session))
+        for w in warnings:
+            output.warn(w)
+        return
+
+    if summarizer != "extractive" and not prune_only:
+        from qwenmem.core.llm import resolve_llm_config
+
+        opts.llm = with_retries(resolve_llm_config(ws, settings, llm_base_url, llm_model, llm_api_key, llm_timeout),
+                                llm_retries, llm_timeout)
+    if len(refs) == 1:
+        from qwenmem.core.sessions import load_session
+        from qwenmem.core.compaction.check import unusable_reason
+
+        problem = unusable_reason(load_session(refs[0]))
+        if problem:
+            raise WorkspaceError(f"{refs[0].rel}: {problem}")
+    if opts.llm is None and summarizer == "auto" and not quiet and not prune_only:
+        output.note("no LLM configured: using the offline extractive summarizer (--summarizer extractive)")
+    reports, _ = compact_sessions(ws, refs, settings, opts)
+    failed = [r for r in reports if r.status == "failed"]
+    warnings = [f"{r.key}: {w}" for r in reports for w in r.warnings]
+    warnings += [f"{r.key}: skipped, {r.error}" for r in reports if r.status == "skipped"]
+    if json_out:
+        output.print_json("compact", {"workspace": str(ws.path), "dry_run": dry_run, "sessions": reports},
+                          status="problems" if failed else "ok", warnings=warnings,
+                          errors=[{"code": r.error_kind, "message": f"{r.key}: {r.error}"} for r in failed])
+    elif not quiet:
+        _render_results(reports, dry_run)
+    if not json_out:
+        for w in warnings:
+            output.warn(w)
+        for r in failed:
+            output.error_line(f"{r.key}: {r.error}")
+    if failed:
+        kinds = {r.error_kind for r in failed}
+        code = 5 if kinds == {"llm"} and len(failed) == len(reports) else 4 if kinds == {"changed"} and len(
+            failed) == len(reports) else 1
+        raise typer.Exit(code)
+
+
+def _render_check(reports, detailed: bool) -> None:
+    from rich.table import Table
+
+    con = output.out()
+    if not reports:
+        output.note("no sessions to check")
+        return
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for col, just in (("session", "left"), ("msgs", "right"), ("system", "right"), ("summary", "right"),
+                      ("messages", "right"), ("tool out", "right"), ("threshold", "right"), ("room", "right"),
+                      ("compact?", "left"), ("keep", "right")):
+        table.add_column(col, justify=just, no_wrap=col != "session", overflow="fold")
+    for r in reports:
+        verdict = "[bold red]yes[/]" if r.would_compact else "no"
+        table.add_row(output.escape(r.key), str(r.message_count), f"{r.tokens.system:,}", f"{r.tokens.summary:,}",
+                      f"{r.tokens.messages:,}", f"{r.tokens.tool_outputs:,}", f"{r.budget.left:,}", f"{r.room:,}",
+                      verdict, f"{len(r.kept_ids)}/{r.message_count}")
+    con.print(table)
+    first = reports[0]
+    b = first.budget
+    con.print(f"[dim]{first.generation} generation, {first.tokenizer}: M={b.max_input_length:,}, "
+              f"T=int(M×{b.threshold_ratio:g})={b.threshold:,}, R=int(M×{b.reserve_ratio:g})={b.reserve:,}; "
+              f"threshold = T − (system + summary); room = threshold − messages[/dim]")
+    if detailed:
+        for r in reports:
+            con.print(f"\n{output.escape(r.reason)}")
+            if r.legacy_compressed:
+                con.print(f"{r.legacy_compressed} legacy 'compressed' message(s) are not in context and are not counted")
+            if r.would_compact:
+                con.print(f"keeps {len(r.kept_ids)} message(s) ({r.keep_tokens:,} tokens), "
+                          f"compacts {len(r.removed_ids)}")
+                con.print("kept ids: " + output.escape(", ".join(r.kept_ids) or "(none)"), soft_wrap=True)
+            if r.fallback:
+                con.print(output.escape(r.fallback))
+            if r.prunable_outputs:
+                con.print(f"tier 1 would cut {r.prunable_outputs} tool output(s): "
+                          f"{r.tokens.messages:,} → {r.tokens_after_prune:,} message tokens")
+
+
+def _render_results(reports, dry_run: bool) -> None:
+    con = output.out()
+    verb = "would " if dry_run else ""
+    for r in reports:
+        if r.status in ("failed", "skipped"):
+            continue
+        con.print(f"[bold]{output.escape(r.key)}[/bold]: {r.status}")
+        t1 = r.tier1
+        if t1.ran and (t1.detail.get("outputs_cut") or t1.detail.get("outputs_recut")):
+            con.print(f"  tier 1: {verb}cut {t1.detail['outputs_cut']} tool output(s), re-cut "
+                      f"{t1.detail['outputs_recut']} ({t1.detail['bytes_removed']:,} bytes; full texts in "
+                      f"{len(t1.detail['offload_files'])} new offload file(s)); message tokens {t1.tokens_before:,} → "
+                      f"{t1.tokens_after:,}")
+        t2 = r.tier2
+        if t2.ran:
+            d = t2.detail
+            con.print(f"  tier 2: {'would remove' if dry_run else 'removed'} {d['removed_messages']} message(s) to "
+                      f"{', '.join(d['dialog_files']) or 'dialog/ (already there)'}, kept {d['kept_messages']}; "
+                      f"summary by {d['summarizer']}" + (f" in {d['chunks']} chunk(s)" if d['chunks'] else ""))
+            con.print("  removed ids: " + output.escape(", ".join(r.removed_ids)), soft_wrap=True)
+            con.print("  kept ids: " + output.escape(", ".join(r.kept_ids) or "(none)"), soft_wrap=True)
+        else:
+            con.print(f"  tier 2: not needed ({output.escape(t2.detail.get('reason', ''))})")
+        t3 = r.tier3
+        if t3.ran:
+            d = t3.detail
+            state = ("already noted (rerun)" if d["duplicate"] else "written" if d["written"] else
+                     "would be written" if dry_run and d["chars"] else "nothing to note")
+            con.print(f"  tier 3: {d['path']}: {state}")
+        con.print(f"  context tokens {r.context_tokens_before:,} → {r.context_tokens_after:,}"
+                  + (f"; original kept at {r.backup}" if r.backup else ""))

@@ -1,0 +1,1 @@
+"""Three-tier compaction of QwenPaw sessions: tool-result pruning, conversation summary, daily-log note."""
