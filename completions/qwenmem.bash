@@ -9,7 +9,8 @@ _qwenmem() {
     done
     local words
     case "$path" in
-        "") words="completions demo info sessions --agent --debug --version --workspace -w" ;;
+        "") words="compact completions demo info sessions --agent --debug --version --workspace -w" ;;
+        "compact") words="--agent --all --check --dry-run --force --instruction --json --llm-api-key --llm-base-url --llm-model --llm-retries --llm-timeout --longterm --max-input-length --no-longterm --no-prune --old-max-bytes --prune --prune-only --quiet --recent-max-bytes --recent-n --reserve-ratio --summarizer --threshold-ratio --tokenizer --workspace -n -q -w" ;;
         "completions") words="" ;;
         "demo") words="--into --keep --no-keep" ;;
         "info") words="--agent --json --workspace -w" ;;
@@ -23,7 +24,7 @@ _qwenmem() {
 }
 _qwenmem_subs() {
     case "$1" in
-        "") echo "completions demo info sessions" ;;
+        "") echo "compact completions demo info sessions" ;;
         "sessions") echo "list repair restore show" ;;
     esac
 }
