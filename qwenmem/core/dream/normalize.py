@@ -1,0 +1,52 @@
+"""Text keys for comparing memory entries: whitespace-, case- and punctuation-insensitive, CJK-aware."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+
+
+def normalize(text: str) -> str:
+    """Letters and digits only, casefolded, after NFKC (full-width → ASCII, compatibility forms unified).
+
+    Whitespace goes entirely, because mixed CJK/Latin text is spaced inconsistently ("English,  中文"), and all
+    punctuation and symbols go (both ASCII and CJK: ，。：（） …, Markdown emphasis, emoji).
+    """
+    text = unicodedata.normalize("NFKC", _MD_LINK.sub(r"\1", text)).casefold()
+    return "".join(ch for ch in text if unicodedata.category(ch)[0] in "LN")
+
+
+def bigrams(key: str) -> set[str]:
+    if len(key) < 2:
+        return {key} if key else set()
+    return {key[i:i + 2] for i in range(len(key) - 1)}
+
+
+def dice(a: str, b: str) -> float:
+    ga, gb = bigrams(a), bigrams(b)
+    if not ga or not gb:
+        return 0.0
+    return 2 * len(ga & gb) / (len(ga) + len(gb))
+
+
+def containment(inner: str, outer: str) -> float:
+    """How much of `inner`'s bigrams also occur in `outer` (1.0 = all of them)."""
+    gi, go = bigrams(inner), bigrams(outer)
+    return len(gi & go) / len(gi) if gi else 0.0
+
+
+def numbers(text: str) -> set[str]:
+    return set(_NUMBER.findall(unicodedata.normalize("NFKC", text)))
+
+
+def is_cjk_heavy(key: str) -> bool:
+    cjk = sum(1 for ch in key if "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
+    return cjk * 2 >= len(key) if key else False
+
+
+def substantial(key: str, latin_min: int = 16, cjk_min: int = 8) -> bool:
+    """Long enough that two copies in different sections are the same statement, not a repeated label."""
+    return len(key) >= (cjk_min if is_cjk_heavy(key) else latin_min)
