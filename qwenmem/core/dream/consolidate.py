@@ -63,21 +63,36 @@ def _list_marker(doc: MemoryDoc) -> str:
     return markers.most_common(1)[0][0] if markers else "-"
 
 
+def _grouped_items(candidates, marker: str, nl: str, with_subheadings: bool) -> list[str]:
+    """Promoted items grouped under their source heading, so that "状态: ✅" keeps saying what it is the state of."""
+    out: list[str] = []
+    current = object()
+    for c in candidates:
+        if with_subheadings and c.heading != current:
+            current = c.heading
+            if c.heading:
+                if out:
+                    out.append(nl)
+                out += [f"### {c.heading}{nl}", nl]
+        out += reindent_item(c.lines, "", marker, nl)
+    return out
+
+
 def _dated_insertion(doc: MemoryDoc, date: str, candidates) -> Splice:
     nl = doc.newline
     marker = _list_marker(doc)
-    items = [line for c in candidates for line in reindent_item(c.lines, "", marker, nl)]
+    items = _grouped_items(candidates, marker, nl, with_subheadings=any(c.heading for c in candidates))
     existing = next((k for k, h in enumerate(doc.headings) if h.title.strip() == date), None)
     if existing is not None:
         at = doc.section_end(existing)
         while at > doc.headings[existing].line + 1 and not doc.lines[at - 1].strip():
             at -= 1
-        block = items + ([nl] if at < len(doc.lines) else [])
-        return Splice(at, at, tuple(_terminate_previous(doc, at, nl) + block), order=1)
-    at = _footer_start(doc)
-    block = [nl] if at > doc.front_matter and doc.lines[at - 1].strip() else []
-    block += [f"## {date}{nl}", nl, *items]
-    if at < len(doc.lines):
+        block = ([nl] if doc.lines[at - 1].strip() and items[0].startswith("#") else []) + items
+    else:
+        at = _footer_start(doc)
+        block = [nl] if at > doc.front_matter and doc.lines[at - 1].strip() else []
+        block += [f"## {date}{nl}", nl, *items]
+    if at < len(doc.lines) and doc.lines[at].strip():
         block.append(nl)
     return Splice(at, at, tuple(_terminate_previous(doc, at, nl) + block), order=1)
 

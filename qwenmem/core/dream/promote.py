@@ -18,7 +18,7 @@ from qwenmem.core.dream.normalize import containment, dice, is_cjk_heavy, normal
 
 FACT_HEADINGS = re.compile(
     r"fact|decision|decided|preference|prefer|lesson|learn|reflection|insight|takeaway|remember|rule|todo|"
-    r"事实|事實|决策|決策|决定|決定|偏好|经验|經驗|教训|教訓|反思|结论|結論|要点|要點|持久化记忆|长期记忆|长期|规则|规范|"
+    r"事实|事實|决策|決策|决定|決定|偏好|经验|經驗|教训|教訓|反思|结论|結論|要点|要點|持久化记忆|长期记忆|规则|"
     r"hecho|decisi|preferencia|lecci|aprendizaje|reflexi|conclusi|regla|recordar",
     re.I)
 
