@@ -42,7 +42,8 @@ def consolidate(memory_text: str, log_text: str | None, date: str, embedder=None
         splices.append(Splice(item.start, item.end, tuple(reindent_item(cand.lines, indent, item.marker, doc.newline))))
         changes.append(change)
     if plan.additions:
-        splices.append(_dated_insertion(doc, date, [c for c, _ in plan.additions]))
+        gone = {n for i in removed for n in range(doc.items[i].start, doc.items[i].end)}
+        splices.append(_dated_insertion(doc, date, [c for c, _ in plan.additions], gone))
         changes.extend(change for _, change in plan.additions)
     text = "".join(apply_splices(doc.lines, splices)) if splices else memory_text
     skipped = [f"memory/{date}.md line {c.source_line}: {why}" for c, why in plan.skipped]
@@ -78,7 +79,7 @@ def _grouped_items(candidates, marker: str, nl: str, with_subheadings: bool) -> 
     return out
 
 
-def _dated_insertion(doc: MemoryDoc, date: str, candidates) -> Splice:
+def _dated_insertion(doc: MemoryDoc, date: str, candidates, gone: set[int]) -> Splice:
     nl = doc.newline
     marker = _list_marker(doc)
     items = _grouped_items(candidates, marker, nl, with_subheadings=any(c.heading for c in candidates))
@@ -87,21 +88,25 @@ def _dated_insertion(doc: MemoryDoc, date: str, candidates) -> Splice:
         at = doc.section_end(existing)
         while at > doc.headings[existing].line + 1 and not doc.lines[at - 1].strip():
             at -= 1
-        block = ([nl] if doc.lines[at - 1].strip() and items[0].startswith("#") else []) + items
+        prev = _last_kept_line(doc, at, gone)
+        block = ([nl] if prev is not None and doc.lines[prev].strip() and items[0].startswith("#") else []) + items
     else:
         at = _footer_start(doc)
-        block = [nl] if at > doc.front_matter and doc.lines[at - 1].strip() else []
+        prev = _last_kept_line(doc, at, gone)
+        block = [nl] if prev is not None and prev >= doc.front_matter and doc.lines[prev].strip() else []
         block += [f"## {date}{nl}", nl, *items]
     if at < len(doc.lines) and doc.lines[at].strip():
         block.append(nl)
-    return Splice(at, at, tuple(_terminate_previous(doc, at, nl) + block), order=1)
+    if prev is not None and not doc.lines[prev].endswith(("\n", "\r")):
+        block.insert(0, nl)  # the file had no final newline
+    return Splice(at, at, tuple(block), order=1)
 
 
-def _terminate_previous(doc: MemoryDoc, at: int, nl: str) -> list[str]:
-    """A file without a final newline needs one before anything is appended after its last line."""
-    if at == len(doc.lines) and doc.lines and not doc.lines[-1].endswith(("\n", "\r")):
-        return [nl]
-    return []
+def _last_kept_line(doc: MemoryDoc, at: int, gone: set[int]) -> int | None:
+    n = at - 1
+    while n >= 0 and n in gone:
+        n -= 1
+    return n if n >= 0 else None
 
 
 def _footer_start(doc: MemoryDoc) -> int:

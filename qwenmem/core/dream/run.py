@@ -25,6 +25,7 @@ from qwenmem.core.fsio import Snapshot, atomic_write_bytes, exclusive_lock, read
 from qwenmem.core.settings import Settings, user_tz
 from qwenmem.core.workspace import Workspace
 
+NEW_MEMORY_TEMPLATE = "# Long-Term Memory\n"
 CRASH_ENV = "QWENMEM_TEST_CRASH_AT"  # tests: SIGKILL ourselves at a named step
 
 
@@ -217,11 +218,12 @@ def _dream_locked(ws: Workspace, settings: Settings, options: DreamOptions, now:
         embedder = options.embedder if options.embedder is not None else (
             _load_embedder(ws, settings, warnings) if options.use_embeddings else None)
         result.embedding_model = getattr(embedder, "model_id", None) if embedder is not None else None
-        done = consolidate(old_text, log_text, date, embedder, options.similarity, options.promote)
+        base = old_text if snap.exists else NEW_MEMORY_TEMPLATE
+        done = consolidate(base, log_text, date, embedder, options.similarity, options.promote)
         new_text, changes, flagged, skipped = done.text, done.changes, done.flagged, done.skipped
     result.changes, result.flagged, result.skipped = changes, flagged, skipped
-    if not snap.exists and new_text and not new_text.lstrip().startswith("#"):
-        new_text = "# Long-Term Memory\n\n" + new_text.lstrip("\n")
+    if not snap.exists and new_text == NEW_MEMORY_TEMPLATE:
+        new_text = ""
     new_bytes = (bom + new_text).encode("utf-8")
     if new_bytes == old_bytes:
         return _finish_unchanged(result, old_bytes)
