@@ -30,10 +30,13 @@ class BackupInfo:
     size: int
     stamp: str
     sequence: int
+    mtime_ns: int
 
     @property
     def sort_key(self) -> tuple:
-        return (self.stamp, self.sequence)
+        # Modification time first: name stamps are in whatever zone the writer used (QwenPaw: server local time,
+        # qwenmem: the user's zone), so after a zone change the names alone would misorder old and new.
+        return (self.mtime_ns, self.stamp, self.sequence)
 
 
 def create_backup(ws: Workspace, data: bytes, now: datetime) -> Path:
@@ -77,7 +80,8 @@ def list_backups(ws: Workspace) -> list[BackupInfo]:
     for p in ws.backup_dir.iterdir():
         m = BACKUP_RE.match(p.name)
         if m and p.is_file() and not p.is_symlink():
-            found.append(BackupInfo(p.name, p, p.stat().st_size, m.group(1), int(m.group(2) or 0)))
+            st = p.stat()
+            found.append(BackupInfo(p.name, p, st.st_size, m.group(1), int(m.group(2) or 0), st.st_mtime_ns))
     return sorted(found, key=lambda b: b.sort_key)
 
 
@@ -100,16 +104,20 @@ def resolve_backup(ws: Workspace, name: str | None) -> Path:
     raise NotFoundError(f"backup {name!r} not found in {ws.backup_dir}" + (f" (newest: {names})" if names else ""))
 
 
-def prune_backups(ws: Workspace, keep: int, dry_run: bool = False, pending: int = 0) -> list[Path]:
+def prune_backups(ws: Workspace, keep: int, dry_run: bool = False, pending: int = 0,
+                  protect: Path | None = None) -> list[Path]:
     """Delete MEMORY.md backups beyond the newest `keep` (at least 1: the newest is never pruned).
 
     Only files named like memory_backup_*.md are candidates; nothing else in backup/ is ever deleted. `pending`
     counts backups a dry run would have created first (they would be the newest).
     """
     keep = max(1, int(keep))
-    backups = list_backups(ws)
+    backups = [b for b in list_backups(ws) if protect is None or b.path.resolve() != Path(protect).resolve()]
+    if protect is not None:
+        keep -= 1  # the protected (just written) backup is the newest and counts towards `keep`
     room = keep - pending if pending else keep
     doomed = [b.path for b in backups][:max(len(backups) - room, 0)] if room < len(backups) else []
+    doomed = doomed if room >= 0 else [b.path for b in backups]
     if not dry_run:
         for p in doomed:
             with contextlib.suppress(FileNotFoundError):

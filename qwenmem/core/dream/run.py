@@ -247,7 +247,7 @@ def _dream_locked(ws: Workspace, settings: Settings, options: DreamOptions, now:
     result.changelog = ws.relative(append_entry(ws.backup_dir, entry))
     crash_point("logged")
     if options.keep:
-        result.pruned = [ws.relative(p) for p in backups.prune_backups(ws, options.keep)]
+        result.pruned = [ws.relative(p) for p in backups.prune_backups(ws, options.keep, protect=backup)]
     return result
 
 
@@ -303,5 +303,5 @@ def _restore_locked(ws: Workspace, source: Path, dry_run: bool, keep: int | None
                            changes=[Change(RESTORED, f"restored from {ws.relative(source)} on request")])
     result.changelog = ws.relative(append_entry(ws.backup_dir, entry))
     if keep:
-        result.pruned = [ws.relative(p) for p in backups.prune_backups(ws, keep)]
+        result.pruned = [ws.relative(p) for p in backups.prune_backups(ws, keep, protect=backup)]
     return result
