@@ -18,6 +18,7 @@ class Consolidation:
     changes: list[Change]
     flagged: list[Change] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # log entries not promoted, with why
+    notes: list[str] = field(default_factory=list)
 
 
 def consolidate(memory_text: str, log_text: str | None, date: str, embedder=None, threshold: float = 0.9,
@@ -47,7 +48,7 @@ def consolidate(memory_text: str, log_text: str | None, date: str, embedder=None
         changes.extend(change for _, change in plan.additions)
     text = "".join(apply_splices(doc.lines, splices)) if splices else memory_text
     skipped = [f"memory/{date}.md line {c.source_line}: {why}" for c, why in plan.skipped]
-    return Consolidation(text, changes, dedupe.flagged, skipped)
+    return Consolidation(text, changes, dedupe.flagged, skipped, dedupe.notes)
 
 
 def _has_removed_ancestor(doc: MemoryDoc, i: int, removed: set[int]) -> bool:

@@ -16,10 +16,14 @@ from qwenmem.core.dream.markdown import MemoryDoc
 from qwenmem.core.dream.normalize import is_cjk_heavy, normalize, numbers
 
 
+MAX_PAIRWISE = 3000  # entries per list; beyond this the O(n²) containment and embedding passes are skipped
+
+
 @dataclass
 class DedupePlan:
     removed: dict[int, Change]  # item index → why it goes
     flagged: list[Change]
+    notes: list[str]
 
 
 def _scope_groups(doc: MemoryDoc) -> dict[object, list[int]]:
@@ -50,6 +54,7 @@ def _is_removed_or_inside(doc: MemoryDoc, i: int, removed: dict[int, Change]) ->
 def find_duplicates(doc: MemoryDoc, embedder=None, threshold: float = 0.9) -> DedupePlan:
     removed: dict[int, Change] = {}
     flagged: list[Change] = []
+    skipped_groups: list[int] = []
     keys = {i: normalize(doc.item_text(i)) for i in range(len(doc.items))}
     raw = {i: " ".join(doc.item_text(i).split()) for i in range(len(doc.items))}
 
@@ -81,6 +86,9 @@ def find_duplicates(doc: MemoryDoc, embedder=None, threshold: float = 0.9) -> De
     for group, members in _scope_groups(doc).items():
         alive = [i for i in members if keys[i] and not _is_removed_or_inside(doc, i, removed)
                  and not doc.items[i].children]
+        if len(alive) > MAX_PAIRWISE:
+            skipped_groups.append(len(alive))
+            continue
         for i in alive:
             if i in removed or not _long_enough(keys[i], latin_min=12, cjk_min=6):
                 continue
@@ -94,7 +102,9 @@ def find_duplicates(doc: MemoryDoc, embedder=None, threshold: float = 0.9) -> De
     # 3. near-duplicates by meaning, when an embedding model is available
     if embedder is not None:
         _near_duplicates(doc, embedder, threshold, keys, raw, removed, flagged, drop)
-    return DedupePlan(removed, flagged)
+    notes = [f"a list of {n} entries is too long to compare pairwise (limit {MAX_PAIRWISE}); only exact and "
+             "normalized duplicates were removed there" for n in skipped_groups]
+    return DedupePlan(removed, flagged, notes)
 
 
 def _long_enough(key: str, latin_min: int = 16, cjk_min: int = 8) -> bool:
@@ -104,7 +114,7 @@ def _long_enough(key: str, latin_min: int = 16, cjk_min: int = 8) -> bool:
 def _near_duplicates(doc, embedder, threshold, keys, raw, removed, flagged, drop) -> None:
     candidates = [i for i in range(len(doc.items)) if doc.items[i].parent is None and keys[i]
                   and not doc.items[i].children and i not in removed]
-    if len(candidates) < 2:
+    if len(candidates) < 2 or len(candidates) > MAX_PAIRWISE:
         return
     vectors = embedder.embed([raw[i] for i in candidates])
     sims = vectors @ vectors.T

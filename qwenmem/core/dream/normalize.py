@@ -7,6 +7,7 @@ import unicodedata
 
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_NOT_LETTER_OR_DIGIT = re.compile(r"[\W_]+")
 
 
 def normalize(text: str) -> str:
@@ -16,7 +17,7 @@ def normalize(text: str) -> str:
     punctuation and symbols go (both ASCII and CJK: ，。：（） …, Markdown emphasis, emoji).
     """
     text = unicodedata.normalize("NFKC", _MD_LINK.sub(r"\1", text)).casefold()
-    return "".join(ch for ch in text if unicodedata.category(ch)[0] in "LN")
+    return _NOT_LETTER_OR_DIGIT.sub("", text)
 
 
 def bigrams(key: str) -> set[str]:
@@ -25,16 +26,18 @@ def bigrams(key: str) -> set[str]:
     return {key[i:i + 2] for i in range(len(key) - 1)}
 
 
-def dice(a: str, b: str) -> float:
-    ga, gb = bigrams(a), bigrams(b)
+def dice(a: str | set, b: str | set) -> float:
+    ga = a if isinstance(a, set) else bigrams(a)
+    gb = b if isinstance(b, set) else bigrams(b)
     if not ga or not gb:
         return 0.0
     return 2 * len(ga & gb) / (len(ga) + len(gb))
 
 
-def containment(inner: str, outer: str) -> float:
+def containment(inner: str | set, outer: str | set) -> float:
     """How much of `inner`'s bigrams also occur in `outer` (1.0 = all of them)."""
-    gi, go = bigrams(inner), bigrams(outer)
+    gi = inner if isinstance(inner, set) else bigrams(inner)
+    go = outer if isinstance(outer, set) else bigrams(outer)
     return len(gi & go) / len(gi) if gi else 0.0
 
 

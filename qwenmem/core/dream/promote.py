@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from qwenmem.core.dream.changelog import ADDED, MERGED, REPLACED, Change
 from qwenmem.core.dream.markdown import MemoryDoc, reindent_item
-from qwenmem.core.dream.normalize import containment, dice, is_cjk_heavy, normalize, numbers
+from qwenmem.core.dream.normalize import bigrams, containment, dice, is_cjk_heavy, normalize, numbers
 
 FACT_HEADINGS = re.compile(
     r"fact|decision|decided|preference|prefer|lesson|learn|reflection|insight|takeaway|remember|rule|todo|"
@@ -72,6 +72,7 @@ def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candi
                if item.parent is None and not item.children and i not in removed]
     target_text = {i: " ".join(memory.item_text(i).split()) for i in targets}
     target_key = {i: normalize(target_text[i]) for i in targets}
+    target_grams = {i: bigrams(target_key[i]) for i in targets}
     sims = _similarities(embedder, candidates, [target_text[i] for i in targets])
     seen: set[str] = set()
     for c_pos, cand in enumerate(candidates):
@@ -83,6 +84,7 @@ def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candi
             plan.skipped.append((cand, "already in MEMORY.md"))
             continue
         best, why, score = None, None, 0.0
+        cand_grams = bigrams(cand.key)
         for t_pos, t in enumerate(targets):
             if t in plan.replacements:
                 continue
@@ -93,9 +95,9 @@ def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candi
             if len(old_key) >= _min_len(old_key) and old_key in cand.key and old_nums <= new_nums:
                 best, why, score = t, MERGED, 1.0
                 break
-            lexical = dice(old_key, cand.key)
+            lexical = dice(target_grams[t], cand_grams)
             semantic = float(sims[c_pos][t_pos]) if sims is not None else 0.0
-            similar = (lexical >= 0.55 and containment(old_key, cand.key) >= 0.7) or semantic >= threshold
+            similar = (lexical >= 0.55 and containment(target_grams[t], cand_grams) >= 0.7) or semantic >= threshold
             if similar and old_nums and old_nums != new_nums and max(lexical, semantic) > score:
                 best, why, score = t, REPLACED, max(lexical, semantic)
             elif semantic >= threshold and old_nums == new_nums and why is None:

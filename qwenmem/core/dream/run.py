@@ -221,6 +221,7 @@ def _dream_locked(ws: Workspace, settings: Settings, options: DreamOptions, now:
         base = old_text if snap.exists else NEW_MEMORY_TEMPLATE
         done = consolidate(base, log_text, date, embedder, options.similarity, options.promote)
         new_text, changes, flagged, skipped = done.text, done.changes, done.flagged, done.skipped
+        warnings.extend(done.notes)
     result.changes, result.flagged, result.skipped = changes, flagged, skipped
     if not snap.exists and new_text == NEW_MEMORY_TEMPLATE:
         new_text = ""
