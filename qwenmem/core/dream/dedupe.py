@@ -116,25 +116,24 @@ def _near_duplicates(doc, embedder, threshold, keys, raw, removed, flagged, drop
                   and not doc.items[i].children and i not in removed]
     if len(candidates) < 2 or len(candidates) > MAX_PAIRWISE:
         return
-    vectors = embedder.embed([raw[i] for i in candidates])
-    sims = vectors @ vectors.T
-    for a_pos, a in enumerate(candidates):
-        for b_pos in range(a_pos + 1, len(candidates)):
-            b = candidates[b_pos]
-            if a in removed or b in removed:
-                continue
-            sim = float(sims[a_pos, b_pos])
-            if sim < threshold:
-                continue
-            same_scope = doc.items[a].section == doc.items[b].section
-            if not same_scope and not (_long_enough(keys[a]) and _long_enough(keys[b])):
-                continue
-            if numbers(raw[a]) != numbers(raw[b]):
-                flagged.append(Change(FLAGGED, f"similar to line {doc.items[a].start + 1} (cosine {sim:.2f}) but the "
-                                      "numbers differ; possibly contradictory, left for review",
-                                      old=_describe(doc, b), line=doc.items[b].start + 1,
-                                      section=_section_title(doc, b), similarity=round(sim, 4)))
-                continue
-            keep, lose = (a, b) if len(keys[a]) >= len(keys[b]) else (b, a)
-            drop(lose, keep, REMOVED, f"near-duplicate of line {doc.items[keep].start + 1} "
-                 f"(embedding cosine {sim:.2f} ≥ {threshold:g}; the more detailed entry stays)", round(sim, 4))
+    import numpy as np
+
+    vectors = np.asarray(embedder.embed([raw[i] for i in candidates]), dtype=np.float32)
+    sims = np.triu(vectors @ vectors.T, k=1)
+    for a_pos, b_pos in np.argwhere(sims >= threshold):  # row-major: pairs come in document order
+        a, b = candidates[a_pos], candidates[b_pos]
+        if a in removed or b in removed:
+            continue
+        sim = float(sims[a_pos, b_pos])
+        same_scope = doc.items[a].section == doc.items[b].section
+        if not same_scope and not (_long_enough(keys[a]) and _long_enough(keys[b])):
+            continue
+        if numbers(raw[a]) != numbers(raw[b]):
+            flagged.append(Change(FLAGGED, f"similar to line {doc.items[a].start + 1} (cosine {sim:.2f}) but the "
+                                  "numbers differ; possibly contradictory, left for review",
+                                  old=_describe(doc, b), line=doc.items[b].start + 1,
+                                  section=_section_title(doc, b), similarity=round(sim, 4)))
+            continue
+        keep, lose = (a, b) if len(keys[a]) >= len(keys[b]) else (b, a)
+        drop(lose, keep, REMOVED, f"near-duplicate of line {doc.items[keep].start + 1} "
+             f"(embedding cosine {sim:.2f} ≥ {threshold:g}; the more detailed entry stays)", round(sim, 4))
