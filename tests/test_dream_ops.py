@@ -208,3 +208,25 @@ def test_bom_is_kept(sample_ws):
     memory.write_bytes(b"\xef\xbb\xbf# M\n\n## A\n- same line here\n- same line here\n")
     assert _dream(sample_ws).code == 0
     assert memory.read_bytes() == b"\xef\xbb\xbf# M\n\n## A\n- same line here\n"
+
+
+def test_symlinked_memory_md_stays_a_symlink(sample_ws, tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    target = notes / "MEMORY.md"
+    target.write_text("# M\n\n## A\n- same line here\n- same line here\n", encoding="utf-8")
+    (sample_ws / "MEMORY.md").unlink()
+    (sample_ws / "MEMORY.md").symlink_to(target)
+    assert _dream(sample_ws).code == 0
+    assert (sample_ws / "MEMORY.md").is_symlink()
+    assert target.read_text(encoding="utf-8") == "# M\n\n## A\n- same line here\n"
+
+
+def test_secret_looking_log_entries_are_never_promoted(sample_ws):
+    (sample_ws / "memory" / "2026-11-29.md").write_text(
+        "# 2026-11-29\n\n## Facts\n- The OpenAI key is sk-proj-AbCdEfGhIjKlMnOpQrStUv12\n"
+        "- The nightly report goes to the ops channel.\n", encoding="utf-8")
+    run = _dream(sample_ws, "--date", "2026-11-29", "--json")
+    text = (sample_ws / "MEMORY.md").read_text(encoding="utf-8")
+    assert "sk-proj" not in text and "- The nightly report goes to the ops channel." in text
+    assert any("secret-looking" in s for s in run.json()["result"]["skipped"])

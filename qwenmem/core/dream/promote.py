@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from qwenmem.core.dream.changelog import ADDED, MERGED, REPLACED, Change
 from qwenmem.core.dream.markdown import MemoryDoc, reindent_item
+from qwenmem.core.dream.secrets import secrets_in
 from qwenmem.core.dream.normalize import bigrams, containment, dice, is_cjk_heavy, normalize, numbers
 
 FACT_HEADINGS = re.compile(
@@ -82,6 +83,9 @@ def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candi
         seen.add(cand.key)
         if cand.key in body_key:
             plan.skipped.append((cand, "already in MEMORY.md"))
+            continue
+        if secrets_in(cand.text):
+            plan.skipped.append((cand, "contains a secret-looking value; never promoted to long-term memory"))
             continue
         best, why, score = None, None, 0.0
         cand_grams = bigrams(cand.key)

@@ -113,10 +113,23 @@ def _decode(data: bytes, path: Path) -> tuple[str, str]:
         raise WorkspaceError(f"{path}: not valid UTF-8 at byte {exc.start}; not touching it") from None
 
 
+def memory_target(ws: Workspace) -> Path:
+    """The file to read and replace. A symlinked MEMORY.md (e.g. kept in a notes repo) stays a symlink: its
+    target is what gets replaced."""
+    path = ws.memory_md
+    if path.is_symlink():
+        target = path.resolve()
+        if not target.exists():
+            raise WorkspaceError(f"{path} is a symlink to {target}, which does not exist; not touching it")
+        return target
+    return path
+
+
 def _read_memory(ws: Workspace) -> tuple[bytes, Snapshot]:
-    if not ws.memory_md.exists():
-        return b"", Snapshot(ws.memory_md, False, 0, 0, "")
-    return read_with_snapshot(ws.memory_md, max_bytes=20 * 1024 * 1024)
+    path = memory_target(ws)
+    if not path.exists() and not path.is_symlink():
+        return b"", Snapshot(path, False, 0, 0, "")
+    return read_with_snapshot(path, max_bytes=20 * 1024 * 1024)
 
 
 def _read_log(ws: Workspace, date: str, warnings: list[str]) -> str | None:
@@ -238,7 +251,7 @@ def _dream_locked(ws: Workspace, settings: Settings, options: DreamOptions, now:
     backup = backups.create_backup(ws, old_bytes, now) if snap.exists else None
     result.backup = ws.relative(backup) if backup else None
     crash_point("backed-up")
-    atomic_write_bytes(ws.memory_md, new_bytes, expected=snap)
+    atomic_write_bytes(snap.path, new_bytes, expected=snap)
     result.status = "changed"
     crash_point("written")
     entry = ChangelogEntry(now.isoformat(timespec="seconds"), now.strftime("%Y%m%dT%H%M%S%f"), "dream", result.mode,
@@ -296,7 +309,7 @@ def _restore_locked(ws: Workspace, source: Path, dry_run: bool, keep: int | None
         return result
     backup = backups.create_backup(ws, current, now) if snap.exists else None
     result.backup = ws.relative(backup) if backup else None
-    atomic_write_bytes(ws.memory_md, wanted, expected=snap)
+    atomic_write_bytes(snap.path, wanted, expected=snap)
     result.status = "restored"
     entry = ChangelogEntry(now.isoformat(timespec="seconds"), now.strftime("%Y%m%dT%H%M%S%f"), "restore", "restore",
                            ws.relative(ws.memory_md), result.backup, result.sha256_before, result.sha256_after,
