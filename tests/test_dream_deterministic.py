@@ -173,3 +173,18 @@ def test_missing_memory_md_is_created_from_the_log(sample_ws):
     text = (sample_ws / "MEMORY.md").read_text(encoding="utf-8")
     assert text.startswith("# Long-Term Memory\n\n## 2026-11-27\n")
     assert run.json()["result"]["backup"] is None
+
+
+@pytest.mark.parametrize("old,new,replaced", [
+    ("- Server A has 16 GB RAM.", "- Server B has 32 GB RAM.", False),
+    ("- 服务器A内存16GB。", "- 服务器B内存32GB。", False),
+    ("- The connection pool limit is 100.", "- The connection pool limit is now 200 (was 100).", True),
+    # a changed word ("June" → "July") looks exactly like another subject ("A" → "B") to a deterministic rule,
+    # so both entries are kept; only the LLM mode can tell these apart
+    ("- Berlin trip booked for 12-16 June, hotel near Alexanderplatz.",
+     "- Berlin trip booked for 3-5 July, hotel near Alexanderplatz.", False),
+])
+def test_replace_needs_the_same_subject_not_just_similar_text(old, new, replaced):
+    out = consolidate(f"# M\n\n## Facts\n{old}\n", f"# d\n\n## Facts\n{new}\n", "2026-01-03")
+    assert [c.action for c in out.changes] == (["replaced"] if replaced else ["added"])
+    assert (old in out.text) is not replaced and new in out.text

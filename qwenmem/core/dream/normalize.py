@@ -53,3 +53,27 @@ def is_cjk_heavy(key: str) -> bool:
 def substantial(key: str, latin_min: int = 16, cjk_min: int = 8) -> bool:
     """Long enough that two copies in different sections are the same statement, not a repeated label."""
     return len(key) >= (cjk_min if is_cjk_heavy(key) else latin_min)
+
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def words(text: str) -> set[str]:
+    """Words without numbers: Latin-like runs as words, CJK (which has no spaces) as single characters."""
+    out: set[str] = set()
+    for run in _LETTERS.findall(unicodedata.normalize("NFKC", text).casefold()):
+        if any(ord(ch) >= 0x2E80 for ch in run):
+            out.update(run)
+        else:
+            out.add(run)
+    return out
+
+
+def same_subject(old: str, new: str) -> bool:
+    """Whether `new` restates `old` (every word of the old entry is still there), so that differing numbers mean a
+    changed value rather than another thing: "Server A has 16 GB" is not superseded by "Server B has 32 GB"."""
+    old_words, new_words = words(old), words(new)
+    if not old_words:
+        return False
+    missing = len(old_words - new_words)
+    return missing == 0 or (len(old_words) >= 10 and missing <= len(old_words) // 10)

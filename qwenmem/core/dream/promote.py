@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from qwenmem.core.dream.changelog import ADDED, MERGED, REPLACED, Change
 from qwenmem.core.dream.markdown import MemoryDoc, reindent_item
 from qwenmem.core.dream.secrets import secrets_in
-from qwenmem.core.dream.normalize import bigrams, containment, dice, is_cjk_heavy, normalize, numbers
+from qwenmem.core.dream.normalize import (bigrams, containment, dice, is_cjk_heavy, normalize, numbers,
+                                          same_subject)
 
 FACT_HEADINGS = re.compile(
     r"fact|decision|decided|preference|prefer|lesson|learn|reflection|insight|takeaway|remember|rule|todo|"
@@ -102,7 +103,8 @@ def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candi
             lexical = dice(target_grams[t], cand_grams)
             semantic = float(sims[c_pos][t_pos]) if sims is not None else 0.0
             similar = (lexical >= 0.55 and containment(target_grams[t], cand_grams) >= 0.7) or semantic >= threshold
-            if similar and old_nums and old_nums != new_nums and max(lexical, semantic) > score:
+            if similar and old_nums and old_nums != new_nums and max(lexical, semantic) > score \
+                    and same_subject(target_text[t], cand.text):
                 best, why, score = t, REPLACED, max(lexical, semantic)
             elif semantic >= threshold and old_nums == new_nums and why is None:
                 best, why, score = t, "present", semantic
