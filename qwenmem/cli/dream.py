@@ -94,7 +94,7 @@ def dream(
     except QwenmemError as exc:
         _log(log_file, [f"error: {exc}"])
         raise
-    _log(log_file, _summary_lines(result))
+    _log(log_file, _summary_lines(result) + [f"  warning: {w}" for w in result.warnings])
     _render(result, json_out, quiet)
 
 
