@@ -158,6 +158,10 @@ def test_default_date_and_backup_stamp_follow_tz(sample_ws):
                       env={"TZ": zone})
         assert run.code == 0, run.stderr
         assert run.json()["result"]["date"] == datetime.now(ZoneInfo(zone)).date().isoformat()
+    run = run_cli("dream", "-w", str(sample_ws), "--mode", "deterministic", "--dry-run", "--json", "--date",
+                  "yesterday", env={"TZ": "Etc/GMT+12"})
+    yesterday = datetime.now(ZoneInfo("Etc/GMT+12")).date().toordinal() - 1
+    assert run.json()["result"]["date"] == datetime.fromordinal(yesterday).date().isoformat()
     run = run_cli("dream", "-w", str(sample_ws), "--mode", "deterministic", "--json", "--date", "2026-11-26",
                   env={"TZ": "Pacific/Kiritimati"})
     stamp = re.search(r"memory_backup_(\d{8}_\d{6})", run.json()["result"]["backup"]).group(1)
@@ -177,7 +181,7 @@ def test_config_json_user_timezone_beats_tz(tmp_path, sample_ws):
 
 def test_bad_input_gets_one_line_errors(sample_ws):
     for args, code, text in ((("--date", "2026-13-45"), 2, "not a real calendar date"),
-                             (("--date", "yesterday"), 2, "expected YYYY-MM-DD"),
+                             (("--date", "last-week"), 2, "expected YYYY-MM-DD"),
                              (("--promote", "everything"), 2, "--promote"),
                              (("stray-arg",), 2, "only taken with --restore")):
         run = _dream(sample_ws, *args)

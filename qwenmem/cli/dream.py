@@ -17,8 +17,8 @@ def dream(
     ctx: typer.Context,
     backup: Annotated[Optional[str], typer.Argument(help="With --restore: the backup to restore (default: newest).",
                                                     show_default=False)] = None,
-    date: Annotated[Optional[str], typer.Option("--date", help="Which day's log memory/YYYY-MM-DD.md to read "
-                                                "(default: today in the user's timezone).")] = None,
+    date: Annotated[Optional[str], typer.Option("--date", help="Which day's log memory/YYYY-MM-DD.md to read: a date, "
+                                                "today or yesterday (default: today in the user's timezone).")] = None,
     mode: Annotated[str, typer.Option("--mode", help="auto (LLM if configured, else deterministic), llm or "
                                       "deterministic.")] = "auto",
     promote: Annotated[str, typer.Option("--promote", help="Deterministic mode: which log entries become long-term "

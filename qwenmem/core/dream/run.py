@@ -13,7 +13,7 @@ import os
 import re
 import signal
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from qwenmem.core.dream import backups
@@ -93,10 +93,12 @@ def crash_point(step: str) -> None:
 
 
 def resolve_date(date: str | None, settings: Settings, now: datetime) -> str:
-    if date is None:
+    if date is None or date == "today":
         return now.date().isoformat()
+    if date == "yesterday":  # for a cron job that runs just after midnight
+        return (now.date() - timedelta(days=1)).isoformat()
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
-        raise UsageError(f"--date {date!r}: expected YYYY-MM-DD")
+        raise UsageError(f"--date {date!r}: expected YYYY-MM-DD, today or yesterday")
     try:
         datetime.strptime(date, "%Y-%m-%d")
     except ValueError:
