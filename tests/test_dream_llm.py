@@ -118,3 +118,13 @@ def test_mode_deterministic_never_calls_the_llm(sample_ws, llm_server):
 def test_mode_llm_without_configuration_is_a_usage_error(sample_ws):
     run = invoke("dream", "-w", str(sample_ws), "--mode", "llm")
     assert run.code == 2 and "no LLM configured" in run.stderr
+
+
+def test_llm_dry_run_shows_the_validated_diff_and_writes_nothing(sample_ws, llm_server):
+    llm_server.set_script([reply(BODY)])
+    before = tree(sample_ws)
+    run = _dream(sample_ws, llm_server, "--dry-run")
+    assert run.code == 0, run.stderr
+    assert "-- 生产数据库连接池上限为 100。" in run.stdout and "+- 订单服务在高峰期出现写入延迟。" in run.stdout
+    assert "(llm)" in run.stdout
+    assert tree(sample_ws) == before
