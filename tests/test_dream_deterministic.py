@@ -188,3 +188,11 @@ def test_replace_needs_the_same_subject_not_just_similar_text(old, new, replaced
     out = consolidate(f"# M\n\n## Facts\n{old}\n", f"# d\n\n## Facts\n{new}\n", "2026-01-03")
     assert [c.action for c in out.changes] == (["replaced"] if replaced else ["added"])
     assert (old in out.text) is not replaced and new in out.text
+
+
+def test_parent_becomes_a_duplicate_once_its_own_duplicate_child_is_gone():
+    # found by the idempotence property: children are deduplicated first, then parents by what is left of them
+    text = "## S\n- deploy steps\n  - build\n  - build\n- deploy steps\n  - build\n"
+    out = consolidate(text, None, "2026-01-01")
+    assert out.text == "## S\n- deploy steps\n  - build\n"
+    assert consolidate(out.text, None, "2026-01-01").text == out.text

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from qwenmem.core.dream.changelog import FLAGGED, MERGED, REMOVED, Change
-from qwenmem.core.dream.markdown import MemoryDoc
+from qwenmem.core.dream.markdown import _ITEM, MemoryDoc
 from qwenmem.core.dream.normalize import is_cjk_heavy, normalize, numbers
 
 
@@ -43,49 +43,66 @@ def _describe(doc: MemoryDoc, i: int) -> str:
     return "".join(doc.item_lines(i)).rstrip("\r\n")
 
 
-def _is_removed_or_inside(doc: MemoryDoc, i: int, removed: dict[int, Change]) -> bool:
-    while i is not None:
-        if i in removed:
-            return True
-        i = doc.items[i].parent
-    return False
+def _depth(doc: MemoryDoc, group: tuple) -> int:
+    kind, ref = group
+    if kind == "section":
+        return 0
+    depth, parent = 1, doc.items[ref].parent
+    while parent is not None:
+        depth, parent = depth + 1, doc.items[parent].parent
+    return depth
 
 
 def find_duplicates(doc: MemoryDoc, embedder=None, threshold: float = 0.9) -> DedupePlan:
     removed: dict[int, Change] = {}
+    removed_lines: set[int] = set()
     flagged: list[Change] = []
     skipped_groups: list[int] = []
-    keys = {i: normalize(doc.item_text(i)) for i in range(len(doc.items))}
-    raw = {i: " ".join(doc.item_text(i).split()) for i in range(len(doc.items))}
+
+    def live_text(i: int) -> str:
+        """The item's text without descendants already found to be duplicates (they are processed first)."""
+        item = doc.items[i]
+        parts = []
+        for n in range(item.start, item.end):
+            if n in removed_lines:
+                continue
+            m = _ITEM.match(doc.lines[n].rstrip("\r\n"))
+            parts.append(m.group(4) if m else doc.lines[n].strip())
+        return "\n".join(p for p in parts if p)
 
     def drop(i: int, keeper: int, action: str, reason: str, similarity: float | None = None) -> None:
         removed[i] = Change(action, reason, old=_describe(doc, i), new=None, line=doc.items[i].start + 1,
                             section=_section_title(doc, i), similarity=similarity)
+        removed_lines.update(range(doc.items[i].start, doc.items[i].end))
 
-    # 1. exact and normalized duplicates: the first occurrence stays
-    seen_in_scope: dict[tuple, int] = {}
+    # Deepest lists first, so that a parent is compared by what is left of it once its own duplicates are gone.
+    groups = sorted(_scope_groups(doc).items(), key=lambda kv: -_depth(doc, kv[0]))
     seen_anywhere: dict[str, int] = {}
-    for group, members in _scope_groups(doc).items():
+    keys: dict[int, str] = {}
+    raw: dict[int, str] = {}
+    for group, members in groups:
+        for i in members:
+            text = live_text(i)
+            keys[i], raw[i] = normalize(text), " ".join(text.split())
+        # 1. exact and normalized duplicates: the first occurrence stays
+        seen: dict[str, int] = {}
         for i in members:
             key = keys[i]
-            if not key or _is_removed_or_inside(doc, i, removed):
+            if not key:
                 continue
-            first = seen_in_scope.get((group, key))
+            first = seen.get(key)
             if first is None and doc.items[i].parent is None and _long_enough(key):
                 first = seen_anywhere.get(key)
             if first is not None:
-                same = doc.item_text(i) == doc.item_text(first)
+                same = live_text(i) == live_text(first)
                 kind = "exact duplicate" if same else "normalized duplicate (differs only in spacing, case or punctuation)"
                 drop(i, first, REMOVED, f"{kind} of line {doc.items[first].start + 1}")
                 continue
-            seen_in_scope[(group, key)] = i
+            seen[key] = i
             if doc.items[i].parent is None:
                 seen_anywhere.setdefault(key, i)
-
-    # 2. an entry whose whole text is repeated inside a longer sibling entry adds nothing
-    for group, members in _scope_groups(doc).items():
-        alive = [i for i in members if keys[i] and not _is_removed_or_inside(doc, i, removed)
-                 and not doc.items[i].children]
+        # 2. an entry whose whole text is repeated inside a longer sibling entry adds nothing
+        alive = [i for i in members if keys[i] and i not in removed and not doc.items[i].children]
         if len(alive) > MAX_PAIRWISE:
             skipped_groups.append(len(alive))
             continue
