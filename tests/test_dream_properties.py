@@ -49,3 +49,19 @@ def test_dedupe_only_drops_lines_whose_words_survive(text):
 def test_dedupe_is_idempotent(text):
     once = consolidate(text, None, "2026-01-01").text
     assert consolidate(once, None, "2026-01-01").text == once
+
+
+LOG_FACTS = FACTS + ["The connection pool limit is 200 (was 100).", "The connection pool limit is 100.", "新的事实：部署在周五。"]
+daily_log = st.lists(st.sampled_from(LOG_FACTS), max_size=6).map(
+    lambda facts: "# day\n\n## Facts\n" + "".join(f"- {f}\n" for f in facts))
+
+
+@settings(max_examples=150, deadline=None)
+@given(document, daily_log)
+def test_promoting_the_same_log_twice_changes_nothing_the_second_time(text, log):
+    once = consolidate(text, log, "2026-01-01")
+    assert consolidate(once.text, log, "2026-01-01").text == once.text
+    promoted = normalize(once.text)
+    for change in once.changes:
+        if change.action in ("added", "replaced", "merged") and change.new:
+            assert normalize(change.new) in promoted

@@ -81,6 +81,11 @@ def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candi
         if cand.key in seen:
             plan.skipped.append((cand, "repeated in the daily log"))
             continue
+        longer = next((o for o in candidates if len(o.key) > len(cand.key) and cand.key in o.key
+                       and numbers(cand.text) <= numbers(o.text)), None)
+        if longer is not None:
+            plan.skipped.append((cand, f"contained in the longer log entry at line {longer.source_line}"))
+            continue
         seen.add(cand.key)
         if cand.key in body_key:
             plan.skipped.append((cand, "already in MEMORY.md"))
