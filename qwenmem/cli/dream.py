@@ -1,0 +1,212 @@
+"""`qwenmem dream`: nightly consolidation of MEMORY.md (dedupe, replace, merge, promote), safe for cron."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from qwenmem.cli import output
+from qwenmem.cli.context import open_workspace
+from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
+
+
+def dream(
+    ctx: typer.Context,
+    backup: Annotated[Optional[str], typer.Argument(help="With --restore: the backup to restore (default: newest).",
+                                                    show_default=False)] = None,
+    date: Annotated[Optional[str], typer.Option("--date", help="Which day's log memory/YYYY-MM-DD.md to read: a date, "
+                                                "today or yesterday (default: today in the user's timezone).")] = None,
+    mode: Annotated[str, typer.Option("--mode", help="auto (LLM if configured, else deterministic), llm or "
+                                      "deterministic.")] = "auto",
+    promote: Annotated[str, typer.Option("--promote", help="Deterministic mode: which log entries become long-term "
+                                         "facts: facts (under Facts/Decisions/Lessons… headings), all, or none.")] = "facts",
+    embeddings: Annotated[bool, typer.Option("--embeddings/--no-embeddings", help="Find near-duplicates with the "
+                                             "search index's embedding model when an index exists.")] = True,
+    similarity: Annotated[float, typer.Option("--similarity", min=0.5, max=1.0, help="Cosine similarity at which "
+                                              "two entries are near-duplicates.")] = 0.9,
+    max_shrink: Annotated[float, typer.Option("--max-shrink", min=0.01, max=1.0, help="LLM mode: reject a rewrite "
+                                              "that shrinks MEMORY.md by more than this fraction.")] = 0.5,
+    allow_shrink: Annotated[bool, typer.Option("--allow-shrink", help="LLM mode: accept any shrinkage.")] = False,
+    keep: Annotated[Optional[int], typer.Option("--keep", min=1, help="Afterwards, delete MEMORY.md backups beyond "
+                                                "the newest N (default: keep all).")] = None,
+    restore_flag: Annotated[bool, typer.Option("--restore", help="Put a backup back as MEMORY.md (the current "
+                                               "file is backed up first).")] = False,
+    list_flag: Annotated[bool, typer.Option("--list-backups", help="List MEMORY.md backups and recent dreams.")] = False,
+    dry_run: DryRunFlag = False,
+    llm_base_url: Annotated[Optional[str], typer.Option("--llm-base-url", help="OpenAI-compatible endpoint (else "
+                                                        "$QWENMEM_LLM_BASE_URL, else QwenPaw's provider).")] = None,
+    llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="Model name (else $QWENMEM_LLM_MODEL).")] = None,
+    llm_api_key: Annotated[Optional[str], typer.Option("--llm-api-key", help="API key (else $QWENMEM_LLM_API_KEY, "
+                                                       "$OPENAI_API_KEY).")] = None,
+    llm_timeout: Annotated[Optional[float], typer.Option("--llm-timeout", min=0.1, help="Seconds per LLM request "
+                                                         "(default 60).")] = None,
+    log_file: Annotated[Optional[Path], typer.Option("--log-file", help="Also append the summary (or the error) "
+                                                     "to this file, even with --quiet.")] = None,
+    quiet: QuietFlag = False,
+    json_out: JsonFlag = False,
+    workspace: WorkspaceOpt = None,
+    agent: AgentOpt = None,
+) -> None:
+    """Consolidate MEMORY.md with the day's log: remove duplicates, let newer facts replace older ones, promote new
+    facts under a dated heading. Backs up first (backup/memory_backup_*.md), writes atomically, and records every
+    change in backup/dream_changelog.jsonl. Only MEMORY.md and backup/ are ever written.
+
+    Exit codes: 0 done or nothing to do, 4 another qwenmem holds the lock (or MEMORY.md changed meanwhile),
+    5 the LLM failed or its rewrite was rejected (nothing written).
+
+    Examples:
+
+      qwenmem dream --dry-run
+
+      qwenmem dream --date 2026-11-27 --mode deterministic
+
+      qwenmem dream --quiet --log-file ~/.qwenpaw/dream.log --keep 30
+
+      qwenmem dream --restore
+
+      qwenmem dream --restore memory_backup_20261127_230000.md
+    """
+    from qwenmem.core.errors import QwenmemError, UsageError
+    from qwenmem.core.settings import load_settings
+
+    try:
+        if backup and not restore_flag:
+            raise UsageError(f"unexpected argument {backup!r}: a backup name is only taken with --restore")
+        ws = open_workspace(ctx, workspace, agent)
+        settings = load_settings(ws)
+        if list_flag:
+            return _list(ws, json_out)
+        if restore_flag:
+            from qwenmem.core.dream.run import restore
+
+            result = restore(ws, settings, backup, dry_run, keep)
+            _log(log_file, _restore_lines(result))
+            return _render_restore(result, json_out, quiet)
+        from qwenmem.core.dream.run import DreamOptions, dream as run_dream
+
+        options = DreamOptions(date=date, dry_run=dry_run, promote=promote, use_embeddings=embeddings,
+                               similarity=similarity, max_shrink=max_shrink, allow_shrink=allow_shrink, keep=keep,
+                               llm=_llm_config(ws, settings, mode, llm_base_url, llm_model, llm_api_key, llm_timeout))
+        result = run_dream(ws, settings, options)
+    except QwenmemError as exc:
+        _log(log_file, [f"error: {exc}"])
+        raise
+    _log(log_file, _summary_lines(result) + [f"  warning: {w}" for w in result.warnings])
+    _render(result, json_out, quiet)
+
+
+def _llm_config(ws, settings, mode, base_url, model, api_key, timeout):
+    from qwenmem.core.errors import UsageError
+    from qwenmem.core.llm import resolve_llm_config
+
+    if mode not in ("auto", "llm", "deterministic"):
+        raise UsageError(f"--mode {mode!r}: choose auto, llm or deterministic")
+    if mode == "deterministic":
+        return None
+    config = resolve_llm_config(ws, settings, base_url, model, api_key, timeout)
+    if config is None and mode == "llm":
+        raise UsageError("--mode llm: no LLM configured (use --llm-base-url/--llm-model or $QWENMEM_LLM_BASE_URL)")
+    return config
+
+
+def _log(path: Path | None, lines: list[str]) -> None:
+    if path is None:
+        return
+    from qwenmem.core.fsio import append_durably
+
+    stamp = datetime.now().astimezone().isoformat(timespec="seconds")
+    text = "".join(f"{stamp} {line}\n" for line in lines)
+    try:
+        append_durably(path.expanduser(), text.encode("utf-8"))
+    except OSError as exc:
+        output.warn(f"cannot write the log file {path}: {exc.strerror or exc}")
+
+
+def _short(text: str | None, limit: int = 90) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+def _summary_lines(r) -> list[str]:
+    counts = r.counts()
+    what = ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or "no changes"
+    verb = {"changed": "updated", "unchanged": "already tidy, nothing to do", "dry-run": "would be updated (dry run)"}
+    lines = [f"dream {r.date} ({r.mode}): MEMORY.md {verb[r.status]}" + ("" if r.status == "unchanged" else f": {what}")]
+    if r.status != "unchanged":
+        lines.append(f"  size {r.bytes_before:,} → {r.bytes_after:,} bytes")
+    for c in r.changes + r.flagged:
+        where = f"line {c.line}" if c.line else (c.section or "")
+        lines.append(f"  {c.action:<8} {where}: {_short(c.old or c.new, 70)} ({_short(c.reason, 100)})")
+    if r.backup:
+        lines.append(f"  backup: {r.backup}")
+    if r.changelog:
+        lines.append(f"  change log: {r.changelog}")
+    if r.pruned:
+        lines.append(f"  {'would prune' if r.status == 'dry-run' else 'pruned'} {len(r.pruned)} old backup(s)")
+    if r.index_refreshed:
+        lines.append("  search index refreshed")
+    return lines
+
+
+def _render(r, json_out: bool, quiet: bool) -> None:
+    if json_out:
+        output.print_json("dream", r, warnings=r.warnings)
+        return
+    if not quiet:
+        for w in r.warnings:
+            output.warn(w)
+    if quiet:
+        return
+    if r.status == "dry-run":
+        output.out().print(output.escape(r.diff), end="", soft_wrap=True)
+    for line in _summary_lines(r):
+        output.out().print(output.escape(line), soft_wrap=True)
+
+
+def _restore_lines(r) -> list[str]:
+    verb = {"restored": "restored from", "unchanged": "already identical to", "dry-run": "would be restored from"}
+    lines = [f"MEMORY.md {verb[r.status]} {r.restored_from}"]
+    if r.backup:
+        lines.append(f"  the replaced MEMORY.md was backed up to {r.backup}")
+    if r.changelog:
+        lines.append(f"  change log: {r.changelog}")
+    return lines
+
+
+def _render_restore(r, json_out: bool, quiet: bool) -> None:
+    if json_out:
+        output.print_json("dream restore", r)
+        return
+    if quiet:
+        return
+    if r.status == "dry-run":
+        output.out().print(output.escape(r.diff), end="", soft_wrap=True)
+    for line in _restore_lines(r):
+        output.out().print(output.escape(line), soft_wrap=True)
+
+
+def _list(ws, json_out: bool) -> None:
+    from qwenmem.core.dream.backups import list_backups
+    from qwenmem.core.dream.changelog import read_entries
+
+    found = list_backups(ws)
+    dreams = read_entries(ws.backup_dir)[-10:]
+    if json_out:
+        output.print_json("dream list-backups", {"backups": [{"name": b.name, "path": str(b.path), "size": b.size}
+                                                             for b in found], "recent": dreams})
+        return
+    if not found:
+        output.note(f"no MEMORY.md backups in {ws.backup_dir}")
+    for b in found:
+        output.out().print(f"{output.escape(b.name)}  {output.human_size(b.size)}")
+    for e in dreams:
+        n = len(e.get("changes") or [])
+        output.out().print(output.escape(f"{e.get('time')}  {e.get('kind')} ({e.get('mode')}): {n} change(s), "
+                                         f"backup {e.get('backup')}"))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("dream")(dream)

@@ -1,0 +1,71 @@
+"""What a dream changed and why: one JSON object per run, appended to backup/dream_changelog.jsonl (QwenPaw#3663)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from qwenmem.core.fsio import append_durably
+
+CHANGELOG_NAME = "dream_changelog.jsonl"
+CHANGELOG_VERSION = 1
+
+# Actions, in the words of QwenPaw's dream protocol plus what qwenmem adds.
+REMOVED = "removed"  # an exact/normalized/near duplicate, or an entry the LLM dropped
+MERGED = "merged"  # folded into a longer entry that says the same and more
+REPLACED = "replaced"  # a newer fact from the daily log supersedes the entry it contradicts
+ADDED = "added"  # promoted from the daily log
+FLAGGED = "flagged"  # looks like a contradiction inside MEMORY.md; left for a human
+RESTORED = "restored"
+
+
+@dataclass
+class Change:
+    action: str
+    reason: str
+    old: str | None = None  # the affected lines, as they were
+    new: str | None = None  # what took their place (None for a removal)
+    line: int | None = None  # 1-based line in the old MEMORY.md (None for additions)
+    section: str | None = None
+    similarity: float | None = None
+
+
+@dataclass
+class ChangelogEntry:
+    time: str
+    run_id: str
+    kind: str  # "dream" or "restore"
+    mode: str  # "deterministic", "llm" or "restore"
+    memory: str
+    backup: str | None
+    sha256_before: str
+    sha256_after: str
+    bytes_before: int
+    bytes_after: int
+    date: str | None = None
+    daily_log: str | None = None
+    llm_model: str | None = None
+    changes: list[Change] = field(default_factory=list)
+    version: int = CHANGELOG_VERSION
+
+
+def append_entry(backup_dir: Path, entry: ChangelogEntry) -> Path:
+    path = Path(backup_dir) / CHANGELOG_NAME
+    line = json.dumps(asdict(entry), ensure_ascii=False, sort_keys=False) + "\n"
+    append_durably(path, line.encode("utf-8"))
+    return path
+
+
+def read_entries(backup_dir: Path) -> list[dict]:
+    """Entries in order; a torn last line (a crash mid-append) is skipped, not fatal."""
+    path = Path(backup_dir) / CHANGELOG_NAME
+    if not path.is_file():
+        return []
+    entries = []
+    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            entries.append(json.loads(raw))
+        except json.JSONDecodeError:
+            continue
+    return entries

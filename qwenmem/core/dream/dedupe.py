@@ -1,0 +1,156 @@
+"""Finding duplicate entries inside MEMORY.md without an LLM.
+
+Scope rules (so that nothing meaningful is lost):
+  * only list items are candidates; code fences, tables, headings and paragraphs are never touched;
+  * nested items are compared only with their siblings (a "状态: ✅" under two different parents is two facts);
+  * top-level items are compared within their section, and across sections only when they are long enough to be
+    a statement rather than a repeated label (normalize.substantial).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qwenmem.core.dream.changelog import FLAGGED, MERGED, REMOVED, Change
+from qwenmem.core.dream.markdown import _ITEM, MemoryDoc
+from qwenmem.core.dream.normalize import is_cjk_heavy, normalize, numbers
+
+
+MAX_PAIRWISE = 3000  # entries per list; beyond this the O(n²) containment and embedding passes are skipped
+
+
+@dataclass
+class DedupePlan:
+    removed: dict[int, Change]  # item index → why it goes
+    flagged: list[Change]
+    notes: list[str]
+
+
+def _scope_groups(doc: MemoryDoc) -> dict[object, list[int]]:
+    groups: dict[object, list[int]] = {}
+    for i, item in enumerate(doc.items):
+        key = ("children", item.parent) if item.parent is not None else ("section", item.section)
+        groups.setdefault(key, []).append(i)
+    return groups
+
+
+def _section_title(doc: MemoryDoc, item_index: int) -> str | None:
+    s = doc.items[item_index].section
+    return doc.headings[s].title if s is not None else None
+
+
+def _describe(doc: MemoryDoc, i: int) -> str:
+    return "".join(doc.item_lines(i)).rstrip("\r\n")
+
+
+def _depth(doc: MemoryDoc, group: tuple) -> int:
+    kind, ref = group
+    if kind == "section":
+        return 0
+    depth, parent = 1, doc.items[ref].parent
+    while parent is not None:
+        depth, parent = depth + 1, doc.items[parent].parent
+    return depth
+
+
+def find_duplicates(doc: MemoryDoc, embedder=None, threshold: float = 0.9) -> DedupePlan:
+    removed: dict[int, Change] = {}
+    removed_lines: set[int] = set()
+    flagged: list[Change] = []
+    skipped_groups: list[int] = []
+
+    def live_text(i: int) -> str:
+        """The item's text without descendants already found to be duplicates (they are processed first)."""
+        item = doc.items[i]
+        parts = []
+        for n in range(item.start, item.end):
+            if n in removed_lines:
+                continue
+            m = _ITEM.match(doc.lines[n].rstrip("\r\n"))
+            parts.append(m.group(4) if m else doc.lines[n].strip())
+        return "\n".join(p for p in parts if p)
+
+    def drop(i: int, keeper: int, action: str, reason: str, similarity: float | None = None) -> None:
+        removed[i] = Change(action, reason, old=_describe(doc, i), new=None, line=doc.items[i].start + 1,
+                            section=_section_title(doc, i), similarity=similarity)
+        removed_lines.update(range(doc.items[i].start, doc.items[i].end))
+
+    # Deepest lists first, so that a parent is compared by what is left of it once its own duplicates are gone.
+    groups = sorted(_scope_groups(doc).items(), key=lambda kv: -_depth(doc, kv[0]))
+    seen_anywhere: dict[str, int] = {}
+    keys: dict[int, str] = {}
+    raw: dict[int, str] = {}
+    for group, members in groups:
+        for i in members:
+            text = live_text(i)
+            keys[i], raw[i] = normalize(text), " ".join(text.split())
+        # 1. exact and normalized duplicates: the first occurrence stays
+        seen: dict[str, int] = {}
+        for i in members:
+            key = keys[i]
+            if not key:
+                continue
+            first = seen.get(key)
+            if first is None and doc.items[i].parent is None and _long_enough(key):
+                first = seen_anywhere.get(key)
+            if first is not None:
+                same = live_text(i) == live_text(first)
+                kind = "exact duplicate" if same else "normalized duplicate (differs only in spacing, case or punctuation)"
+                drop(i, first, REMOVED, f"{kind} of line {doc.items[first].start + 1}")
+                continue
+            seen[key] = i
+            if doc.items[i].parent is None:
+                seen_anywhere.setdefault(key, i)
+        # 2. an entry whose whole text is repeated inside a longer sibling entry adds nothing
+        alive = [i for i in members if keys[i] and i not in removed and not doc.items[i].children]
+        if len(alive) > MAX_PAIRWISE:
+            skipped_groups.append(len(alive))
+            continue
+        for i in alive:
+            if i in removed or not _long_enough(keys[i], latin_min=12, cjk_min=6):
+                continue
+            for j in alive:
+                if j == i or j in removed or len(keys[j]) <= len(keys[i]):
+                    continue
+                if keys[i] in keys[j] and numbers(raw[i]) <= numbers(raw[j]):
+                    drop(i, j, MERGED, f"its whole text is contained in the longer entry at line {doc.items[j].start + 1}")
+                    break
+
+    # 3. near-duplicates by meaning, when an embedding model is available
+    if embedder is not None:
+        _near_duplicates(doc, embedder, threshold, keys, raw, removed, flagged, drop)
+    notes = [f"a list of {n} entries is too long to compare pairwise (limit {MAX_PAIRWISE}); only exact and "
+             "normalized duplicates were removed there" for n in skipped_groups]
+    return DedupePlan(removed, flagged, notes)
+
+
+def _long_enough(key: str, latin_min: int = 16, cjk_min: int = 8) -> bool:
+    return len(key) >= (cjk_min if is_cjk_heavy(key) else latin_min)
+
+
+def _near_duplicates(doc, embedder, threshold, keys, raw, removed, flagged, drop) -> None:
+    candidates = [i for i in range(len(doc.items)) if doc.items[i].parent is None and keys[i]
+                  and not doc.items[i].children and i not in removed]
+    if len(candidates) < 2 or len(candidates) > MAX_PAIRWISE:
+        return
+    import numpy as np
+
+    vectors = np.asarray(embedder.embed([raw[i] for i in candidates]), dtype=np.float32)
+    sims = np.triu(vectors @ vectors.T, k=1)
+    for a_pos, b_pos in np.argwhere(sims >= threshold):  # row-major: pairs come in document order
+        a, b = candidates[a_pos], candidates[b_pos]
+        if a in removed or b in removed:
+            continue
+        sim = float(sims[a_pos, b_pos])
+        same_scope = doc.items[a].section == doc.items[b].section
+        if not same_scope and not (_long_enough(keys[a]) and _long_enough(keys[b])):
+            continue
+        if numbers(raw[a]) != numbers(raw[b]):
+            flagged.append(Change(FLAGGED, f"similar to line {doc.items[a].start + 1} (cosine {sim:.2f}) but the "
+                                  "numbers differ; possibly contradictory, left for review",
+                                  old=_describe(doc, b), line=doc.items[b].start + 1,
+                                  section=_section_title(doc, b), similarity=round(sim, 4)))
+            continue
+        keep, lose = (a, b) if len(keys[a]) >= len(keys[b]) else (b, a)
+        drop(lose, keep, REMOVED, f"near-duplicate of line {doc.items[keep].start + 1} "
+             f"(embedding cosine {sim:.2f} ≥ {threshold:g}; the more detailed entry stays)", round(sim, 4))

@@ -1,0 +1,147 @@
+"""Promoting the day's log into MEMORY.md without an LLM: new facts under a dated heading, newer facts replacing
+the entries they contradict, and nothing that MEMORY.md already says.
+
+Which log entries are facts: the top-level list items under a heading (level 2 or deeper) that names facts,
+decisions, preferences, lessons or reflections, in English, Chinese or Spanish (`promote="facts"`, the default), or
+every top-level list item (`promote="all"`). A whole daily log is mostly routine work notes, which QwenPaw's own
+protocol says not to keep, so the default is the narrow one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from qwenmem.core.dream.changelog import ADDED, MERGED, REPLACED, Change
+from qwenmem.core.dream.markdown import MemoryDoc, reindent_item
+from qwenmem.core.dream.secrets import secrets_in
+from qwenmem.core.dream.normalize import (bigrams, containment, dice, is_cjk_heavy, normalize, numbers,
+                                          same_subject)
+
+FACT_HEADINGS = re.compile(
+    r"fact|decision|decided|preference|prefer|lesson|learn|reflection|insight|takeaway|remember|rule|todo|"
+    r"事实|事實|决策|決策|决定|決定|偏好|经验|經驗|教训|教訓|反思|结论|結論|要点|要點|持久化记忆|长期记忆|规则|"
+    r"hecho|decisi|preferencia|lecci|aprendizaje|reflexi|conclusi|regla|recordar",
+    re.I)
+
+PROMOTE_MODES = ("facts", "all", "none")
+
+
+@dataclass
+class Candidate:
+    lines: list[str]  # the item re-indented to the top level, with "- " as its marker
+    text: str
+    key: str
+    source_line: int  # 1-based line in the daily log
+    heading: str | None
+
+
+@dataclass
+class PromotionPlan:
+    replacements: dict[int, tuple[Candidate, Change]] = field(default_factory=dict)  # MEMORY item index → new
+    additions: list[tuple[Candidate, Change]] = field(default_factory=list)
+    skipped: list[tuple[Candidate, str]] = field(default_factory=list)
+
+
+def log_candidates(log: MemoryDoc, mode: str = "facts") -> list[Candidate]:
+    if mode == "none":
+        return []
+    out = []
+    for i, item in enumerate(log.items):
+        if item.parent is not None:
+            continue
+        path = [h for h in log.heading_path(item.section) if h.level >= 2]
+        if mode == "facts" and not any(FACT_HEADINGS.search(h.title) for h in path):
+            continue
+        text = log.item_text(i)
+        key = normalize(text)
+        if not key:
+            continue
+        lines = reindent_item(log.item_lines(i), "", "-", "\n")
+        out.append(Candidate(lines, text, key, item.start + 1, path[-1].title if path else None))
+    return out
+
+
+def _min_len(key: str) -> int:
+    return 6 if is_cjk_heavy(key) else 12
+
+
+def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candidate], date: str,
+                    embedder=None, threshold: float = 0.9) -> PromotionPlan:
+    plan = PromotionPlan()
+    body_key = normalize("".join(memory.lines[memory.front_matter:]))
+    targets = [i for i, item in enumerate(memory.items)
+               if item.parent is None and not item.children and i not in removed]
+    target_text = {i: " ".join(memory.item_text(i).split()) for i in targets}
+    target_key = {i: normalize(target_text[i]) for i in targets}
+    target_grams = {i: bigrams(target_key[i]) for i in targets}
+    sims = _similarities(embedder, candidates, [target_text[i] for i in targets])
+    seen: set[str] = set()
+    for c_pos, cand in enumerate(candidates):
+        if cand.key in seen:
+            plan.skipped.append((cand, "repeated in the daily log"))
+            continue
+        longer = next((o for o in candidates if len(o.key) > len(cand.key) and cand.key in o.key
+                       and numbers(cand.text) <= numbers(o.text)), None)
+        if longer is not None:
+            plan.skipped.append((cand, f"contained in the longer log entry at line {longer.source_line}"))
+            continue
+        seen.add(cand.key)
+        if cand.key in body_key:
+            plan.skipped.append((cand, "already in MEMORY.md"))
+            continue
+        if secrets_in(cand.text):
+            plan.skipped.append((cand, "contains a secret-looking value; never promoted to long-term memory"))
+            continue
+        best, why, score = None, None, 0.0
+        cand_grams = bigrams(cand.key)
+        for t_pos, t in enumerate(targets):
+            if t in plan.replacements:
+                continue
+            old_key = target_key[t]
+            if not old_key:
+                continue
+            old_nums, new_nums = numbers(target_text[t]), numbers(cand.text)
+            if len(old_key) >= _min_len(old_key) and old_key in cand.key and old_nums <= new_nums:
+                best, why, score = t, MERGED, 1.0
+                break
+            lexical = dice(target_grams[t], cand_grams)
+            semantic = float(sims[c_pos][t_pos]) if sims is not None else 0.0
+            similar = (lexical >= 0.55 and containment(target_grams[t], cand_grams) >= 0.7) or semantic >= threshold
+            if similar and old_nums and old_nums != new_nums and max(lexical, semantic) > score \
+                    and same_subject(target_text[t], cand.text):
+                best, why, score = t, REPLACED, max(lexical, semantic)
+            elif semantic >= threshold and old_nums == new_nums and why is None:
+                best, why, score = t, "present", semantic
+        log_ref = f"memory/{date}.md line {cand.source_line}"
+        if why == "present":
+            plan.skipped.append((cand, f"near-duplicate of MEMORY.md line {memory.items[best].start + 1} "
+                                       f"(cosine {score:.2f})"))
+        elif why == MERGED:
+            change = Change(MERGED, f"the entry from {log_ref} repeats this one and adds to it; the longer one stays",
+                            old="".join(memory.item_lines(best)).rstrip("\r\n"), new="".join(cand.lines).rstrip("\n"),
+                            line=memory.items[best].start + 1, section=_section(memory, best))
+            plan.replacements[best] = (cand, change)
+        elif why == REPLACED:
+            change = Change(REPLACED, f"the newer fact from {log_ref} supersedes it (same subject, different values)",
+                            old="".join(memory.item_lines(best)).rstrip("\r\n"), new="".join(cand.lines).rstrip("\n"),
+                            line=memory.items[best].start + 1, section=_section(memory, best),
+                            similarity=round(score, 4))
+            plan.replacements[best] = (cand, change)
+        else:
+            plan.additions.append((cand, Change(ADDED, f"new fact from {log_ref}"
+                                                + (f" ({cand.heading})" if cand.heading else ""),
+                                                new="".join(cand.lines).rstrip("\n"), section=date)))
+    return plan
+
+
+def _section(doc: MemoryDoc, item_index: int) -> str | None:
+    s = doc.items[item_index].section
+    return doc.headings[s].title if s is not None else None
+
+
+def _similarities(embedder, candidates: list[Candidate], targets: list[str]):
+    if embedder is None or not candidates or not targets:
+        return None
+    vectors = embedder.embed([c.text for c in candidates] + targets)
+    return vectors[:len(candidates)] @ vectors[len(candidates):].T
