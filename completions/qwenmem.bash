@@ -9,10 +9,11 @@ _qwenmem() {
     done
     local words
     case "$path" in
-        "") words="compact completions demo info sessions --agent --debug --version --workspace -w" ;;
+        "") words="compact completions demo dream info sessions --agent --debug --version --workspace -w" ;;
         "compact") words="--agent --all --check --dry-run --force --instruction --json --llm-api-key --llm-base-url --llm-model --llm-retries --llm-timeout --longterm --max-input-length --no-longterm --no-prune --old-max-bytes --prune --prune-only --quiet --recent-max-bytes --recent-n --reserve-ratio --summarizer --threshold-ratio --tokenizer --workspace -n -q -w" ;;
         "completions") words="" ;;
         "demo") words="--into --keep --no-keep" ;;
+        "dream") words="--agent --allow-shrink --date --dry-run --embeddings --json --keep --list-backups --llm-api-key --llm-base-url --llm-model --llm-timeout --log-file --max-shrink --mode --no-embeddings --promote --quiet --restore --similarity --workspace -n -q -w" ;;
         "info") words="--agent --json --workspace -w" ;;
         "sessions") words="list repair restore show" ;;
         "sessions list") words="--agent --channel --json --limit --reverse --since --sort --tokenizer --user --workspace -w" ;;
@@ -24,7 +25,7 @@ _qwenmem() {
 }
 _qwenmem_subs() {
     case "$1" in
-        "") echo "compact completions demo info sessions" ;;
+        "") echo "compact completions demo dream info sessions" ;;
         "sessions") echo "list repair restore show" ;;
     esac
 }

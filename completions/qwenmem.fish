@@ -3,6 +3,7 @@ complete -c qwenmem -f
 complete -c qwenmem -n '__fish_use_subcommand' -a compact
 complete -c qwenmem -n '__fish_use_subcommand' -a completions
 complete -c qwenmem -n '__fish_use_subcommand' -a demo
+complete -c qwenmem -n '__fish_use_subcommand' -a dream
 complete -c qwenmem -n '__fish_use_subcommand' -a info
 complete -c qwenmem -n '__fish_use_subcommand' -a sessions
 complete -c qwenmem -n '__fish_use_subcommand' -l agent
@@ -43,6 +44,30 @@ complete -c qwenmem -n '__fish_seen_subcommand_from compact' -s w
 complete -c qwenmem -n '__fish_seen_subcommand_from demo' -l into
 complete -c qwenmem -n '__fish_seen_subcommand_from demo' -l keep
 complete -c qwenmem -n '__fish_seen_subcommand_from demo' -l no-keep
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l allow-shrink
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l date
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l embeddings
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l keep
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l list-backups
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l llm-api-key
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l llm-base-url
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l llm-model
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l llm-timeout
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l log-file
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l max-shrink
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l mode
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l no-embeddings
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l promote
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l restore
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l similarity
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -s q
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -s w
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l agent
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l workspace
