@@ -135,18 +135,27 @@ def append_durably(path: Path, data: bytes) -> None:
 
 
 def copy_preserving(src: Path, dest: Path) -> Path:
-    """Copy bytes and metadata to `dest` durably, never overwriting an existing file."""
+    """Copy bytes and metadata to `dest` durably, never overwriting an existing file (a name taken meanwhile by
+    someone else is detected by os.link, which refuses to replace, and the next free name is used)."""
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    candidate, n = dest, 1
-    while candidate.exists():
-        candidate = dest.with_name(f"{dest.stem}.{n}{dest.suffix}")
-        n += 1
-    tmp = candidate.with_name(f".{candidate.name}.qwenmem-tmp")
-    shutil.copy2(src, tmp)
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, candidate)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".qwenmem-tmp", dir=dest.parent)
+    os.close(fd)
+    try:
+        shutil.copy2(src, tmp_name)
+        with open(tmp_name, "rb+") as fh:
+            os.fsync(fh.fileno())
+        candidate, n = dest, 1
+        while True:
+            try:
+                os.link(tmp_name, candidate)
+                break
+            except FileExistsError:
+                candidate = dest.with_name(f"{dest.stem}.{n}{dest.suffix}")
+                n += 1
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
     fsync_dir(candidate.parent)
     return candidate
 

@@ -11,6 +11,7 @@ With none of these, `resolve_llm_config` returns None and callers use their dete
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -88,27 +89,18 @@ class ChatClient:
         return dict(base_url=self.config.base_url, api_key=self.config.api_key, timeout=self.config.timeout,
                     max_retries=self.config.max_retries)
 
+    def _request(self, system: str, user: str, max_tokens: int | None) -> dict:
+        return dict(model=self.config.model,
+                    messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                    **({"max_tokens": max_tokens} if max_tokens else {}))
+
     def complete(self, system: str, user: str, max_tokens: int | None = None) -> str:
         import openai
 
         if self._client is None:
             self._client = openai.OpenAI(**self._kwargs())
-        try:
-            reply = self._client.chat.completions.create(
-                model=self.config.model,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                **({"max_tokens": max_tokens} if max_tokens else {}),
-            )
-        except openai.APITimeoutError:
-            raise LLMError(f"LLM at {self.config.base_url} timed out after {self.config.timeout:g}s") from None
-        except openai.APIConnectionError:
-            raise LLMError(f"LLM at {self.config.base_url} is unreachable") from None
-        except openai.APIStatusError as exc:
-            raise LLMError(f"LLM at {self.config.base_url} answered HTTP {exc.status_code}") from None
-        except openai.OpenAIError as exc:
-            raise LLMError(f"LLM call failed: {type(exc).__name__}: {exc}") from None
-        except ValueError:  # a 200 reply whose body is not JSON surfaces from openai as json.JSONDecodeError
-            raise LLMError(f"LLM at {self.config.base_url} returned a malformed (non-JSON) reply") from None
+        with _as_llm_error(self.config):
+            reply = self._client.chat.completions.create(**self._request(system, user, max_tokens))
         return _extract_text(reply, self.config.base_url)
 
     async def acomplete(self, system: str, user: str, max_tokens: int | None = None) -> str:
@@ -116,23 +108,28 @@ class ChatClient:
 
         if self._async_client is None:
             self._async_client = openai.AsyncOpenAI(**self._kwargs())
-        try:
-            reply = await self._async_client.chat.completions.create(
-                model=self.config.model,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                **({"max_tokens": max_tokens} if max_tokens else {}),
-            )
-        except openai.APITimeoutError:
-            raise LLMError(f"LLM at {self.config.base_url} timed out after {self.config.timeout:g}s") from None
-        except openai.APIConnectionError:
-            raise LLMError(f"LLM at {self.config.base_url} is unreachable") from None
-        except openai.APIStatusError as exc:
-            raise LLMError(f"LLM at {self.config.base_url} answered HTTP {exc.status_code}") from None
-        except openai.OpenAIError as exc:
-            raise LLMError(f"LLM call failed: {type(exc).__name__}: {exc}") from None
-        except ValueError:  # a 200 reply whose body is not JSON surfaces from openai as json.JSONDecodeError
-            raise LLMError(f"LLM at {self.config.base_url} returned a malformed (non-JSON) reply") from None
+        with _as_llm_error(self.config):
+            reply = await self._async_client.chat.completions.create(**self._request(system, user, max_tokens))
         return _extract_text(reply, self.config.base_url)
+
+
+@contextmanager
+def _as_llm_error(config: LLMConfig):
+    """Every way a request can fail becomes one LLMError line (exit 5), never an openai traceback."""
+    import openai
+
+    try:
+        yield
+    except openai.APITimeoutError:
+        raise LLMError(f"LLM at {config.base_url} timed out after {config.timeout:g}s") from None
+    except openai.APIConnectionError:
+        raise LLMError(f"LLM at {config.base_url} is unreachable") from None
+    except openai.APIStatusError as exc:
+        raise LLMError(f"LLM at {config.base_url} answered HTTP {exc.status_code}") from None
+    except openai.OpenAIError as exc:
+        raise LLMError(f"LLM call failed: {type(exc).__name__}: {exc}") from None
+    except ValueError:  # a 200 reply whose body is not JSON surfaces from openai as json.JSONDecodeError
+        raise LLMError(f"LLM at {config.base_url} returned a malformed (non-JSON) reply") from None
 
 
 def _extract_text(reply, base_url: str) -> str:
