@@ -134,6 +134,9 @@ def run_repair(ws: Workspace, refs: list[SessionRef], mode: str = CHECK, fix_too
 
 def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_backup: bool, from_file: Path | None,
          run: QuarantineRun | None, before_write: BeforeWrite | None) -> FileReport:
+    if ref.outside_workspace:  # never read, quarantine or replace a link that leads out of the workspace
+        return FileReport(ref.rel, ref.key, [], "error",
+                          notes=["symlink leads outside the workspace; not read and left as it is"])
     try:
         data, snap = read_with_snapshot(ref.path, MAX_SESSION_BYTES)
     except WorkspaceError as exc:
