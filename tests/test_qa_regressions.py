@@ -23,3 +23,32 @@ def test_repair_never_reads_or_replaces_a_symlink_that_leaves_the_workspace(tmp_
         assert files[0]["status"] == "error" and "outside the workspace" in " ".join(files[0]["notes"])
         assert link.is_symlink() and outside.read_bytes().startswith(b"\xef\xbb\xbf")
     assert not (root / ".qwenmem" / "quarantine").exists() or not any((root / ".qwenmem" / "quarantine").rglob("*.json"))
+
+
+DEEP = b'{"agent": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+
+def test_a_pathologically_nested_session_is_reported_corrupt_never_an_internal_error(tmp_path):
+    root = make_workspace(tmp_path / "ws", {"default_deep.json": DEEP, "default_ok.json": TINY.read_bytes()})
+    listing = invoke("-w", str(root), "sessions", "list", "--json")
+    assert listing.code == 0, listing.stderr
+    health = {s["key"]: s["health"] for s in listing.json()["result"]["sessions"]}
+    assert health == {"default_deep": "corrupt", "default_ok": "ok"}
+    show = invoke("-w", str(root), "sessions", "show", "default_deep")
+    assert show.code == 1 and "internal error" not in show.stderr and "nothing can be salvaged" in show.stderr
+    check = invoke("-w", str(root), "sessions", "repair", "--check", "--json")
+    assert check.code == 1, check.stderr
+    deep = [f for f in check.json()["result"]["files"] if f["key"] == "default_deep"][0]
+    assert deep["status"] == "unrecoverable"
+    before = (root / "sessions" / "default_deep.json").read_bytes()
+    assert invoke("-w", str(root), "sessions", "repair", "--all").code == 1
+    assert (root / "sessions" / "default_deep.json").read_bytes() == before
+    compact = invoke("-w", str(root), "compact", "--check", "--all")
+    assert compact.code in (0, 1) and "internal error" not in compact.stderr
+
+
+def test_a_pathologically_nested_agent_json_is_a_config_error(tmp_path):
+    root = make_workspace(tmp_path / "ws", {"default_ok.json": TINY.read_bytes()})
+    (root / "agent.json").write_bytes(DEEP)
+    run = invoke("-w", str(root), "info")
+    assert run.code == 3 and "agent.json" in run.stderr and "internal error" not in run.stderr

@@ -111,6 +111,8 @@ def read_json_file(path: Path) -> object:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(path, exc.msg, exc.lineno, exc.colno) from None
+    except RecursionError:
+        raise ConfigError(path, "JSON nested too deeply to parse") from None
 
 
 def _looks_like_workspace(p: Path) -> bool:
