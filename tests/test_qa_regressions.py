@@ -52,3 +52,11 @@ def test_a_pathologically_nested_agent_json_is_a_config_error(tmp_path):
     (root / "agent.json").write_bytes(DEEP)
     run = invoke("-w", str(root), "info")
     assert run.code == 3 and "agent.json" in run.stderr and "internal error" not in run.stderr
+
+
+def test_show_exits_the_same_with_and_without_json_when_nothing_can_be_salvaged(tmp_path):
+    root = make_workspace(tmp_path / "ws", {"default_bin.json": b"\xff\xfe\x00garbage" * 50})
+    plain = invoke("-w", str(root), "sessions", "show", "default_bin")
+    as_json = invoke("-w", str(root), "sessions", "show", "default_bin", "--json")
+    assert plain.code == 1
+    assert as_json.code == plain.code and as_json.json()["status"] == "problems"

@@ -119,6 +119,8 @@ def show_cmd(
             "problems": loaded.problems, "summary": doc.summary if doc else None, "total_messages": len(entries),
             "messages": [{"index": i, "marks": e.marks, "message": e.msg} for i, e in indexed]},
             status="problems" if loaded.health == "corrupt" else "ok")
+        if doc is None:  # nothing salvaged: the same exit status as without --json
+            raise typer.Exit(1)
         return
     if loaded.health == "corrupt":
         if doc is None:
