@@ -60,3 +60,16 @@ def test_show_exits_the_same_with_and_without_json_when_nothing_can_be_salvaged(
     as_json = invoke("-w", str(root), "sessions", "show", "default_bin", "--json")
     assert plain.code == 1
     assert as_json.code == plain.code and as_json.json()["status"] == "problems"
+
+
+def test_an_agent_dir_given_directly_still_uses_its_qwenpaw_root_config(tmp_path):
+    """`-w ~/.qwenpaw/workspaces/default` must read ~/.qwenpaw/config.json (user_timezone) like `-w ~/.qwenpaw`."""
+    root = tmp_path / "qwenpaw"
+    agent_dir = make_workspace(root / "workspaces" / "default", {"default_ok.json": TINY.read_bytes()})
+    (root / "config.json").write_text(json.dumps({"user_timezone": "Pacific/Pago_Pago", "agents": {
+        "active_agent": "default", "profiles": {"default": {"id": "default", "workspace_dir": str(agent_dir)}}}}))
+    via_root = invoke("-w", str(root), "info", "--json").json()["result"]
+    direct = invoke("-w", str(agent_dir), "info", "--json").json()["result"]
+    assert direct["workspace"] == via_root["workspace"]
+    assert direct["root"] == via_root["root"] == str(root.resolve())
+    assert "Pacific/Pago_Pago" in json.dumps(direct["settings"])

@@ -171,7 +171,7 @@ def discover_workspace(
         raise WorkspaceError(f"workspace {base} is not readable (from {source})")
     is_root = (base / "workspaces").is_dir() or ((base / "config.json").is_file() and not (base / "agent.json").exists())
     if agent is None and _looks_like_workspace(base) and not (base / "workspaces").is_dir():
-        return Workspace(base.resolve(), base.resolve(), None, source)
+        return _direct_workspace(base, source)
     if is_root or agent is not None:
         path, agent_id, notes = _select_agent(base, agent)
         if not path.is_dir():
@@ -181,4 +181,14 @@ def discover_workspace(
         raise WorkspaceError(
             f"{base} (from {source}) is not a QwenPaw workspace: none of {', '.join(WORKSPACE_MARKERS)} found"
         )
-    return Workspace(base.resolve(), base.resolve(), None, source)
+    return _direct_workspace(base, source)
+
+
+def _direct_workspace(base: Path, source: str) -> Workspace:
+    """An agent directory named directly. If it sits at <root>/workspaces/<id>/ under a QwenPaw root (config.json),
+    that root still supplies config.json (user_timezone) and the secret dir, as when the root itself is named."""
+    path = base.resolve()
+    parent = path.parent
+    if parent.name == "workspaces" and (parent.parent / "config.json").is_file():
+        return Workspace(path, parent.parent, path.name, source, (f"agent {path.name!r} of the QwenPaw root {parent.parent}",))
+    return Workspace(path, path, None, source)
