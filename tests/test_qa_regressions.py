@@ -73,3 +73,14 @@ def test_an_agent_dir_given_directly_still_uses_its_qwenpaw_root_config(tmp_path
     assert direct["workspace"] == via_root["workspace"]
     assert direct["root"] == via_root["root"] == str(root.resolve())
     assert "Pacific/Pago_Pago" in json.dumps(direct["settings"])
+
+
+def test_dream_warns_when_config_names_an_unknown_timezone(tmp_path):
+    root = tmp_path / "qwenpaw"
+    ws = root / "workspaces" / "default"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\n## Facts\n- a\n")
+    (root / "config.json").write_text(json.dumps({"user_timezone": "Asia/Shangai"}))
+    run = invoke("-w", str(root), "dream", "--dry-run", "--json")
+    assert run.code == 0
+    assert any("Asia/Shangai" in w and "not a known timezone" in w for w in run.json()["warnings"])

@@ -242,6 +242,20 @@ def load_settings(ws: Workspace, env: Mapping[str, str] | None = None) -> Settin
     return settings
 
 
+def timezone_problem(settings: Settings) -> str | None:
+    """A warning when config.json names a timezone this machine does not know (dates then use $TZ / local time)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    if not settings.user_timezone:
+        return None
+    try:
+        ZoneInfo(settings.user_timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        return (f"config.json user_timezone {settings.user_timezone!r} is not a known timezone; "
+                "using $TZ or the local timezone instead")
+    return None
+
+
 def user_tz(settings: Settings, env: Mapping[str, str] | None = None):
     """The user's timezone: config.json user_timezone, else $TZ, else the local zone."""
     from datetime import datetime

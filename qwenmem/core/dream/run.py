@@ -215,7 +215,9 @@ def dream(ws: Workspace, settings: Settings, options: DreamOptions, now: datetim
 
 
 def _dream_locked(ws: Workspace, settings: Settings, options: DreamOptions, now: datetime, date: str) -> DreamResult:
-    warnings: list[str] = []
+    from qwenmem.core.settings import timezone_problem
+
+    warnings: list[str] = [w for w in [timezone_problem(settings)] if w and options.date in (None, "today", "yesterday")]
     old_bytes, snap = _read_memory(ws)
     old_text, bom = _decode(old_bytes, ws.memory_md)
     log_text = _read_log(ws, date, warnings)
