@@ -84,3 +84,13 @@ def test_dream_warns_when_config_names_an_unknown_timezone(tmp_path):
     run = invoke("-w", str(root), "dream", "--dry-run", "--json")
     assert run.code == 0
     assert any("Asia/Shangai" in w and "not a known timezone" in w for w in run.json()["warnings"])
+
+
+def test_demo_no_keep_removes_only_its_own_copy_never_the_into_directory(tmp_path):
+    into = tmp_path / "my-notes"
+    into.mkdir()
+    (into / "precious.md").write_text("do not delete me")
+    run = invoke("demo", "--into", str(into), "--no-keep")
+    assert run.code == 0, run.stderr
+    assert (into / "precious.md").read_text() == "do not delete me"
+    assert not (into / "workspace").exists()

@@ -65,7 +65,8 @@ def demo(
             failures += 1
             output.warn(f"step exited with {code}")
     if not keep:
-        shutil.rmtree(base, ignore_errors=True)
+        # only what the demo created: the copy, and the temp dir when --into was not given (never the user's dir)
+        shutil.rmtree(dest if target else base, ignore_errors=True)
     else:
         con.print(f"\nThe demo workspace stays at {output.escape(str(dest))}; try: qwenmem -w {output.escape(str(dest))} sessions list")
     if failures:
