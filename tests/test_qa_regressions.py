@@ -94,3 +94,18 @@ def test_demo_no_keep_removes_only_its_own_copy_never_the_into_directory(tmp_pat
     assert run.code == 0, run.stderr
     assert (into / "precious.md").read_text() == "do not delete me"
     assert not (into / "workspace").exists()
+
+
+def test_a_fifo_named_like_a_session_or_memory_md_never_hangs_a_command(tmp_path):
+    import os
+
+    from conftest import run_cli
+
+    root = make_workspace(tmp_path / "ws", {"default_ok.json": TINY.read_bytes()})
+    os.mkfifo(root / "sessions" / "default_pipe.json")
+    os.mkfifo(root / "MEMORY.md")
+    check = run_cli("-w", str(root), "sessions", "repair", "--check", "--json", timeout=20)
+    pipe = [f for f in check.json()["result"]["files"] if f["key"] == "default_pipe"][0]
+    assert pipe["status"] == "error" and "not a regular file" in " ".join(pipe["notes"])
+    dream = run_cli("-w", str(root), "dream", "--dry-run", timeout=20)
+    assert dream.code == 3 and "not a regular file" in dream.stderr

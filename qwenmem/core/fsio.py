@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime
@@ -42,8 +43,13 @@ def read_with_snapshot(path: Path, max_bytes: int | None = None) -> tuple[bytes,
     """Read a whole file and remember its identity. Raises WorkspaceError for unreadable paths."""
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
+        # O_NONBLOCK: opening a FIFO named like a session or MEMORY.md must not hang a cron job (no effect on files)
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
             st = os.fstat(fh.fileno())
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(st.st_mode):
+                raise WorkspaceError(f"{path}: not a regular file (device, FIFO or socket); not read")
             if max_bytes is not None and st.st_size > max_bytes:
                 raise WorkspaceError(f"{path}: {st.st_size} bytes is over the {max_bytes}-byte limit")
             data = fh.read()
