@@ -109,3 +109,48 @@ def test_a_fifo_named_like_a_session_or_memory_md_never_hangs_a_command(tmp_path
     assert pipe["status"] == "error" and "not a regular file" in " ".join(pipe["notes"])
     dream = run_cli("-w", str(root), "dream", "--dry-run", timeout=20)
     assert dream.code == 3 and "not a regular file" in dream.stderr
+
+
+def _immutable(path: Path) -> bool:
+    """Make a directory or file immutable (root cannot write it either); False where chattr is unavailable."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("chattr"):
+        return False
+    return subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode == 0
+
+
+def _mutable(path: Path) -> None:
+    import subprocess
+
+    subprocess.run(["chattr", "-i", str(path)], capture_output=True)
+
+
+def test_unwritable_targets_give_one_line_errors_not_internal_errors(sample_ws):
+    import pytest
+
+    sessions = sample_ws / "sessions" / "console"
+    memory_md = sample_ws / "MEMORY.md"
+    if not _immutable(sessions):
+        pytest.skip("chattr +i is not available here")
+    try:
+        before = {p.name: p.read_bytes() for p in sessions.iterdir()}
+        compact = invoke("-w", str(sample_ws), "compact", "console/default_1764235442381", "--force",
+                         "--summarizer", "extractive")
+        assert compact.code == 3 and "internal error" not in compact.stderr and "cannot write" in compact.stderr
+        assert {p.name: p.read_bytes() for p in sessions.iterdir()} == before
+        several = invoke("-w", str(sample_ws), "compact", "--all", "--force", "--summarizer", "extractive", "--json")
+        assert several.code == 1 and "internal error" not in several.stderr
+        failed = [s for s in several.json()["result"]["sessions"] if s["status"] == "failed"]
+        assert [s["key"] for s in failed] == ["console/default_1764235442381"]
+    finally:
+        _mutable(sessions)
+    assert _immutable(memory_md)
+    try:
+        original = memory_md.read_bytes()
+        dream = invoke("-w", str(sample_ws), "dream")
+        assert dream.code == 3 and "internal error" not in dream.stderr and "cannot write" in dream.stderr
+        assert memory_md.read_bytes() == original
+    finally:
+        _mutable(memory_md)

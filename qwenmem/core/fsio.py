@@ -92,13 +92,24 @@ def ensure_unchanged(expected: Snapshot) -> None:
         )
 
 
+def _unwritable(path: Path, exc: OSError) -> WorkspaceError:
+    return WorkspaceError(f"{path}: cannot write ({exc.strerror or exc}); it was left as it was")
+
+
 def atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None = None, mode: int | None = None) -> None:
     """Durably replace `path` with `data`.
 
     If `expected` is given, the target must still match it just before the rename; otherwise
-    ChangedUnderneathError is raised and the target is left untouched.
+    ChangedUnderneathError is raised and the target is left untouched. An OS error (read-only or immutable
+    directory, disk full) becomes a one-line WorkspaceError; the target is untouched then too.
     """
-    path = Path(path)
+    try:
+        _atomic_write_bytes(Path(path), data, expected, mode)
+    except OSError as exc:
+        raise _unwritable(Path(path), exc) from None
+
+
+def _atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None, mode: int | None) -> None:
     directory = path.parent
     directory.mkdir(parents=True, exist_ok=True)
     if mode is None:
@@ -129,7 +140,13 @@ def atomic_write_text(path: Path, text: str, expected: Snapshot | None = None) -
 
 def append_durably(path: Path, data: bytes) -> None:
     """Append and fsync (for JSONL logs such as dialog/*.jsonl, which QwenPaw also only appends to)."""
-    path = Path(path)
+    try:
+        _append_durably(Path(path), data)
+    except OSError as exc:
+        raise _unwritable(Path(path), exc) from None
+
+
+def _append_durably(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     created = not path.exists()
     with open(path, "ab") as fh:
@@ -142,7 +159,13 @@ def append_durably(path: Path, data: bytes) -> None:
 
 def copy_preserving(src: Path, dest: Path) -> Path:
     """Copy bytes and metadata to `dest` durably, never overwriting an existing file."""
-    dest = Path(dest)
+    try:
+        return _copy_preserving(Path(src), Path(dest))
+    except OSError as exc:
+        raise WorkspaceError(f"cannot keep a copy of {src} at {dest} ({exc.strerror or exc}); nothing was changed") from None
+
+
+def _copy_preserving(src: Path, dest: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     candidate, n = dest, 1
     while candidate.exists():

@@ -174,9 +174,9 @@ def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_b
         return rep
     try:
         return _write(ws, ref, data, snap, new_bytes, d, rep, run, before_write)
-    except OSError as exc:  # disk full, read-only directory...: this file stays as it was, the run goes on
+    except (OSError, WorkspaceError) as exc:  # disk full, read-only directory...: this file stays as it was
         rep.status = "error"
-        rep.notes.append(f"could not write: {exc.strerror or exc}; the file was left as it was")
+        rep.notes.append(f"could not write: {getattr(exc, 'strerror', None) or exc}; the file was left as it was")
         return rep
 
 
