@@ -154,3 +154,17 @@ def test_unwritable_targets_give_one_line_errors_not_internal_errors(sample_ws):
         assert memory_md.read_bytes() == original
     finally:
         _mutable(memory_md)
+
+
+def test_repair_never_says_did_for_a_write_that_failed(sample_ws):
+    import pytest
+
+    telegram = sample_ws / "sessions" / "telegram"
+    if not _immutable(telegram):
+        pytest.skip("chattr +i is not available here")
+    try:
+        run = invoke("-w", str(sample_ws), "sessions", "repair", "--all")
+    finally:
+        _mutable(telegram)
+    assert run.code == 1
+    assert "did: rebuild" not in run.stdout and "not done: rebuild" in run.stdout and "could not write" in run.stdout
