@@ -168,3 +168,9 @@ def test_repair_never_says_did_for_a_write_that_failed(sample_ws):
         _mutable(telegram)
     assert run.code == 1
     assert "did: rebuild" not in run.stdout and "not done: rebuild" in run.stdout and "could not write" in run.stdout
+
+
+def test_list_since_an_absurdly_long_duration_lists_everything(sample_ws):
+    run = invoke("-w", str(sample_ws), "sessions", "list", "--since", "99999999d", "--json")
+    assert run.code == 0, run.stderr
+    assert run.json()["result"]["count"] == invoke("-w", str(sample_ws), "sessions", "list", "--json").json()["result"]["count"]
