@@ -174,3 +174,15 @@ def test_list_since_an_absurdly_long_duration_lists_everything(sample_ws):
     run = invoke("-w", str(sample_ws), "sessions", "list", "--since", "99999999d", "--json")
     assert run.code == 0, run.stderr
     assert run.json()["result"]["count"] == invoke("-w", str(sample_ws), "sessions", "list", "--json").json()["result"]["count"]
+
+
+def test_out_of_range_agent_json_values_fall_back_to_defaults_instead_of_crashing(sample_ws):
+    (sample_ws / "agent.json").write_text(
+        '{"running": {"light_context_config": {"token_count_estimate_divisor": 0,'
+        ' "context_compact_config": {"compact_threshold_ratio": NaN, "reserve_threshold_ratio": -3}}}}')
+    for args in (("info",), ("sessions", "list"), ("compact", "--check", "--all")):
+        run = invoke("-w", str(sample_ws), *args)
+        assert "internal error" not in run.stderr, (args, run.stderr)
+        assert run.code in (0, 1)
+    check = invoke("-w", str(sample_ws), "compact", "--check", "--all", "--json").json()["result"]["sessions"][0]
+    assert check["budget"]["threshold"] == int(131072 * 0.8)

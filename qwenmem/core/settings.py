@@ -166,11 +166,30 @@ def _accepts(default: Any, value: Any) -> bool:
     return isinstance(value, type(default))
 
 
+# Values QwenPaw's own config validation would reject (and that would break our arithmetic: a divisor of 0, a NaN
+# ratio) are ignored like wrongly typed ones, so the default applies. Bounds are the union of both generations'.
+_IN_RANGE = {
+    "max_input_length": lambda v: v >= 1,
+    "token_count_estimate_divisor": lambda v: 0 < v <= 100,
+    "compact_threshold_ratio": lambda v: 0 < v <= 1,
+    "reserve_threshold_ratio": lambda v: 0 <= v < 1,
+    "pruning_recent_n": lambda v: v >= 1,
+    "pruning_old_msg_max_bytes": lambda v: v >= 1,
+    "pruning_recent_msg_max_bytes": lambda v: v >= 1,
+    "offload_retention_days": lambda v: v >= 0,
+}
+
+
+def _in_range(name: str, value: Any) -> bool:
+    check = _IN_RANGE.get(name)
+    return check is None or bool(check(value))  # NaN fails every comparison, so it is ignored too
+
+
 def _apply_paths(settings: Settings, doc: dict, paths: dict[str, str], label: str) -> None:
     for name, dotted in paths.items():
         value = _dig(doc, *dotted.split("."))
         target, attr = _target(settings, name)
-        if value is not None and _accepts(getattr(target, attr), value):
+        if value is not None and _accepts(getattr(target, attr), value) and _in_range(name, value):
             setattr(target, attr, value)
             settings.sources[name] = f"{label} {dotted}"
 
