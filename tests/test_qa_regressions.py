@@ -186,3 +186,14 @@ def test_out_of_range_agent_json_values_fall_back_to_defaults_instead_of_crashin
         assert run.code in (0, 1)
     check = invoke("-w", str(sample_ws), "compact", "--check", "--all", "--json").json()["result"]["sessions"][0]
     assert check["budget"]["threshold"] == int(131072 * 0.8)
+
+
+def test_a_provider_max_input_length_of_zero_is_ignored_like_qwenpaw_falls_back(tmp_path):
+    ws = make_workspace(tmp_path / "ws", {"default_ok.json": TINY.read_bytes()})
+    (ws / "agent.json").write_text('{"active_model": {"provider_id": "p", "model": "m"}}')
+    providers = tmp_path / "ws.secret" / "providers" / "builtin"
+    providers.mkdir(parents=True)
+    (providers / "p.json").write_text('{"models": [{"id": "m", "max_input_length": 0}]}')
+    run = invoke("-w", str(ws), "compact", "--check", "--all", "--json")
+    assert run.code == 0, run.stderr
+    assert run.json()["result"]["sessions"][0]["budget"]["max_input_length"] == 131072

@@ -215,7 +215,8 @@ def _model_limit_from_providers(ws: Workspace, provider: str, model: str, env: M
             continue
         for key in ("models", "extra_models"):
             for info in (doc.get(key) or []) if isinstance(doc, dict) else []:
-                if isinstance(info, dict) and info.get("id") == model and isinstance(info.get("max_input_length"), int):
+                if isinstance(info, dict) and info.get("id") == model and isinstance(info.get("max_input_length"), int) \
+                        and not isinstance(info["max_input_length"], bool) and info["max_input_length"] >= 1:
                     return info["max_input_length"], str(path)
     return None
 
