@@ -197,3 +197,13 @@ def test_a_provider_max_input_length_of_zero_is_ignored_like_qwenpaw_falls_back(
     run = invoke("-w", str(ws), "compact", "--check", "--all", "--json")
     assert run.code == 0, run.stderr
     assert run.json()["result"]["sessions"][0]["budget"]["max_input_length"] == 131072
+
+
+def test_agent_ids_that_would_leave_the_workspaces_dir_are_refused(tmp_path):
+    root = tmp_path / "qwenpaw"
+    make_workspace(root / "workspaces" / "default", {"default_ok.json": TINY.read_bytes()})
+    make_workspace(tmp_path / "elsewhere", {"default_ok.json": TINY.read_bytes()})
+    for agent in ("../../elsewhere", str(tmp_path / "elsewhere"), ".."):
+        run = invoke("-w", str(root), "--agent", agent, "sessions", "list")
+        assert run.code == 2 and "plain name" in run.stderr, (agent, run.stderr)
+    assert invoke("-w", str(root), "--agent", "default", "sessions", "list").code == 0

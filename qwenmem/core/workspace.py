@@ -121,6 +121,9 @@ def _looks_like_workspace(p: Path) -> bool:
 
 def _select_agent(root: Path, agent: str | None) -> tuple[Path, str | None, list[str]]:
     notes: list[str] = []
+    if agent is not None and (not agent.strip() or agent in (".", "..") or "/" in agent or os.sep in agent
+                              or "\x00" in agent):
+        raise UnsafePathError(f"--agent {agent!r}: an agent id is a plain name (see workspaces/ or config.json)")
     config_path = root / "config.json"
     config: dict = {}
     if config_path.is_file():
