@@ -207,3 +207,28 @@ def test_agent_ids_that_would_leave_the_workspaces_dir_are_refused(tmp_path):
         run = invoke("-w", str(root), "--agent", agent, "sessions", "list")
         assert run.code == 2 and "plain name" in run.stderr, (agent, run.stderr)
     assert invoke("-w", str(root), "--agent", "default", "sessions", "list").code == 0
+
+
+def test_dream_diff_of_a_file_without_final_newline_is_a_valid_patch(tmp_path):
+    import shutil
+    import subprocess
+
+    import pytest
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    old = "# Memory\n\n## Facts\n- The sky is blue.\n- The sky is blue."
+    (ws / "MEMORY.md").write_text(old)
+    run = invoke("-w", str(ws), "dream", "--dry-run", "--date", "2026-11-30")
+    assert run.code == 0
+    assert "\\ No newline at end of file\n" in run.stdout
+    assert "blue.dream" not in run.stdout and "blue.MEMORY" not in run.stdout
+    if shutil.which("patch"):
+        diff = run.stdout[:run.stdout.index("dream 2026-11-30")]
+        copy = tmp_path / "MEMORY.md"
+        copy.write_text(old)
+        subprocess.run(["patch", "-s", str(copy)], input=diff, text=True, check=True)
+        invoke("-w", str(ws), "dream", "--date", "2026-11-30")
+        assert copy.read_text() == (ws / "MEMORY.md").read_text()
+    else:  # pragma: no cover
+        pytest.skip("patch is not installed")

@@ -150,8 +150,9 @@ def _read_log(ws: Workspace, date: str, warnings: list[str]) -> str | None:
 
 
 def unified_diff(old: str, new: str, name: str = "MEMORY.md") -> str:
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        f"a/{name}", f"b/{name}"))
+    """A patch(1)-compatible diff: a last line without a newline gets diff's "\\ No newline at end of file"."""
+    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{name}", f"b/{name}")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
 def _load_embedder(ws: Workspace, settings: Settings, warnings: list[str]):
