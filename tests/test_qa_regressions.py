@@ -232,3 +232,23 @@ def test_dream_diff_of_a_file_without_final_newline_is_a_valid_patch(tmp_path):
         assert copy.read_text() == (ws / "MEMORY.md").read_text()
     else:  # pragma: no cover
         pytest.skip("patch is not installed")
+
+
+def test_a_reader_that_goes_away_early_is_not_an_error(tmp_path):
+    """`qwenmem sessions show BIG --full | head -1` must exit 0 (rich alone would exit 1), with nothing on stderr."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import CORPUS_REAL, REPO
+
+    ws = next(CORPUS_REAL.glob("DrifterM__*"))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    for args in (("sessions", "show", "default_1773379549580", "--full"), ("sessions", "list")):
+        proc = subprocess.Popen([sys.executable, "-m", "qwenmem", "-w", str(ws), *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env)
+        proc.stdout.read(10)
+        proc.stdout.close()
+        err = proc.stderr.read()
+        assert proc.wait(timeout=60) == 0, (args, err)
+        assert b"Traceback" not in err and b"Exception ignored" not in err
