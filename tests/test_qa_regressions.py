@@ -252,3 +252,36 @@ def test_a_reader_that_goes_away_early_is_not_an_error(tmp_path):
         err = proc.stderr.read()
         assert proc.wait(timeout=60) == 0, (args, err)
         assert b"Traceback" not in err and b"Exception ignored" not in err
+
+
+def _dream_llm(ws: Path, server, *extra: str):
+    return invoke("-w", str(ws), "dream", "--mode", "llm", "--llm-base-url", server.base_url, "--llm-model", "m",
+                  "--llm-api-key", "k", "--log-file", str(ws / "dream.log"), *extra)
+
+
+def test_dream_llm_reply_with_lone_surrogates_is_rejected_or_escaped_never_an_internal_error(tmp_path, llm_server):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    old = "# Memory\n\n## Facts\n- The sky is blue.\n"
+    (ws / "MEMORY.md").write_text(old)
+    # 1. the rewrite itself holds a lone surrogate: rejected (exit 5), nothing written
+    new = old + "- Emoji half \\ud83d here\n"
+    bad_body = '{"memory_md": "' + new.replace("\n", "\\n") + '", "changes": [{"action": "added", "new": "- x", "reason": "r"}]}'
+    llm_server.set_script([{"content": bad_body}])
+    run = _dream_llm(ws, llm_server)
+    assert run.code == 5 and "lone surrogate" in run.stderr, run.stderr
+    assert (ws / "MEMORY.md").read_text() == old
+    # 2. only a change reason holds one: MEMORY.md is written and the change log entry is still valid JSON
+    good = old + "- Cats purr.\n"
+    body = ('{"memory_md": "' + good.replace("\n", "\\n") + '", "changes": [{"action": "added", "new": "- Cats purr.",'
+            ' "reason": "half an emoji \\ud83d"}]}')
+    llm_server.set_script([{"content": body}])
+    from conftest import run_cli
+
+    run = run_cli("-w", str(ws), "dream", "--mode", "llm", "--llm-base-url", llm_server.base_url, "--llm-model", "m",
+                  "--llm-api-key", "k", "--log-file", str(ws / "dream.log"))  # a real stdout: strict UTF-8
+    assert run.code == 0, run.stderr
+    assert "internal error" not in run.stderr
+    assert (ws / "MEMORY.md").read_text() == good
+    entries = [json.loads(line) for line in (ws / "backup" / "dream_changelog.jsonl").read_text().splitlines()]
+    assert entries[-1]["changes"]

@@ -120,7 +120,7 @@ def _log(path: Path | None, lines: list[str]) -> None:
     stamp = datetime.now().astimezone().isoformat(timespec="seconds")
     text = "".join(f"{stamp} {line}\n" for line in lines)
     try:
-        append_durably(path.expanduser(), text.encode("utf-8"))
+        append_durably(path.expanduser(), text.encode("utf-8", "replace"))
     except OSError as exc:
         output.warn(f"cannot write the log file {path}: {exc.strerror or exc}")
 
