@@ -285,3 +285,18 @@ def test_dream_llm_reply_with_lone_surrogates_is_rejected_or_escaped_never_an_in
     assert (ws / "MEMORY.md").read_text() == good
     entries = [json.loads(line) for line in (ws / "backup" / "dream_changelog.jsonl").read_text().splitlines()]
     assert entries[-1]["changes"]
+
+
+def test_show_a_session_with_lone_surrogates_prints_them_escaped_instead_of_crashing(tmp_path):
+    from conftest import run_cli
+
+    doc = json.loads(TINY.read_text())
+    first = doc["agent"]["memory"]["content"][0][0]
+    first["content"] = "half an emoji \ud83d"
+    root = make_workspace(tmp_path / "ws", {"default_s.json": json.dumps(doc).encode()})  # ensure_ascii: \\ud83d
+    text = run_cli("-w", str(root), "sessions", "show", "default_s")
+    assert text.code == 0 and "internal error" not in text.stderr
+    assert "half an emoji \\ud83d" in text.stdout
+    as_json = run_cli("-w", str(root), "sessions", "show", "default_s", "--json")
+    assert as_json.code == 0, as_json.stderr
+    assert as_json.json()["result"]["messages"][0]["message"]["content"] == "half an emoji \ud83d"
