@@ -300,3 +300,29 @@ def test_show_a_session_with_lone_surrogates_prints_them_escaped_instead_of_cras
     as_json = run_cli("-w", str(root), "sessions", "show", "default_s", "--json")
     assert as_json.code == 0, as_json.stderr
     assert as_json.json()["result"]["messages"][0]["message"]["content"] == "half an emoji \ud83d"
+
+
+def test_list_shows_modification_times_in_the_local_timezone(sample_ws):
+    import os
+    import time
+    from datetime import datetime
+
+    from conftest import run_cli
+
+    target = sample_ws / "sessions" / "default_legacy_trip.json"
+    stamp = datetime(2026, 11, 30, 3, 7).timestamp()  # whatever zone this runs in, shown back in TZ below
+    os.utime(target, (stamp, stamp))
+    env = {"TZ": "Asia/Shanghai"}
+    run = run_cli("-w", str(sample_ws), "sessions", "list", env=env)
+    os.environ["TZ"], old = "Asia/Shanghai", os.environ.get("TZ")
+    time.tzset()
+    try:
+        expected = datetime.fromtimestamp(stamp).strftime("%Y-%m-%d %H:%M")
+    finally:
+        if old is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = old
+        time.tzset()
+    row = [line for line in run.stdout.splitlines() if line.startswith("default_legacy_trip")][0]
+    assert expected in row, (expected, row)

@@ -66,7 +66,7 @@ def list_cmd(
     for r in rows:
         who = (r.user_id or "-") + ("?" if r.ambiguous else "")
         table.add_row(output.escape(r.key), r.channel or "(flat)", output.escape(who), str(r.messages), f"{r.tokens:,}",
-                      "yes" if r.has_summary else "-", output.human_size(r.size), (r.modified or "")[:16].replace("T", " "),
+                      "yes" if r.has_summary else "-", output.human_size(r.size), _local_minute(r.modified),
                       f"[{HEALTH_STYLE[r.health]}]{r.health}[/]")
     output.out().print(table)
     ambiguous = sum(r.ambiguous for r in rows)
@@ -131,6 +131,15 @@ def show_cmd(
     elif loaded.problems:
         output.warn("; ".join(loaded.problems[:5]) + (" …" if len(loaded.problems) > 5 else ""))
     _render_conversation(ref, doc, indexed, len(entries), full, thinking)
+
+
+def _local_minute(iso: str | None) -> str:
+    """The table shows modification times in the local timezone, like ls and like --since's dates (JSON keeps UTC)."""
+    if not iso:
+        return ""
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 def _render_conversation(ref, doc, indexed, total, full: bool, thinking: bool) -> None:
