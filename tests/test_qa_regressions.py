@@ -326,3 +326,9 @@ def test_list_shows_modification_times_in_the_local_timezone(sample_ws):
         time.tzset()
     row = [line for line in run.stdout.splitlines() if line.startswith("default_legacy_trip")][0]
     assert expected in row, (expected, row)
+
+
+def test_an_unwritable_log_file_only_warns_after_a_successful_dream(sample_ws, tmp_path):
+    run = invoke("-w", str(sample_ws), "dream", "-q", "--log-file", str(tmp_path))  # a directory
+    assert run.code == 0 and "cannot write the log file" in run.stderr
+    assert list((sample_ws / "backup").glob("memory_backup_*.md"))
