@@ -332,3 +332,14 @@ def test_an_unwritable_log_file_only_warns_after_a_successful_dream(sample_ws, t
     run = invoke("-w", str(sample_ws), "dream", "-q", "--log-file", str(tmp_path))  # a directory
     assert run.code == 0 and "cannot write the log file" in run.stderr
     assert list((sample_ws / "backup").glob("memory_backup_*.md"))
+
+
+def test_list_points_at_a_command_that_covers_a_damaged_backup_copy(tmp_path):
+    from conftest import CORPUS_REAL
+
+    backup = next(CORPUS_REAL.glob("ziwei-control__*/sessions/main_main.json.backup_*"))
+    root = make_workspace(tmp_path / "ws", {backup.name: backup.read_bytes()})
+    listing = invoke("-w", str(root), "sessions", "list")
+    assert f"sessions repair {backup.name} --check" in listing.stderr
+    hinted = invoke("-w", str(root), "sessions", "repair", backup.name, "--check", "--json")
+    assert hinted.code == 1 and hinted.json()["result"]["files"][0]["classes"] == ["truncated"]

@@ -73,8 +73,16 @@ def list_cmd(
     if ambiguous:
         output.note(f"{ambiguous} file name(s) split ambiguously at '_' into user and session (marked ?); "
                     "chats.json would settle it")
-    if bad:
-        output.warn(f"{bad} corrupt session file(s); run `qwenmem sessions repair --check` for details")
+    from qwenmem.core.sessions import BACKUP_RE
+
+    # CoPaw's *.json.backup_* copies are listed, but `repair --check`/`--all` cover live sessions only
+    bad_backups = [r.key for r in rows if r.health == "corrupt" and BACKUP_RE.search(r.path)]
+    if bad - len(bad_backups):
+        output.warn(f"{bad - len(bad_backups)} corrupt session file(s); run `qwenmem sessions repair --check` "
+                    "for details")
+    if bad_backups:
+        output.warn(f"{len(bad_backups)} damaged backup copy(ies), which `repair --all` leaves alone; name one to "
+                    f"check it: `qwenmem sessions repair {bad_backups[0]} --check`")
 
 
 @app.command("show")
