@@ -343,3 +343,13 @@ def test_list_points_at_a_command_that_covers_a_damaged_backup_copy(tmp_path):
     assert f"sessions repair {backup.name} --check" in listing.stderr
     hinted = invoke("-w", str(root), "sessions", "repair", backup.name, "--check", "--json")
     assert hinted.code == 1 and hinted.json()["result"]["files"][0]["classes"] == ["truncated"]
+
+
+def test_odd_active_agent_values_in_config_json_never_crash_or_escape(tmp_path):
+    root = tmp_path / "qwenpaw"
+    make_workspace(root / "workspaces" / "default", {"default_ok.json": TINY.read_bytes()})
+    for active in (["x"], {"a": 1}, "../../elsewhere", "gone"):
+        (root / "config.json").write_text(json.dumps({"agents": {"active_agent": active}}))
+        run = invoke("-w", str(root), "sessions", "list", "--json")
+        assert run.code == 0, (active, run.stderr)
+        assert run.json()["result"]["workspace"] == str((root / "workspaces" / "default").resolve()), active

@@ -119,10 +119,14 @@ def _looks_like_workspace(p: Path) -> bool:
     return any((p / marker).exists() for marker in WORKSPACE_MARKERS)
 
 
+def _plain_id(agent: str) -> bool:
+    return bool(agent.strip()) and agent not in (".", "..") and "/" not in agent and os.sep not in agent \
+        and "\x00" not in agent
+
+
 def _select_agent(root: Path, agent: str | None) -> tuple[Path, str | None, list[str]]:
     notes: list[str] = []
-    if agent is not None and (not agent.strip() or agent in (".", "..") or "/" in agent or os.sep in agent
-                              or "\x00" in agent):
+    if agent is not None and not _plain_id(agent):
         raise UnsafePathError(f"--agent {agent!r}: an agent id is a plain name (see workspaces/ or config.json)")
     config_path = root / "config.json"
     config: dict = {}
@@ -131,7 +135,9 @@ def _select_agent(root: Path, agent: str | None) -> tuple[Path, str | None, list
         config = loaded if isinstance(loaded, dict) else {}
     agents = config.get("agents") if isinstance(config.get("agents"), dict) else {}
     profiles = agents.get("profiles") if isinstance(agents.get("profiles"), dict) else {}
-    chosen = agent or agents.get("active_agent") or ("default" if (root / "workspaces").is_dir() else None)
+    active = agents.get("active_agent")
+    active = active if isinstance(active, str) and _plain_id(active) else None  # a list, or "../x", is ignored
+    chosen = agent or active or ("default" if (root / "workspaces").is_dir() else None)
     if chosen is None:
         return root, None, ["legacy single-agent layout (no workspaces/)"]
     profile = profiles.get(chosen) if isinstance(profiles.get(chosen), dict) else None
@@ -149,6 +155,9 @@ def _select_agent(root: Path, agent: str | None) -> tuple[Path, str | None, list
         known = sorted(set(profiles) | {p.name for p in (root / "workspaces").glob("*") if p.is_dir()})
         hint = f"; known agents: {', '.join(known)}" if known else ""
         raise WorkspaceError(f"agent {agent!r} not found under {root}{hint}")
+    if chosen != "default" and (root / "workspaces" / "default").is_dir():
+        return root / "workspaces" / "default", "default", [
+            f"config.json active_agent {chosen!r} has no workspace; using workspaces/default"]
     return root, None, ["legacy single-agent layout"]
 
 
