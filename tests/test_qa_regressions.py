@@ -353,3 +353,21 @@ def test_odd_active_agent_values_in_config_json_never_crash_or_escape(tmp_path):
         run = invoke("-w", str(root), "sessions", "list", "--json")
         assert run.code == 0, (active, run.stderr)
         assert run.json()["result"]["workspace"] == str((root / "workspaces" / "default").resolve()), active
+
+
+def test_compact_never_writes_its_daily_note_through_a_memory_dir_that_leaves_the_workspace(sample_ws, tmp_path):
+    import shutil
+
+    outside = tmp_path / "notes"
+    shutil.move(str(sample_ws / "memory"), outside)
+    (sample_ws / "memory").symlink_to(outside)
+    before = sorted(p.name for p in outside.iterdir())
+    session = sample_ws / "sessions" / "console" / "default_1764235442381.json"
+    original = session.read_bytes()
+    args = ("-w", str(sample_ws), "compact", "console/default_1764235442381", "--force", "--reserve-ratio", "0.001",
+            "--summarizer", "extractive")
+    run = invoke(*args)
+    assert run.code == 3 and "outside the workspace" in run.stderr and "--no-longterm" in run.stderr
+    assert sorted(p.name for p in outside.iterdir()) == before and session.read_bytes() == original
+    assert invoke(*args, "--no-longterm").code == 0
+    assert sorted(p.name for p in outside.iterdir()) == before
