@@ -371,3 +371,16 @@ def test_compact_never_writes_its_daily_note_through_a_memory_dir_that_leaves_th
     assert sorted(p.name for p in outside.iterdir()) == before and session.read_bytes() == original
     assert invoke(*args, "--no-longterm").code == 0
     assert sorted(p.name for p in outside.iterdir()) == before
+
+
+def test_a_one_gigabyte_config_file_is_refused_without_reading_it(tmp_path):
+    import resource
+
+    root = make_workspace(tmp_path / "ws", {"default_ok.json": TINY.read_bytes()})
+    with open(root / "chats.json", "wb") as fh:
+        fh.truncate(1024 ** 3)  # sparse: costs no disk
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    run = invoke("-w", str(root), "sessions", "list")
+    grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert run.code == 3 and "chats.json" in run.stderr and "limit" in run.stderr
+    assert grown_kb < 200 * 1024

@@ -97,9 +97,15 @@ def qwenpaw_root(env: Mapping[str, str], home: Path) -> tuple[Path, str]:
     return home / ".qwenpaw", "~/.qwenpaw (QwenPaw default)"
 
 
+MAX_CONFIG_BYTES = 64 * 1024 * 1024
+
+
 def read_json_file(path: Path) -> object:
     """Parse a JSON config file; a malformed one is a ConfigError naming the file, line and column."""
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_CONFIG_BYTES:  # a config file is kilobytes; never pull a 1 GB one into memory
+            raise ConfigError(path, f"{size} bytes is over the {MAX_CONFIG_BYTES}-byte limit for a config file")
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise ConfigError(path, f"cannot read: {exc.strerror or exc}") from None
