@@ -384,3 +384,19 @@ def test_a_one_gigabyte_config_file_is_refused_without_reading_it(tmp_path):
     grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert run.code == 3 and "chats.json" in run.stderr and "limit" in run.stderr
     assert grown_kb < 200 * 1024
+
+
+def test_dream_llm_keeps_a_crlf_memory_md_crlf(tmp_path, llm_server):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_bytes(b"---\r\nk: v\r\n---\r\n# Memory\r\n\r\n## Facts\r\n- The sky is blue.\r\n- Water is wet.\r\n")
+    new = "# Memory\n\n## Facts\n- The sky is blue.\n- Water is wet.\n- Cats purr.\n"
+    llm_server.set_script([{"content": json.dumps({"memory_md": new, "changes": [
+        {"action": "added", "new": "- Cats purr.", "reason": "from the log"}]})}])
+    dry = _dream_llm(ws, llm_server, "--dry-run")
+    assert dry.code == 0, dry.stderr
+    assert "-- The sky is blue." not in dry.stdout and "+- Cats purr." in dry.stdout  # only the real change
+    run = _dream_llm(ws, llm_server)
+    assert run.code == 0, run.stderr
+    data = (ws / "MEMORY.md").read_bytes()
+    assert data == b"---\r\nk: v\r\n---\r\n# Memory\r\n\r\n## Facts\r\n- The sky is blue.\r\n- Water is wet.\r\n- Cats purr.\r\n"

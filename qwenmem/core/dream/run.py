@@ -284,6 +284,8 @@ def _llm_text(options: DreamOptions, old_text: str, log_text: str | None, date: 
     front_matter, body = split_front_matter(old_text)
     result.llm_model = getattr(options.llm, "model", None)
     proposed, changes = propose(ChatClient(options.llm), body, log_text, date)
+    if old_text.count("\r\n") * 2 > old_text.count("\n"):  # a CRLF file stays CRLF (models answer with LF)
+        proposed = proposed.replace("\r\n", "\n").replace("\n", "\r\n")
     new_text = reattach_front_matter(front_matter, body, proposed)
     _, new_body = split_front_matter(new_text)
     changes = check_rewrite(body, new_body, changes, options.max_shrink, options.allow_shrink)
