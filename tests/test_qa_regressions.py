@@ -400,3 +400,11 @@ def test_dream_llm_keeps_a_crlf_memory_md_crlf(tmp_path, llm_server):
     assert run.code == 0, run.stderr
     data = (ws / "MEMORY.md").read_bytes()
     assert data == b"---\r\nk: v\r\n---\r\n# Memory\r\n\r\n## Facts\r\n- The sky is blue.\r\n- Water is wet.\r\n- Cats purr.\r\n"
+
+
+def test_channel_names_that_look_like_markup_are_shown_verbatim(tmp_path):
+    root = make_workspace(tmp_path / "ws", {"we[b]chat/u_s.json": TINY.read_bytes()})
+    listing = invoke("-w", str(root), "sessions", "list")
+    assert listing.code == 0 and "we[b]chat  " in listing.stdout.splitlines()[1]
+    show = invoke("-w", str(root), "sessions", "show", "we[b]chat/u_s")
+    assert "channel we[b]chat," in show.stdout

@@ -65,7 +65,7 @@ def list_cmd(
         table.add_column(col, justify=just, no_wrap=col != "session", overflow="fold")
     for r in rows:
         who = (r.user_id or "-") + ("?" if r.ambiguous else "")
-        table.add_row(output.escape(r.key), r.channel or "(flat)", output.escape(who), str(r.messages), f"{r.tokens:,}",
+        table.add_row(output.escape(r.key), output.escape(r.channel or "(flat)"), output.escape(who), str(r.messages), f"{r.tokens:,}",
                       "yes" if r.has_summary else "-", output.human_size(r.size), _local_minute(r.modified),
                       f"[{HEALTH_STYLE[r.health]}]{r.health}[/]")
     output.out().print(table)
@@ -155,7 +155,7 @@ def _render_conversation(ref, doc, indexed, total, full: bool, thinking: bool) -
 
     con = output.out()
     who = f"user {ref.user_id}" if ref.user_id else "user ?"
-    con.print(f"[bold]{output.escape(ref.key)}[/bold]  channel {ref.channel or '(flat)'}, {output.escape(who)}, "
+    con.print(f"[bold]{output.escape(ref.key)}[/bold]  channel {output.escape(ref.channel or '(flat)')}, {output.escape(who)}, "
               f"session {output.escape(ref.session_id or '?')}  ({total} messages)")
     if doc and doc.summary:
         con.print(Panel(output.escape(doc.summary), title="compressed summary", title_align="left", border_style="cyan"))
