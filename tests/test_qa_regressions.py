@@ -408,3 +408,26 @@ def test_channel_names_that_look_like_markup_are_shown_verbatim(tmp_path):
     assert listing.code == 0 and "we[b]chat  " in listing.stdout.splitlines()[1]
     show = invoke("-w", str(root), "sessions", "show", "we[b]chat/u_s")
     assert "channel we[b]chat," in show.stdout
+
+
+def test_files_rewritten_by_root_keep_the_owner_qwenpaw_runs_as(sample_ws):
+    import os
+
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root (sudo qwenmem … on a user's workspace)")
+    uid, gid = 4242, 4343
+    for p in [sample_ws, *sample_ws.rglob("*")]:
+        os.chown(p, uid, gid)
+    session = sample_ws / "sessions" / "telegram" / "77_telegram--77.json"
+    assert invoke("-w", str(sample_ws), "sessions", "repair", "--all").code == 0
+    assert invoke("-w", str(sample_ws), "dream").code == 0
+    assert invoke("-w", str(sample_ws), "compact", "console/default_1764235442381", "--force", "--reserve-ratio", "0.001",
+                  "--summarizer", "extractive").code == 0
+    for p in (session, sample_ws / "MEMORY.md", sample_ws / "sessions" / "console" / "default_1764235442381.json"):
+        st = p.stat()
+        assert (st.st_uid, st.st_gid) == (uid, gid), p
+    assert (sample_ws / "dialog").stat().st_uid == uid
+    for p in (sample_ws / "dialog").glob("*.jsonl"):  # new files QwenPaw appends to later
+        assert p.stat().st_uid == uid, p

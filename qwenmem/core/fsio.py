@@ -111,11 +111,15 @@ def atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None = None
 
 def _atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None, mode: int | None) -> None:
     directory = path.parent
-    directory.mkdir(parents=True, exist_ok=True)
-    if mode is None:
-        try:
-            mode = path.stat().st_mode & 0o777
-        except FileNotFoundError:
+    _mkdirs(directory)
+    try:
+        st = path.stat()
+        owner = (st.st_uid, st.st_gid)
+        if mode is None:
+            mode = st.st_mode & 0o777
+    except FileNotFoundError:
+        owner = None
+        if mode is None:
             mode = 0o644
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".qwenmem-tmp", dir=directory)
     try:
@@ -124,6 +128,7 @@ def _atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None, mode
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp_name, mode)
+        _keep_owner(tmp_name, owner, directory)
         if expected is not None:
             ensure_unchanged(expected)
         os.replace(tmp_name, path)
@@ -132,6 +137,30 @@ def _atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None, mode
             os.unlink(tmp_name)
         raise
     fsync_dir(directory)
+
+
+def _mkdirs(directory: Path) -> None:
+    """mkdir -p; as root, each directory it creates gets its parent's owner (see _keep_owner)."""
+    missing = []
+    d = Path(directory)
+    while not d.exists() and d != d.parent:
+        missing.append(d)
+        d = d.parent
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    for created in reversed(missing):
+        _keep_owner(str(created), None, created.parent)
+
+
+def _keep_owner(tmp_name: str | int, owner: tuple[int, int] | None, directory: Path) -> None:
+    """Run as root (sudo qwenmem …) on a user's workspace, a replaced file keeps its owner, and a new one gets its
+    directory's, so QwenPaw (running as that user) can still write it afterwards."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    if owner is None:
+        dst = directory.stat()
+        owner = (dst.st_uid, dst.st_gid)
+    if owner != (0, 0):
+        os.chown(tmp_name, *owner)
 
 
 def atomic_write_text(path: Path, text: str, expected: Snapshot | None = None) -> None:
@@ -147,9 +176,11 @@ def append_durably(path: Path, data: bytes) -> None:
 
 
 def _append_durably(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _mkdirs(path.parent)
     created = not path.exists()
     with open(path, "ab") as fh:
+        if created:
+            _keep_owner(fh.fileno(), None, path.parent)
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
