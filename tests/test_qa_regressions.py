@@ -431,3 +431,12 @@ def test_files_rewritten_by_root_keep_the_owner_qwenpaw_runs_as(sample_ws):
     assert (sample_ws / "dialog").stat().st_uid == uid
     for p in (sample_ws / "dialog").glob("*.jsonl"):  # new files QwenPaw appends to later
         assert p.stat().st_uid == uid, p
+
+
+def test_demo_stays_offline_even_when_an_llm_is_configured(tmp_path, llm_server):
+    from conftest import run_cli
+
+    env = {"QWENMEM_LLM_BASE_URL": llm_server.base_url, "QWENMEM_LLM_MODEL": "m", "QWENMEM_LLM_API_KEY": "k"}
+    run = run_cli("demo", "--into", str(tmp_path / "d"), env=env)
+    assert run.code == 0, run.stderr
+    assert llm_server.chat_requests() == []

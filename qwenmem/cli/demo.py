@@ -22,8 +22,8 @@ DEMO_STEPS: list[tuple[str, list[str]]] = [
     ("Build the search index", ["reindex"]),
     ("Search long-term memory", ["search", "数据库连接超时", "-n", "3"]),
     ("Search for an exact error code", ["search", "ECONNREFUSED", "-n", "3"]),
-    ("Consolidate MEMORY.md (dry run, shows the diff)", ["dream", "--dry-run"]),
-    ("Consolidate MEMORY.md for real (backup first)", ["dream"]),
+    ("Consolidate MEMORY.md (dry run, shows the diff)", ["dream", "--dry-run", "--mode", "deterministic"]),
+    ("Consolidate MEMORY.md for real (backup first)", ["dream", "--mode", "deterministic"]),
 ]
 
 
