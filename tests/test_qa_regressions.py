@@ -440,3 +440,12 @@ def test_demo_stays_offline_even_when_an_llm_is_configured(tmp_path, llm_server)
     run = run_cli("demo", "--into", str(tmp_path / "d"), env=env)
     assert run.code == 0, run.stderr
     assert llm_server.chat_requests() == []
+
+
+def test_a_malformed_llm_timeout_variable_is_a_usage_error(sample_ws):
+    from conftest import run_cli
+
+    for bad in ("abc", "-5", "nan"):
+        env = {"QWENMEM_LLM_BASE_URL": "http://127.0.0.1:9/v1", "QWENMEM_LLM_MODEL": "m", "QWENMEM_LLM_TIMEOUT": bad}
+        run = run_cli("-w", str(sample_ws), "dream", "--dry-run", env=env)
+        assert run.code == 2 and "QWENMEM_LLM_TIMEOUT" in run.stderr and "internal error" not in run.stderr, run.stderr
