@@ -449,3 +449,12 @@ def test_a_malformed_llm_timeout_variable_is_a_usage_error(sample_ws):
         env = {"QWENMEM_LLM_BASE_URL": "http://127.0.0.1:9/v1", "QWENMEM_LLM_MODEL": "m", "QWENMEM_LLM_TIMEOUT": bad}
         run = run_cli("-w", str(sample_ws), "dream", "--dry-run", env=env)
         assert run.code == 2 and "QWENMEM_LLM_TIMEOUT" in run.stderr and "internal error" not in run.stderr, run.stderr
+
+
+def test_list_flags_a_toolkit_that_qwenpaw_cannot_load_like_repair_does(tmp_path):
+    doc = json.loads(TINY.read_text())
+    doc["agent"]["toolkit"] = {"active_groups": [], "extra": 1}
+    root = make_workspace(tmp_path / "ws", {"default_tk.json": json.dumps(doc).encode()})
+    row = invoke("-w", str(root), "sessions", "list", "--json").json()["result"]["sessions"][0]
+    assert row["health"] == "warnings" and any("toolkit" in p for p in row["problems"])
+    assert invoke("-w", str(root), "sessions", "repair", "--check").code == 1
