@@ -458,3 +458,16 @@ def test_list_flags_a_toolkit_that_qwenpaw_cannot_load_like_repair_does(tmp_path
     row = invoke("-w", str(root), "sessions", "list", "--json").json()["result"]["sessions"][0]
     assert row["health"] == "warnings" and any("toolkit" in p for p in row["problems"])
     assert invoke("-w", str(root), "sessions", "repair", "--check").code == 1
+
+
+def test_a_workspace_where_the_lock_cannot_be_created_gives_a_one_line_error(sample_ws):
+    import pytest
+
+    if not _immutable(sample_ws):
+        pytest.skip("chattr +i is not available here")
+    try:
+        for args in (("sessions", "repair", "--all"), ("dream",), ("compact", "--all", "--summarizer", "extractive")):
+            run = invoke("-w", str(sample_ws), *args)
+            assert run.code == 3 and "cannot create the workspace lock" in run.stderr, (args, run.stderr)
+    finally:
+        _mutable(sample_ws)

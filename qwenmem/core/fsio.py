@@ -221,8 +221,12 @@ def timestamp_slug(now: datetime | None = None) -> str:
 def exclusive_lock(lock_path: Path, what: str = "workspace"):
     """Hold a non-blocking exclusive flock for the duration of the block; BusyError if someone else has it."""
     lock_path = Path(lock_path)
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a read-only or immutable workspace: nothing can be written, say so in one line
+        raise WorkspaceError(f"cannot create the {what} lock {lock_path} ({exc.strerror or exc}); "
+                             "nothing was written") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
