@@ -190,13 +190,7 @@ def _append_durably(path: Path, data: bytes) -> None:
 
 def copy_preserving(src: Path, dest: Path) -> Path:
     """Copy bytes and metadata to `dest` durably, never overwriting an existing file."""
-    try:
-        return _copy_preserving(Path(src), Path(dest))
-    except OSError as exc:
-        raise WorkspaceError(f"cannot keep a copy of {src} at {dest} ({exc.strerror or exc}); nothing was changed") from None
-
-
-def _copy_preserving(src: Path, dest: Path) -> Path:
+    dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     candidate, n = dest, 1
     while candidate.exists():
