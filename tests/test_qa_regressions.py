@@ -471,3 +471,16 @@ def test_a_workspace_where_the_lock_cannot_be_created_gives_a_one_line_error(sam
             assert run.code == 3 and "cannot create the workspace lock" in run.stderr, (args, run.stderr)
     finally:
         _mutable(sample_ws)
+
+
+def test_compact_never_glues_its_dialog_lines_onto_a_partial_last_line(sample_ws):
+    dialog = sample_ws / "dialog"
+    dialog.mkdir()
+    partial = '{"id": "partial", "name": "u", "role": "user", "content": "cut of'
+    (dialog / "2026-11-27.jsonl").write_text(partial)  # QwenPaw died mid-append
+    run = invoke("-w", str(sample_ws), "compact", "console/default_1764235442381", "--force", "--reserve-ratio", "0.001",
+                 "--summarizer", "extractive")
+    assert run.code == 0 and "not found in dialog" not in run.stderr, run.stderr
+    lines = (dialog / "2026-11-27.jsonl").read_text().splitlines()
+    assert lines[0] == partial
+    assert all(json.loads(line)["id"] for line in lines[1:]) and len(lines) > 1
