@@ -484,3 +484,12 @@ def test_compact_never_glues_its_dialog_lines_onto_a_partial_last_line(sample_ws
     lines = (dialog / "2026-11-27.jsonl").read_text().splitlines()
     assert lines[0] == partial
     assert all(json.loads(line)["id"] for line in lines[1:]) and len(lines) > 1
+
+
+def test_dream_changelog_append_starts_on_a_fresh_line_after_a_cut_one(sample_ws):
+    backup = sample_ws / "backup"
+    backup.mkdir()
+    (backup / "dream_changelog.jsonl").write_text('{"version": 1, "kind": "dre')
+    assert invoke("-w", str(sample_ws), "dream").code == 0
+    lines = (backup / "dream_changelog.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and json.loads(lines[1])["kind"] == "dream"

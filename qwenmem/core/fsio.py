@@ -168,7 +168,8 @@ def atomic_write_text(path: Path, text: str, expected: Snapshot | None = None) -
 
 
 def append_durably(path: Path, data: bytes) -> None:
-    """Append and fsync (for JSONL logs such as dialog/*.jsonl, which QwenPaw also only appends to)."""
+    """Append and fsync (for JSONL logs such as dialog/*.jsonl, which QwenPaw also only appends to). Appends always
+    start on a fresh line."""
     try:
         _append_durably(Path(path), data)
     except OSError as exc:
@@ -178,9 +179,13 @@ def append_durably(path: Path, data: bytes) -> None:
 def _append_durably(path: Path, data: bytes) -> None:
     _mkdirs(path.parent)
     created = not path.exists()
-    with open(path, "ab") as fh:
+    with open(path, "ab+") as fh:
         if created:
             _keep_owner(fh.fileno(), None, path.parent)
+        elif fh.seek(0, os.SEEK_END) > 0:
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":  # the last line was cut (a crashed append): never glue our first line onto it
+                data = b"\n" + data
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())

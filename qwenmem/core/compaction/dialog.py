@@ -82,24 +82,9 @@ def plan_dialog(dialog_dir: Path, messages: Sequence[Any], today: date | None = 
     return plan
 
 
-def _ends_mid_line(path: Path) -> bool:
-    """True when the file's last line has no newline (an append cut short by a crash)."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, 2)
-            if fh.tell() == 0:
-                return False
-            fh.seek(-1, 2)
-            return fh.read(1) != b"\n"
-    except (FileNotFoundError, IsADirectoryError):
-        return False
-
-
 def write_dialog(plan: DialogPlan) -> None:
     for path in plan.files:
-        # never glue our first line onto a partial one: it would make both unreadable
-        head = "\n" if _ends_mid_line(path) else ""
-        append_durably(path, (head + "".join(line + "\n" for line in plan.lines[path])).encode("utf-8"))
+        append_durably(path, "".join(line + "\n" for line in plan.lines[path]).encode("utf-8"))
 
 
 def all_in_dialog(dialog_dir: Path, messages: Sequence[Any]) -> list[str]:
