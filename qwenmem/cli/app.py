@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -102,4 +103,9 @@ def run(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # Session text may hold lone surrogates (QwenPaw reads files with surrogatepass): print them as \udXXXX, which
+    # is also a valid JSON escape, instead of dying with UnicodeEncodeError halfway through the output.
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="backslashreplace")
     sys.exit(run(list(sys.argv[1:] if argv is None else argv)))

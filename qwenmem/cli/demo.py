@@ -22,8 +22,8 @@ DEMO_STEPS: list[tuple[str, list[str]]] = [
     ("Build the search index", ["reindex"]),
     ("Search long-term memory", ["search", "数据库连接超时", "-n", "3"]),
     ("Search for an exact error code", ["search", "ECONNREFUSED", "-n", "3"]),
-    ("Consolidate MEMORY.md (dry run, shows the diff)", ["dream", "--dry-run"]),
-    ("Consolidate MEMORY.md for real (backup first)", ["dream"]),
+    ("Consolidate MEMORY.md (dry run, shows the diff)", ["dream", "--dry-run", "--mode", "deterministic"]),
+    ("Consolidate MEMORY.md for real (backup first)", ["dream", "--mode", "deterministic"]),
 ]
 
 
@@ -65,7 +65,8 @@ def demo(
             failures += 1
             output.warn(f"step exited with {code}")
     if not keep:
-        shutil.rmtree(base, ignore_errors=True)
+        # only what the demo created: the copy, and the temp dir when --into was not given (never the user's dir)
+        shutil.rmtree(dest if target else base, ignore_errors=True)
     else:
         con.print(f"\nThe demo workspace stays at {output.escape(str(dest))}; try: qwenmem -w {output.escape(str(dest))} sessions list")
     if failures:

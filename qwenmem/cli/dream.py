@@ -115,14 +115,15 @@ def _llm_config(ws, settings, mode, base_url, model, api_key, timeout):
 def _log(path: Path | None, lines: list[str]) -> None:
     if path is None:
         return
+    from qwenmem.core.errors import WorkspaceError
     from qwenmem.core.fsio import append_durably
 
     stamp = datetime.now().astimezone().isoformat(timespec="seconds")
     text = "".join(f"{stamp} {line}\n" for line in lines)
     try:
-        append_durably(path.expanduser(), text.encode("utf-8"))
-    except OSError as exc:
-        output.warn(f"cannot write the log file {path}: {exc.strerror or exc}")
+        append_durably(path.expanduser(), text.encode("utf-8", "replace"))
+    except (OSError, WorkspaceError) as exc:  # the dream itself succeeded: a bad --log-file only warns
+        output.warn(f"cannot write the log file {path}: {getattr(exc, 'strerror', None) or exc}")
 
 
 def _short(text: str | None, limit: int = 90) -> str:

@@ -26,9 +26,17 @@ def out():
 
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # Rich exits 1 here; `qwenmem … | head` is not an error of ours: let the app's BrokenPipeError handler
+            # exit 0. stdout goes to /dev/null first so the interpreter's final flush cannot fail again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise BrokenPipeError
+
     # Piped output is read by programs and pagers: do not fold table rows at an imaginary 80 columns.
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 240
-    return Console(highlight=False, width=width)
+    return _Console(highlight=False, width=width)
 
 
 @lru_cache(maxsize=1)

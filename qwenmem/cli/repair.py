@@ -105,8 +105,10 @@ def _render(result) -> None:
         if f.classes == ["ok"] and not f.pending:
             continue
         con.print(f"\n[bold]{output.escape(f.path)}[/bold]")
+        # a repair that failed or was refused (changed underneath, unwritable) did not do what it planned
+        done_verb = "not done" if verb == "did" and f.status in ("error", "changed") else verb
         for action in f.actions:
-            con.print(f"  {verb}: {output.escape(action)}")
+            con.print(f"  {done_verb}: {output.escape(action)}")
         for pending in f.pending:
             con.print(f"  [yellow]needs a flag:[/yellow] {output.escape(pending)}")
         for note in f.notes:

@@ -65,16 +65,24 @@ def list_cmd(
         table.add_column(col, justify=just, no_wrap=col != "session", overflow="fold")
     for r in rows:
         who = (r.user_id or "-") + ("?" if r.ambiguous else "")
-        table.add_row(output.escape(r.key), r.channel or "(flat)", output.escape(who), str(r.messages), f"{r.tokens:,}",
-                      "yes" if r.has_summary else "-", output.human_size(r.size), (r.modified or "")[:16].replace("T", " "),
+        table.add_row(output.escape(r.key), output.escape(r.channel or "(flat)"), output.escape(who), str(r.messages), f"{r.tokens:,}",
+                      "yes" if r.has_summary else "-", output.human_size(r.size), _local_minute(r.modified),
                       f"[{HEALTH_STYLE[r.health]}]{r.health}[/]")
     output.out().print(table)
     ambiguous = sum(r.ambiguous for r in rows)
     if ambiguous:
         output.note(f"{ambiguous} file name(s) split ambiguously at '_' into user and session (marked ?); "
                     "chats.json would settle it")
-    if bad:
-        output.warn(f"{bad} corrupt session file(s); run `qwenmem sessions repair --check` for details")
+    from qwenmem.core.sessions import BACKUP_RE
+
+    # CoPaw's *.json.backup_* copies are listed, but `repair --check`/`--all` cover live sessions only
+    bad_backups = [r.key for r in rows if r.health == "corrupt" and BACKUP_RE.search(r.path)]
+    if bad - len(bad_backups):
+        output.warn(f"{bad - len(bad_backups)} corrupt session file(s); run `qwenmem sessions repair --check` "
+                    "for details")
+    if bad_backups:
+        output.warn(f"{len(bad_backups)} damaged backup copy(ies), which `repair --all` leaves alone; name one to "
+                    f"check it: `qwenmem sessions repair {bad_backups[0]} --check`")
 
 
 @app.command("show")
@@ -119,6 +127,8 @@ def show_cmd(
             "problems": loaded.problems, "summary": doc.summary if doc else None, "total_messages": len(entries),
             "messages": [{"index": i, "marks": e.marks, "message": e.msg} for i, e in indexed]},
             status="problems" if loaded.health == "corrupt" else "ok")
+        if doc is None:  # nothing salvaged: the same exit status as without --json
+            raise typer.Exit(1)
         return
     if loaded.health == "corrupt":
         if doc is None:
@@ -131,12 +141,21 @@ def show_cmd(
     _render_conversation(ref, doc, indexed, len(entries), full, thinking)
 
 
+def _local_minute(iso: str | None) -> str:
+    """The table shows modification times in the local timezone, like ls and like --since's dates (JSON keeps UTC)."""
+    if not iso:
+        return ""
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
 def _render_conversation(ref, doc, indexed, total, full: bool, thinking: bool) -> None:
     from rich.panel import Panel
 
     con = output.out()
     who = f"user {ref.user_id}" if ref.user_id else "user ?"
-    con.print(f"[bold]{output.escape(ref.key)}[/bold]  channel {ref.channel or '(flat)'}, {output.escape(who)}, "
+    con.print(f"[bold]{output.escape(ref.key)}[/bold]  channel {output.escape(ref.channel or '(flat)')}, {output.escape(who)}, "
               f"session {output.escape(ref.session_id or '?')}  ({total} messages)")
     if doc and doc.summary:
         con.print(Panel(output.escape(doc.summary), title="compressed summary", title_align="left", border_style="cyan"))

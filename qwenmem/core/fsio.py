@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime
@@ -42,8 +43,13 @@ def read_with_snapshot(path: Path, max_bytes: int | None = None) -> tuple[bytes,
     """Read a whole file and remember its identity. Raises WorkspaceError for unreadable paths."""
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
+        # O_NONBLOCK: opening a FIFO named like a session or MEMORY.md must not hang a cron job (no effect on files)
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
             st = os.fstat(fh.fileno())
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(st.st_mode):
+                raise WorkspaceError(f"{path}: not a regular file (device, FIFO or socket); not read")
             if max_bytes is not None and st.st_size > max_bytes:
                 raise WorkspaceError(f"{path}: {st.st_size} bytes is over the {max_bytes}-byte limit")
             data = fh.read()
@@ -86,19 +92,34 @@ def ensure_unchanged(expected: Snapshot) -> None:
         )
 
 
+def _unwritable(path: Path, exc: OSError) -> WorkspaceError:
+    return WorkspaceError(f"{path}: cannot write ({exc.strerror or exc}); it was left as it was")
+
+
 def atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None = None, mode: int | None = None) -> None:
     """Durably replace `path` with `data`.
 
     If `expected` is given, the target must still match it just before the rename; otherwise
-    ChangedUnderneathError is raised and the target is left untouched.
+    ChangedUnderneathError is raised and the target is left untouched. An OS error (read-only or immutable
+    directory, disk full) becomes a one-line WorkspaceError; the target is untouched then too.
     """
-    path = Path(path)
+    try:
+        _atomic_write_bytes(Path(path), data, expected, mode)
+    except OSError as exc:
+        raise _unwritable(Path(path), exc) from None
+
+
+def _atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None, mode: int | None) -> None:
     directory = path.parent
-    directory.mkdir(parents=True, exist_ok=True)
-    if mode is None:
-        try:
-            mode = path.stat().st_mode & 0o777
-        except FileNotFoundError:
+    _mkdirs(directory)
+    try:
+        st = path.stat()
+        owner = (st.st_uid, st.st_gid)
+        if mode is None:
+            mode = st.st_mode & 0o777
+    except FileNotFoundError:
+        owner = None
+        if mode is None:
             mode = 0o644
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".qwenmem-tmp", dir=directory)
     try:
@@ -107,6 +128,7 @@ def atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None = None
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp_name, mode)
+        _keep_owner(tmp_name, owner, directory)
         if expected is not None:
             ensure_unchanged(expected)
         os.replace(tmp_name, path)
@@ -117,16 +139,53 @@ def atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None = None
     fsync_dir(directory)
 
 
+def _mkdirs(directory: Path) -> None:
+    """mkdir -p; as root, each directory it creates gets its parent's owner (see _keep_owner)."""
+    missing = []
+    d = Path(directory)
+    while not d.exists() and d != d.parent:
+        missing.append(d)
+        d = d.parent
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    for created in reversed(missing):
+        _keep_owner(str(created), None, created.parent)
+
+
+def _keep_owner(tmp_name: str | int, owner: tuple[int, int] | None, directory: Path) -> None:
+    """Run as root (sudo qwenmem …) on a user's workspace, a replaced file keeps its owner, and a new one gets its
+    directory's, so QwenPaw (running as that user) can still write it afterwards."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    if owner is None:
+        dst = directory.stat()
+        owner = (dst.st_uid, dst.st_gid)
+    if owner != (0, 0):
+        os.chown(tmp_name, *owner)
+
+
 def atomic_write_text(path: Path, text: str, expected: Snapshot | None = None) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), expected)
 
 
 def append_durably(path: Path, data: bytes) -> None:
-    """Append and fsync (for JSONL logs such as dialog/*.jsonl, which QwenPaw also only appends to)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Append and fsync (for JSONL logs such as dialog/*.jsonl, which QwenPaw also only appends to). Appends always
+    start on a fresh line."""
+    try:
+        _append_durably(Path(path), data)
+    except OSError as exc:
+        raise _unwritable(Path(path), exc) from None
+
+
+def _append_durably(path: Path, data: bytes) -> None:
+    _mkdirs(path.parent)
     created = not path.exists()
-    with open(path, "ab") as fh:
+    with open(path, "ab+") as fh:
+        if created:
+            _keep_owner(fh.fileno(), None, path.parent)
+        elif fh.seek(0, os.SEEK_END) > 0:
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":  # the last line was cut (a crashed append): never glue our first line onto it
+                data = b"\n" + data
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
@@ -170,8 +229,12 @@ def timestamp_slug(now: datetime | None = None) -> str:
 def exclusive_lock(lock_path: Path, what: str = "workspace"):
     """Hold a non-blocking exclusive flock for the duration of the block; BusyError if someone else has it."""
     lock_path = Path(lock_path)
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a read-only or immutable workspace: nothing can be written, say so in one line
+        raise WorkspaceError(f"cannot create the {what} lock {lock_path} ({exc.strerror or exc}); "
+                             "nothing was written") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -101,7 +101,10 @@ def parse_since(value: str, now: datetime | None = None) -> datetime:
     m = _DURATION.match(value.strip())
     if m:
         n, unit = int(m.group(1)), m.group(2)
-        return now - timedelta(**{{"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[unit]: n})
+        try:
+            return now - timedelta(**{{"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[unit]: n})
+        except OverflowError:  # further back than year 1: every file qualifies
+            return datetime.min.replace(tzinfo=timezone.utc)
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from qwenmem.core.errors import LLMError
+from qwenmem.core.errors import LLMError, UsageError
 from qwenmem.core.settings import Settings, mask_secret
 from qwenmem.core.workspace import Workspace, read_json_file
 
@@ -59,7 +59,14 @@ def resolve_llm_config(
 ) -> LLMConfig | None:
     env = os.environ if env is None else env
     env_timeout = env.get("QWENMEM_LLM_TIMEOUT")
-    timeout = timeout or (float(env_timeout) if env_timeout else 60.0)
+    if not timeout and env_timeout:
+        try:
+            timeout = float(env_timeout)
+        except ValueError:
+            timeout = 0.0
+        if not 0 < timeout < float("inf"):
+            raise UsageError(f"$QWENMEM_LLM_TIMEOUT={env_timeout!r}: expected a number of seconds, e.g. 60")
+    timeout = timeout or 60.0
     key = api_key or env.get("QWENMEM_LLM_API_KEY") or env.get("OPENAI_API_KEY") or ""
     if base_url:
         source = "flags"

@@ -158,6 +158,11 @@ def content_warnings(session: S.SessionDoc, text: str | None = None) -> list[str
     """Problems in a structurally valid session that QwenPaw would trip over. One pass, no re-serialising
     (this runs for every file in `sessions list`)."""
     warnings: list[str] = []
+    toolkit = session.agent.get("toolkit", {"active_groups": []}) if session.layout == "agent" else None
+    if session.layout == "agent" and not (type(toolkit) is dict and set(toolkit) <= {"active_groups"}
+                                          and type(toolkit.get("active_groups", [])) is list):
+        warnings.append("agent.toolkit is not {\"active_groups\": [...]} (QwenPaw's loader rejects it; "
+                        "`qwenmem sessions repair` fixes it)")
     seen: dict[str, int] = {}
     uses: dict[str, int] = {}
     results: dict[str, int] = {}

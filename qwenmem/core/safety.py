@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from qwenmem.core.fsio import Snapshot, atomic_write_bytes, copy_preserving, ensure_unchanged, timestamp_slug
+from qwenmem.core.errors import WorkspaceError
 from qwenmem.core.workspace import Workspace
 
 
@@ -13,7 +14,11 @@ def preserve_original(ws: Workspace, path: Path, area: str = "quarantine", stamp
     rel = ws.relative(path)
     if rel.startswith("/"):
         rel = Path(rel).name
-    return copy_preserving(path, ws.data_dir / area / (stamp or timestamp_slug()) / rel)
+    dest = ws.data_dir / area / (stamp or timestamp_slug()) / rel
+    try:
+        return copy_preserving(path, dest)
+    except OSError as exc:  # e.g. .qwenmem/ on a full or read-only disk: the original stays untouched
+        raise WorkspaceError(f"cannot keep a copy of {path} at {dest} ({exc.strerror or exc}); nothing was changed") from None
 
 
 def replace_preserving(ws: Workspace, path: Path, data: bytes, expected: Snapshot, area: str = "backups",

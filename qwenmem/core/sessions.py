@@ -401,6 +401,9 @@ def decode_text(data: bytes) -> tuple[str, list[str]]:
         return data.decode("utf-8", "replace"), problems
 
 
+TOO_DEEP = "JSON nested too deeply to parse (QwenPaw cannot load this file either)"
+
+
 def parse_session_bytes(data: bytes) -> tuple[SessionDoc | None, list[str], bool]:
     """(session, problems, corrupt). Strict parse first; the recovery module salvages what it can otherwise."""
     from qwenmem.core import recovery
@@ -412,8 +415,13 @@ def parse_session_bytes(data: bytes) -> tuple[SessionDoc | None, list[str], bool
         return None, problems + ["empty file"], True
     try:
         obj = json.loads(text)
+    except RecursionError:
+        return None, problems + [TOO_DEEP], True
     except json.JSONDecodeError as exc:
-        salvage = recovery.salvage_text(text)
+        try:
+            salvage = recovery.salvage_text(text)
+        except RecursionError:
+            return None, problems + [TOO_DEEP], True
         problems.append(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
         problems.extend(salvage.notes)
         return salvage.session, problems, True

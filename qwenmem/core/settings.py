@@ -166,11 +166,30 @@ def _accepts(default: Any, value: Any) -> bool:
     return isinstance(value, type(default))
 
 
+# Values QwenPaw's own config validation would reject (and that would break our arithmetic: a divisor of 0, a NaN
+# ratio) are ignored like wrongly typed ones, so the default applies. Bounds are the union of both generations'.
+_IN_RANGE = {
+    "max_input_length": lambda v: v >= 1,
+    "token_count_estimate_divisor": lambda v: 0 < v <= 100,
+    "compact_threshold_ratio": lambda v: 0 < v <= 1,
+    "reserve_threshold_ratio": lambda v: 0 <= v < 1,
+    "pruning_recent_n": lambda v: v >= 1,
+    "pruning_old_msg_max_bytes": lambda v: v >= 1,
+    "pruning_recent_msg_max_bytes": lambda v: v >= 1,
+    "offload_retention_days": lambda v: v >= 0,
+}
+
+
+def _in_range(name: str, value: Any) -> bool:
+    check = _IN_RANGE.get(name)
+    return check is None or bool(check(value))  # NaN fails every comparison, so it is ignored too
+
+
 def _apply_paths(settings: Settings, doc: dict, paths: dict[str, str], label: str) -> None:
     for name, dotted in paths.items():
         value = _dig(doc, *dotted.split("."))
         target, attr = _target(settings, name)
-        if value is not None and _accepts(getattr(target, attr), value):
+        if value is not None and _accepts(getattr(target, attr), value) and _in_range(name, value):
             setattr(target, attr, value)
             settings.sources[name] = f"{label} {dotted}"
 
@@ -196,7 +215,8 @@ def _model_limit_from_providers(ws: Workspace, provider: str, model: str, env: M
             continue
         for key in ("models", "extra_models"):
             for info in (doc.get(key) or []) if isinstance(doc, dict) else []:
-                if isinstance(info, dict) and info.get("id") == model and isinstance(info.get("max_input_length"), int):
+                if isinstance(info, dict) and info.get("id") == model and isinstance(info.get("max_input_length"), int) \
+                        and not isinstance(info["max_input_length"], bool) and info["max_input_length"] >= 1:
                     return info["max_input_length"], str(path)
     return None
 
@@ -240,6 +260,20 @@ def load_settings(ws: Workspace, env: Mapping[str, str] | None = None) -> Settin
             settings.user_timezone = cfg["user_timezone"]
             settings.sources["user_timezone"] = "config.json user_timezone"
     return settings
+
+
+def timezone_problem(settings: Settings) -> str | None:
+    """A warning when config.json names a timezone this machine does not know (dates then use $TZ / local time)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    if not settings.user_timezone:
+        return None
+    try:
+        ZoneInfo(settings.user_timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        return (f"config.json user_timezone {settings.user_timezone!r} is not a known timezone; "
+                "using $TZ or the local timezone instead")
+    return None
 
 
 def user_tz(settings: Settings, env: Mapping[str, str] | None = None):

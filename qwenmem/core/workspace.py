@@ -97,9 +97,15 @@ def qwenpaw_root(env: Mapping[str, str], home: Path) -> tuple[Path, str]:
     return home / ".qwenpaw", "~/.qwenpaw (QwenPaw default)"
 
 
+MAX_CONFIG_BYTES = 64 * 1024 * 1024
+
+
 def read_json_file(path: Path) -> object:
     """Parse a JSON config file; a malformed one is a ConfigError naming the file, line and column."""
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_CONFIG_BYTES:  # a config file is kilobytes; never pull a 1 GB one into memory
+            raise ConfigError(path, f"{size} bytes is over the {MAX_CONFIG_BYTES}-byte limit for a config file")
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise ConfigError(path, f"cannot read: {exc.strerror or exc}") from None
@@ -111,14 +117,23 @@ def read_json_file(path: Path) -> object:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(path, exc.msg, exc.lineno, exc.colno) from None
+    except RecursionError:
+        raise ConfigError(path, "JSON nested too deeply to parse") from None
 
 
 def _looks_like_workspace(p: Path) -> bool:
     return any((p / marker).exists() for marker in WORKSPACE_MARKERS)
 
 
+def _plain_id(agent: str) -> bool:
+    return bool(agent.strip()) and agent not in (".", "..") and "/" not in agent and os.sep not in agent \
+        and "\x00" not in agent
+
+
 def _select_agent(root: Path, agent: str | None) -> tuple[Path, str | None, list[str]]:
     notes: list[str] = []
+    if agent is not None and not _plain_id(agent):
+        raise UnsafePathError(f"--agent {agent!r}: an agent id is a plain name (see workspaces/ or config.json)")
     config_path = root / "config.json"
     config: dict = {}
     if config_path.is_file():
@@ -126,7 +141,9 @@ def _select_agent(root: Path, agent: str | None) -> tuple[Path, str | None, list
         config = loaded if isinstance(loaded, dict) else {}
     agents = config.get("agents") if isinstance(config.get("agents"), dict) else {}
     profiles = agents.get("profiles") if isinstance(agents.get("profiles"), dict) else {}
-    chosen = agent or agents.get("active_agent") or ("default" if (root / "workspaces").is_dir() else None)
+    active = agents.get("active_agent")
+    active = active if isinstance(active, str) and _plain_id(active) else None  # a list, or "../x", is ignored
+    chosen = agent or active or ("default" if (root / "workspaces").is_dir() else None)
     if chosen is None:
         return root, None, ["legacy single-agent layout (no workspaces/)"]
     profile = profiles.get(chosen) if isinstance(profiles.get(chosen), dict) else None
@@ -144,6 +161,9 @@ def _select_agent(root: Path, agent: str | None) -> tuple[Path, str | None, list
         known = sorted(set(profiles) | {p.name for p in (root / "workspaces").glob("*") if p.is_dir()})
         hint = f"; known agents: {', '.join(known)}" if known else ""
         raise WorkspaceError(f"agent {agent!r} not found under {root}{hint}")
+    if chosen != "default" and (root / "workspaces" / "default").is_dir():
+        return root / "workspaces" / "default", "default", [
+            f"config.json active_agent {chosen!r} has no workspace; using workspaces/default"]
     return root, None, ["legacy single-agent layout"]
 
 
@@ -169,7 +189,7 @@ def discover_workspace(
         raise WorkspaceError(f"workspace {base} is not readable (from {source})")
     is_root = (base / "workspaces").is_dir() or ((base / "config.json").is_file() and not (base / "agent.json").exists())
     if agent is None and _looks_like_workspace(base) and not (base / "workspaces").is_dir():
-        return Workspace(base.resolve(), base.resolve(), None, source)
+        return _direct_workspace(base, source)
     if is_root or agent is not None:
         path, agent_id, notes = _select_agent(base, agent)
         if not path.is_dir():
@@ -179,4 +199,14 @@ def discover_workspace(
         raise WorkspaceError(
             f"{base} (from {source}) is not a QwenPaw workspace: none of {', '.join(WORKSPACE_MARKERS)} found"
         )
-    return Workspace(base.resolve(), base.resolve(), None, source)
+    return _direct_workspace(base, source)
+
+
+def _direct_workspace(base: Path, source: str) -> Workspace:
+    """An agent directory named directly. If it sits at <root>/workspaces/<id>/ under a QwenPaw root (config.json),
+    that root still supplies config.json (user_timezone) and the secret dir, as when the root itself is named."""
+    path = base.resolve()
+    parent = path.parent
+    if parent.name == "workspaces" and (parent.parent / "config.json").is_file():
+        return Workspace(path, parent.parent, path.name, source, (f"agent {path.name!r} of the QwenPaw root {parent.parent}",))
+    return Workspace(path, path, None, source)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from qwenmem.core.errors import UnsafePathError, WorkspaceError
 from qwenmem.core.fsio import read_with_snapshot, snapshot
 from qwenmem.core.safety import replace_preserving
 from qwenmem.core.workspace import Workspace
@@ -34,6 +35,11 @@ class DailyNote:
 def plan_note(ws: Workspace, now: datetime, session_key: str, first_id: str, last_id: str, count: int,
               body: str) -> DailyNote:
     path = ws.memory_dir / f"{now.strftime('%Y-%m-%d')}.md"
+    try:  # like dialog/ and tool_results/: never write through a link that leaves the workspace
+        ws.resolve_inside(path)
+    except UnsafePathError:
+        raise WorkspaceError(f"{path} leads outside the workspace (a symlinked memory/?); qwenmem will not write "
+                             "there: run with --no-longterm to skip the daily-log note") from None
     mark = marker(session_key, first_id, last_id, count)
     existing = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
     if mark in existing:

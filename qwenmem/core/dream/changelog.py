@@ -53,7 +53,8 @@ class ChangelogEntry:
 def append_entry(backup_dir: Path, entry: ChangelogEntry) -> Path:
     path = Path(backup_dir) / CHANGELOG_NAME
     line = json.dumps(asdict(entry), ensure_ascii=False, sort_keys=False) + "\n"
-    append_durably(path, line.encode("utf-8"))
+    # backslashreplace turns a lone surrogate (from an LLM's change reason) into a valid JSON \\udXXXX escape
+    append_durably(path, line.encode("utf-8", "backslashreplace"))
     return path
 
 

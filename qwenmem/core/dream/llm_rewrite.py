@@ -57,6 +57,11 @@ def split_front_matter(text: str) -> tuple[str, str]:
     return "".join(lines[:n]), "".join(lines[n:])
 
 
+def _clean(text: str | None) -> str | None:
+    """Lone surrogates in the model's change notes become U+FFFD, so they can be printed and logged as UTF-8."""
+    return None if text is None else text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 def parse_reply(reply: str) -> tuple[str, list[Change]]:
     text = reply.strip()
     fenced = re.match(r"^```(?:json)?\s*\n(.*)\n```\s*$", text, re.S)
@@ -71,6 +76,11 @@ def parse_reply(reply: str) -> tuple[str, list[Change]]:
         preview = " ".join(reply.split())[:80]
         raise ValidationError(f"rejected: the LLM reply is not the requested JSON object with \"memory_md\" "
                               f"(it began: {preview!r})")
+    try:  # a lone surrogate (a model splitting an emoji) cannot be written as UTF-8, and QwenPaw would choke on it
+        doc["memory_md"].encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("rejected: the LLM rewrite holds lone surrogate characters (a broken emoji?); "
+                              "nothing was written") from None
     raw_changes = doc.get("changes")
     if not isinstance(raw_changes, list):
         raise ValidationError("rejected: the LLM reply has no \"changes\" list")
@@ -80,9 +90,10 @@ def parse_reply(reply: str) -> tuple[str, list[Change]]:
             continue
         action = str(c.get("action") or "").lower().strip()
         old, new = c.get("old"), c.get("new")
-        changes.append(Change(action if action in ACTIONS else "changed", str(c.get("reason") or "(no reason given)"),
-                              old="\n".join(map(str, old)) if isinstance(old, list) else (str(old) if old else None),
-                              new="\n".join(map(str, new)) if isinstance(new, list) else (str(new) if new else None)))
+        old = "\n".join(map(str, old)) if isinstance(old, list) else (str(old) if old else None)
+        new = "\n".join(map(str, new)) if isinstance(new, list) else (str(new) if new else None)
+        changes.append(Change(action if action in ACTIONS else "changed", _clean(str(c.get("reason") or "(no reason given)")),
+                              old=_clean(old), new=_clean(new)))
     return doc["memory_md"], changes
 
 

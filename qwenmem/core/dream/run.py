@@ -150,8 +150,9 @@ def _read_log(ws: Workspace, date: str, warnings: list[str]) -> str | None:
 
 
 def unified_diff(old: str, new: str, name: str = "MEMORY.md") -> str:
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        f"a/{name}", f"b/{name}"))
+    """A patch(1)-compatible diff: a last line without a newline gets diff's "\\ No newline at end of file"."""
+    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{name}", f"b/{name}")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
 def _load_embedder(ws: Workspace, settings: Settings, warnings: list[str]):
@@ -215,7 +216,9 @@ def dream(ws: Workspace, settings: Settings, options: DreamOptions, now: datetim
 
 
 def _dream_locked(ws: Workspace, settings: Settings, options: DreamOptions, now: datetime, date: str) -> DreamResult:
-    warnings: list[str] = []
+    from qwenmem.core.settings import timezone_problem
+
+    warnings: list[str] = [w for w in [timezone_problem(settings)] if w and options.date in (None, "today", "yesterday")]
     old_bytes, snap = _read_memory(ws)
     old_text, bom = _decode(old_bytes, ws.memory_md)
     log_text = _read_log(ws, date, warnings)
@@ -281,6 +284,8 @@ def _llm_text(options: DreamOptions, old_text: str, log_text: str | None, date: 
     front_matter, body = split_front_matter(old_text)
     result.llm_model = getattr(options.llm, "model", None)
     proposed, changes = propose(ChatClient(options.llm), body, log_text, date)
+    if old_text.count("\r\n") * 2 > old_text.count("\n"):  # a CRLF file stays CRLF (models answer with LF)
+        proposed = proposed.replace("\r\n", "\n").replace("\n", "\r\n")
     new_text = reattach_front_matter(front_matter, body, proposed)
     _, new_body = split_front_matter(new_text)
     changes = check_rewrite(body, new_body, changes, options.max_shrink, options.allow_shrink)

@@ -69,6 +69,17 @@ class Diagnosis:
 
 
 def diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
+    try:
+        return _diagnose(data, fix_tool_pairs)
+    except RecursionError:  # e.g. 100,000 nested arrays: json (and QwenPaw's loader) cannot parse it at all
+        d = Diagnosis()
+        d.add(NOT_A_SESSION)
+        d.unrecoverable = True
+        d.notes.append(S.TOO_DEEP + ": nothing in it can be recovered")
+        return d
+
+
+def _diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
     d = Diagnosis()
     decoded = decode_counting(data)
     changed = False

@@ -134,6 +134,9 @@ def run_repair(ws: Workspace, refs: list[SessionRef], mode: str = CHECK, fix_too
 
 def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_backup: bool, from_file: Path | None,
          run: QuarantineRun | None, before_write: BeforeWrite | None) -> FileReport:
+    if ref.outside_workspace:  # never read, quarantine or replace a link that leads out of the workspace
+        return FileReport(ref.rel, ref.key, [], "error",
+                          notes=["symlink leads outside the workspace; not read and left as it is"])
     try:
         data, snap = read_with_snapshot(ref.path, MAX_SESSION_BYTES)
     except WorkspaceError as exc:
@@ -171,9 +174,9 @@ def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_b
         return rep
     try:
         return _write(ws, ref, data, snap, new_bytes, d, rep, run, before_write)
-    except OSError as exc:  # disk full, read-only directory...: this file stays as it was, the run goes on
+    except (OSError, WorkspaceError) as exc:  # disk full, read-only directory...: this file stays as it was
         rep.status = "error"
-        rep.notes.append(f"could not write: {exc.strerror or exc}; the file was left as it was")
+        rep.notes.append(f"could not write: {getattr(exc, 'strerror', None) or exc}; the file was left as it was")
         return rep
 
 
