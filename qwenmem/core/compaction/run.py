@@ -27,6 +27,7 @@ from qwenmem.core.compaction.prune import PruneResult, prune_tool_results
 from qwenmem.core.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, SummaryOutcome
 from qwenmem.core.compaction.threshold import tool_ids_aligned
 from qwenmem.core.errors import LLMError, QwenmemError, UsageError
+from qwenmem.core.errors import ChangedUnderneathError
 from qwenmem.core.fsio import atomic_write_bytes, ensure_unchanged, exclusive_lock, timestamp_slug
 from qwenmem.core.safety import replace_preserving
 from qwenmem.core.sessions import CORRUPT, SessionDoc, SessionRef, encode_session, load_session
@@ -188,7 +189,14 @@ async def compact_session_async(ws: Workspace, ref: SessionRef, settings: Settin
     if note is not None and note.text:
         longterm.write_note(ws, note, stamp)
         report.tier3.detail["written"] = True
-    kept_at = replace_preserving(ws, ref.path, data, loaded.snapshot, area="backups", stamp=stamp)
+    try:
+        kept_at = replace_preserving(ws, ref.path, data, loaded.snapshot, area="backups", stamp=stamp)
+    except ChangedUnderneathError:
+        # The offloads above are append-only and de-duplicated on a rerun, so saying so is the whole truth.
+        raise ChangedUnderneathError(
+            f"{ref.rel}: changed on disk while compacting (is QwenPaw running?); the session was not written. "
+            "Removed messages had already been appended to dialog/ (and the daily note to memory/); "
+            "a rerun will not duplicate them") from None
     report.backup = ws.relative(kept_at) if kept_at else ""
     report.status = "compacted" if compacting else "pruned"
     _verify(report, ref, ws, settings, removed)
