@@ -52,3 +52,9 @@ def test_json_goes_to_stdout_and_diagnostics_to_stderr(sample_ws):
     assert run.stdout.lstrip().startswith("{") and run.stdout.rstrip().endswith("}")
     human = invoke("-w", str(sample_ws), "sessions", "list")
     assert "corrupt session file" in human.stderr and "corrupt session file" not in human.stdout
+
+
+def test_list_warnings_reach_json_too(sample_ws):
+    doc = invoke("-w", str(sample_ws), "sessions", "list", "--json").json()
+    assert any("1 corrupt session file" in w for w in doc["warnings"])
+    assert any("ambiguously" in w for w in doc["warnings"])

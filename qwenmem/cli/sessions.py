@@ -48,10 +48,10 @@ def list_cmd(
     settings = load_settings(ws)
     counter = get_counter(tokenizer, settings.token_count_estimate_divisor)
     rows = list_sessions(ws, counter, channel, user, parse_since(since) if since else None, sort, reverse, limit)
-    bad = sum(r.health == "corrupt" for r in rows)
+    notes = _list_notes(rows)
     if json_out:
         output.print_json("sessions list", {"workspace": str(ws.path), "tokenizer": counter.name,
-                                            "count": len(rows), "sessions": rows})
+                                            "count": len(rows), "sessions": rows}, warnings=notes)
         return
     if not rows:
         output.note(f"no session files under {ws.sessions_dir}")
@@ -65,24 +65,33 @@ def list_cmd(
         table.add_column(col, justify=just, no_wrap=col != "session", overflow="fold")
     for r in rows:
         who = (r.user_id or "-") + ("?" if r.ambiguous else "")
-        table.add_row(output.escape(r.key), output.escape(r.channel or "(flat)"), output.escape(who), str(r.messages), f"{r.tokens:,}",
-                      "yes" if r.has_summary else "-", output.human_size(r.size), _local_minute(r.modified),
-                      f"[{HEALTH_STYLE[r.health]}]{r.health}[/]")
+        table.add_row(output.escape(r.key), output.escape(r.channel or "(flat)"), output.escape(who), str(r.messages),
+                      f"{r.tokens:,}", "yes" if r.has_summary else "-", output.human_size(r.size),
+                      _local_minute(r.modified), f"[{HEALTH_STYLE[r.health]}]{r.health}[/]")
     output.out().print(table)
-    ambiguous = sum(r.ambiguous for r in rows)
-    if ambiguous:
-        output.note(f"{ambiguous} file name(s) split ambiguously at '_' into user and session (marked ?); "
-                    "chats.json would settle it")
+    for text in notes:
+        output.warn(text)
+
+
+def _list_notes(rows) -> list[str]:
+    """What a reader of the listing should act on; the same sentences go to stderr and into the JSON `warnings`."""
     from qwenmem.core.sessions import BACKUP_RE
 
+    notes = []
+    ambiguous = sum(r.ambiguous for r in rows)
+    if ambiguous:
+        notes.append(f"{ambiguous} file name(s) split ambiguously at '_' into user and session (marked ?); "
+                     "chats.json would settle it")
+    bad = sum(r.health == "corrupt" for r in rows)
     # CoPaw's *.json.backup_* copies are listed, but `repair --check`/`--all` cover live sessions only
     bad_backups = [r.key for r in rows if r.health == "corrupt" and BACKUP_RE.search(r.path)]
     if bad - len(bad_backups):
-        output.warn(f"{bad - len(bad_backups)} corrupt session file(s); run `qwenmem sessions repair --check` "
-                    "for details")
+        notes.append(f"{bad - len(bad_backups)} corrupt session file(s); run `qwenmem sessions repair --check` "
+                     "for details")
     if bad_backups:
-        output.warn(f"{len(bad_backups)} damaged backup copy(ies), which `repair --all` leaves alone; name one to "
-                    f"check it: `qwenmem sessions repair {bad_backups[0]} --check`")
+        notes.append(f"{len(bad_backups)} damaged backup copy(ies), which `repair --all` leaves alone; name one to "
+                     f"check it: `qwenmem sessions repair {bad_backups[0]} --check`")
+    return notes
 
 
 @app.command("show")
