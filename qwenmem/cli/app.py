@@ -70,6 +70,8 @@ def run(argv: list[str]) -> int:
 
     current_command["path"] = None
     debug = "--debug" in argv or bool(os.environ.get("QWENMEM_DEBUG"))
+    # --debug is honoured wherever it appears, not only before the command name
+    argv = ["--debug", *[a for a in argv if a != "--debug"]] if debug and "--debug" in argv else argv
     try:
         code = app(args=argv, prog_name="qwenmem", standalone_mode=False)
     except typer.Exit as exc:

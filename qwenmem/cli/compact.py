@@ -151,11 +151,12 @@ def compact(
         output.note("no LLM configured: using the offline extractive summarizer (--summarizer extractive)")
     reports, _ = compact_sessions(ws, refs, settings, opts)
     failed = [r for r in reports if r.status == "failed"]
+    skipped = [r for r in reports if r.status == "skipped"]  # damaged sessions: repair first; a partial run
     warnings = [f"{r.key}: {w}" for r in reports for w in r.warnings]
     warnings += [f"{r.key}: skipped, {r.error}" for r in reports if r.status == "skipped"]
     if json_out:
         output.print_json("compact", {"workspace": str(ws.path), "dry_run": dry_run, "sessions": reports},
-                          status="problems" if failed else "ok", warnings=warnings,
+                          status="problems" if failed or skipped else "ok", warnings=warnings,
                           errors=[{"code": r.error_kind, "message": f"{r.key}: {r.error}"} for r in failed])
     elif not quiet:
         _render_results(reports, dry_run)
@@ -169,6 +170,8 @@ def compact(
         code = 5 if kinds == {"llm"} and len(failed) == len(reports) else 4 if kinds == {"changed"} and len(
             failed) == len(reports) else 1
         raise typer.Exit(code)
+    if skipped:
+        raise typer.Exit(1)
 
 
 def _render_check(reports, detailed: bool) -> None:
