@@ -1,0 +1,104 @@
+"""The Whoosh (whoosh-reloaded) full-text side: BM25F over a CJK-bigram / identifier-preserving analyzer."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from qwenmem.core.index.analysis import query_groups
+
+
+def schema():
+    from whoosh.fields import ID, STORED, TEXT, Schema
+
+    from qwenmem.core.index.whoosh_tokenizer import CJKIdentifierTokenizer
+
+    return Schema(chunk_id=ID(stored=True, unique=True), path=ID(stored=True), lines=STORED,
+                  text=TEXT(analyzer=CJKIdentifierTokenizer(), stored=True, phrase=True))
+
+
+def create(directory: Path):
+    from whoosh import index
+
+    directory.mkdir(parents=True, exist_ok=True)
+    return index.create_in(str(directory), schema())
+
+
+def clone(previous: Path, directory: Path):
+    """Start the new generation from the old one's files. Whoosh never rewrites a file it has written (new
+    segments and a new TOC are added, old files are unlinked), so hard links are safe and cost nothing."""
+    from whoosh import index
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for f in previous.iterdir():
+        if f.is_file() and not f.name.endswith("_LOCK"):
+            try:
+                os.link(f, directory / f.name)
+            except OSError:
+                shutil.copy2(f, directory / f.name)
+    return index.open_dir(str(directory))
+
+
+def write(ix, remove_paths: set[str], add: list[dict], progress=None) -> None:
+    writer = ix.writer(limitmb=128)
+    try:
+        for path in sorted(remove_paths):
+            writer.delete_by_term("path", path)
+        for i, doc in enumerate(add):
+            writer.add_document(**doc)
+            if progress and i % 200 == 0:
+                progress(i)
+        writer.commit()
+    except BaseException:
+        writer.cancel()
+        raise
+
+
+def build_query(text: str):
+    """OR of every query term (BM25 ranks chunks that hold more of them higher) plus, for each CJK run, a
+    boosted phrase of its bigrams so the exact substring wins. No query syntax: user text is never parsed as
+    operators, so `foo(` or `AND` cannot fail."""
+    from whoosh.query import Or, Phrase, Term
+
+    terms: list[str] = []
+    phrases = []
+    for group in query_groups(text):
+        for t in group:
+            if t not in terms:
+                terms.append(t)
+        if len(group) > 1:
+            phrases.append(Phrase("text", group, boost=2.0))
+    if not terms:
+        return None
+    return Or([Term("text", t) for t in terms] + phrases)
+
+
+def search(directory: Path, text: str, limit: int, paths: set[str] | None = None) -> list[tuple[str, float]]:
+    """(chunk_id, bm25 score), best first."""
+    from whoosh import index
+    from whoosh.query import Or, Term
+
+    q = build_query(text)
+    if q is None:
+        return []
+    ix = index.open_dir(str(directory))
+    with ix.searcher() as searcher:
+        filt = Or([Term("path", p) for p in sorted(paths)]) if paths is not None else None
+        if paths is not None and not paths:
+            return []
+        hits = searcher.search(q, limit=limit, filter=filt)
+        return [(hit["chunk_id"], float(hit.score)) for hit in hits]
+
+
+def stored_texts(directory: Path, chunk_ids: list[str]) -> dict[str, str]:
+    from whoosh import index
+
+    ix = index.open_dir(str(directory))
+    out: dict[str, str] = {}
+    with ix.searcher() as searcher:
+        for cid in chunk_ids:
+            doc = searcher.document(chunk_id=cid)
+            if doc is not None:
+                out[cid] = doc.get("text", "")
+    return out
