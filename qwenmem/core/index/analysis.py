@@ -4,13 +4,17 @@
   dictionary, deterministic, and `数据库` is found inside `数据库连接超时` (environment.md §4, Appendix A).
 * Every other word is lower-cased and kept whole, so identifiers and error codes (`ECONNREFUSED`,
   `handleWebSocketReconnect`, `max_batch_size`) match exactly. At index time a word is also split into its
-  parts (camelCase humps, `_`, letter/digit boundaries) at the same position, so `websocket` finds
+  parts (camelCase humps, `_`, letter/digit boundaries) at the same position, so `reconnect` finds
   `handleWebSocketReconnect`; queries use the whole word only, so an exact identifier is not diluted.
+* A plain Latin word also gets its Porter stem at the same position (index and query), so `researching`
+  finds `research`; the exact form still scores higher because it matches twice. Queries drop English stop
+  words (unless nothing else is left).
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Iterator
 
 CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -36,7 +40,12 @@ def spans(text: str, query: bool = False) -> Iterator[tuple[str, int, int, bool]
                 for i in range(len(run) - 1):
                     yield run[i:i + 2], m.start() + i, m.start() + i + 2, False
             continue
-        yield run.lower(), m.start(), m.end(), False
+        low = run.lower()
+        yield low, m.start(), m.end(), False
+        if low.isascii() and low.isalpha() and len(low) > 3:
+            stemmed = stem(low)
+            if stemmed != low:
+                yield stemmed, m.start(), m.end(), True
         if not query:
             offset = 0
             for part in word_parts(run):
@@ -47,11 +56,32 @@ def spans(text: str, query: bool = False) -> Iterator[tuple[str, int, int, bool]
                 yield part, m.start() + at, m.start() + at + len(part), True
 
 
-def query_groups(query: str) -> list[list[str]]:
-    """The query as groups of terms: one group per CJK run (its bigrams, in order) or per other word."""
-    groups: list[list[str]] = []
+def query_terms(query: str) -> tuple[list[str], list[list[str]]]:
+    """(distinct terms, phrases): every token of the query, minus English stop words when other words remain,
+    and one phrase per CJK run of 3+ characters (its bigrams in order) so the exact substring ranks first."""
+    terms: list[str] = []
+    phrases: list[list[str]] = []
+    stops: list[str] = []
     for m in RUN.finditer(query):
-        terms = [t for t, _, _, _ in spans(m.group(), query=True)]
-        if terms:
-            groups.append(terms)
-    return groups
+        run = m.group()
+        toks = [t for t, _, _, _ in spans(run, query=True)]
+        if IS_CJK.match(run) and len(toks) > 1:
+            phrases.append(toks)
+        for t in toks:
+            target = stops if t in STOP_WORDS else terms
+            if t not in target:
+                target.append(t)
+    return (terms or stops), phrases
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    from whoosh.lang.porter import stem as porter
+
+    return porter(word)
+
+
+STOP_WORDS = frozenset("""a about after again all am an and any are as at be because been before being but by can
+could did do does doing during each for from had has have having he her here hers him his how i if in into is it its
+me my no nor not of on or our ours she should so some such than that the their them then there these they this those
+to too up us was we were what when where which while who whom why will with would you your yours""".split())

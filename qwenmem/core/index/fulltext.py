@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from qwenmem.core.index.analysis import query_groups
+from qwenmem.core.index.analysis import query_terms
 
 
 def schema():
@@ -61,17 +61,10 @@ def build_query(text: str):
     operators, so `foo(` or `AND` cannot fail."""
     from whoosh.query import Or, Phrase, Term
 
-    terms: list[str] = []
-    phrases = []
-    for group in query_groups(text):
-        for t in group:
-            if t not in terms:
-                terms.append(t)
-        if len(group) > 1:
-            phrases.append(Phrase("text", group, boost=2.0))
+    terms, phrases = query_terms(text)
     if not terms:
         return None
-    return Or([Term("text", t) for t in terms] + phrases)
+    return Or([Term("text", t) for t in terms] + [Phrase("text", p, boost=2.0) for p in phrases])
 
 
 def search(directory: Path, text: str, limit: int, paths: set[str] | None = None) -> list[tuple[str, float]]:

@@ -235,14 +235,22 @@ def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progres
             to_embed.extend(texts)
     fresh = np.zeros((0, emb.dim or 1), dtype=np.float32)
     if to_embed:
+        readable = [i for i, t in enumerate(to_embed) if emb.can_read(t)]
         batches = []
         step = 64
-        for start in range(0, len(to_embed), step):
-            batches.append(np.asarray(emb.embed_raw(to_embed[start:start + step]), dtype=np.float32))
+        for start in range(0, len(readable), step):
+            batch = [to_embed[i] for i in readable[start:start + step]]
+            batches.append(np.asarray(emb.embed_raw(batch), dtype=np.float32))
             if progress:
-                progress("embedding", min(start + step, len(to_embed)), len(to_embed))
-        fresh = np.concatenate(batches)
-        result.pieces_embedded = len(to_embed)
+                progress("embedding", min(start + step, len(readable)), len(readable))
+        dim = batches[0].shape[1] if batches else (emb.dim or 1)
+        fresh = np.zeros((len(to_embed), dim), dtype=np.float32)
+        if batches:
+            fresh[readable] = np.concatenate(batches)
+        result.pieces_embedded = len(readable)
+        if len(readable) < len(to_embed):
+            result.notices.append(f"{len(to_embed) - len(readable)} mostly-CJK piece(s) not embedded: "
+                                  f"{emb.model_id} cannot read them (full text still finds them)")
     dim = fresh.shape[1] if len(to_embed) else (prev_vecs.shape[1] if prev_vecs is not None else emb.dim)
     total = sum(len(p[1]) if p[0] == "old" else p[1][1] for p in parts)
     vectors = np.zeros((total, dim), dtype=np.float16)

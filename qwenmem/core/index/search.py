@@ -1,13 +1,15 @@
 """Hybrid search over the index: BM25F full text + exact cosine over piece vectors, fused.
 
-Scores are put on one scale before fusing, so the weights mean what they say:
-  text_score   = bm25 / best bm25 of this query                     (1.0 for the best text match)
-  vector_score = (cos - mean cos over the index) / (best cos - mean) clipped to [0, 1]
-                 (1.0 for the best vector match, ~0 for an unrelated chunk: raw cosines of unrelated text sit
-                 at 0.3-0.6 for many models, which made the assistant's fusion drown BM25; reme-index.md §3)
-  score        = w * vector_score + (1 - w) * text_score            (weighted; w = 0.7 like the assistant)
-             or  sum of 1 / (60 + rank) over both lists               (--fusion rrf)
-A chunk a side did not retrieve gets 0 from that side. A query the model cannot read (CJK text and an
+Weighted fusion (the default) puts both sides on one scale before weighting them: each side's scores over
+every chunk in scope become standard scores (z = (x - mean) / std; a chunk full text did not match has BM25 0).
+A side whose best hit stands far above the rest therefore pulls harder than one whose scores are all alike,
+and the weight says how much each side counts. Raw cosines of unrelated text sit at 0.3-0.6 for many models;
+adding them to 0-1 keyword scores, as the assistant does, let a weak model drown BM25 (reme-index.md §3,
+bench/RESULTS.md "search-quality").
+  score        = w * z_vector + (1 - w) * z_text, rescaled so the best chunk is 1.0 and the worst in scope 0.0
+  text_score   = bm25 / best bm25 of this query
+  vector_score = cosine of the chunk's best piece
+`--fusion rrf` sums 1 / (60 + rank) over both rankings instead. A query the model cannot read (CJK text and an
 English-only model) is answered from full text alone, with a notice.
 """
 
@@ -19,7 +21,7 @@ from datetime import date, timedelta
 
 from qwenmem.core.errors import BusyError, UsageError
 from qwenmem.core.index import fulltext, store
-from qwenmem.core.index.analysis import IS_CJK, query_groups, spans
+from qwenmem.core.index.analysis import IS_CJK, query_terms, spans
 from qwenmem.core.index.sources import discover, file_date
 
 MODES = ("hybrid", "text", "vector")
@@ -99,31 +101,39 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
     if since_d or until_d:
         allowed_paths = {p for p in manifest.files if (d := file_date(p)) and (not since_d or d >= since_d)
                          and (not until_d or d <= until_d)}
-    pool = candidates or max(50, max_results * 10)
+    pool = candidates or max(200, max_results * 20)
+    in_scope = [allowed_paths is None or r.path in allowed_paths for r in rows]
 
-    text_scores: dict[str, float] = {}
+    bm25: dict[str, float] = {}
     if mode in ("hybrid", "text"):
-        for cid, score in fulltext.search(gen / "fulltext", query, pool, allowed_paths):
-            text_scores[cid] = score
-        if text_scores:
-            top = max(text_scores.values()) or 1.0
-            text_scores = {k: v / top for k, v in text_scores.items()}
-
-    vector_scores: dict[str, float] = {}
+        bm25 = dict(fulltext.search(gen / "fulltext", query, pool, allowed_paths))
+    cosines: dict[str, float] = {}
+    cos_all = None
     embedder_id = None
     if mode in ("hybrid", "vector"):
-        embedder_id, vector_scores = _vector_side(ws, settings, manifest, gen, rows, query, pool, allowed_paths,
-                                                  notices, mode)
-        if mode == "hybrid" and embedder_id is None:
+        embedder_id, cos_all = _vector_side(ws, settings, manifest, gen, rows, query, notices, mode)
+        if cos_all is None and mode == "hybrid":
             mode = "text"
+            if not bm25:
+                bm25 = dict(fulltext.search(gen / "fulltext", query, pool, allowed_paths))
+        elif cos_all is not None:
+            import numpy as np
 
-    fused = _fuse(mode, fusion, text_scores, vector_scores, vector_weight)
+            cos_all[~np.asarray(in_scope, dtype=bool)] = np.nan
+            order = np.argsort(-np.nan_to_num(cos_all, nan=-9.0))[:pool]
+            cosines = {rows[i].id: float(cos_all[i]) for i in order if not np.isnan(cos_all[i])}
+
+    fused = _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, vector_weight)
     by_id = {r.id: r for r in rows}
     ranked = [(cid, s) for cid, s in sorted(fused.items(), key=lambda kv: (-kv[1], kv[0])) if cid in by_id]
-    # A zero score means neither side found anything beyond background: not a result.
+    # A zero score means neither side found anything beyond the average chunk: not a result.
     ranked = [(cid, s) for cid, s in ranked if s > 0.0 and s >= min_score][:max_results]
+    top_bm25 = max(bm25.values(), default=0.0) or 1.0
+    text_scores = {k: v / top_bm25 for k, v in bm25.items()}
+    vector_scores = {rows[i].id: max(0.0, float(c)) for i, c in enumerate(cos_all)} if cos_all is not None else {}
+    vector_scores = {k: v for k, v in vector_scores.items() if v == v}
     texts = fulltext.stored_texts(gen / "fulltext", [cid for cid, _ in ranked])
-    terms = {t for g in query_groups(query) for t in g}
+    terms = set(query_terms(query)[0])
     hits = []
     for cid, score in ranked:
         r = by_id[cid]
@@ -163,74 +173,85 @@ def _ensure_fresh(ws, settings, auto_reindex: bool, notices: list[str], progress
     return result
 
 
-def _vector_side(ws, settings, manifest, gen, rows, query, pool, allowed_paths, notices, mode):
+def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
+    """(embedder id, cosine of each chunk's best piece, in row order) or (None, None) with a notice."""
     import numpy as np
 
+    from qwenmem.core.errors import LLMError
     from qwenmem.core.index.embedders import load_embedder
 
     spec = manifest.embedder or {}
-    if not spec.get("model_id"):
-        notices.append("the index has no vectors (embedder none): full-text search only")
-        return None, {}
-    loaded = store.load_vectors(gen)
+    loaded = store.load_vectors(gen) if spec.get("model_id") else None
     if loaded is None:
-        notices.append("the index has no vectors: full-text search only")
-        return None, {}
+        notices.append("the index has no vectors (built with --embedder none): full-text search only")
+        return None, None
     try:
         choice = load_embedder(ws, settings, backend=spec.get("backend"), model=spec.get("model"))
-    except Exception as exc:  # a missing model or package must never stop a search
+    except Exception as exc:  # noqa: BLE001 - a missing model or package must never stop a search
         notices.append(f"embedding model unavailable ({exc}): full-text search only")
-        return None, {}
+        return None, None
     emb = choice.embedder
     if emb is None or emb.model_id != spec.get("model_id"):
         notices.append(f"embedding model {spec.get('model_id')} is not available: full-text search only")
-        return None, {}
+        return None, None
     if mode == "hybrid" and emb.english_only and IS_CJK.search(query):
         notices.append(f"{emb.model_id} cannot read Chinese/Japanese/Korean: this query uses full text only")
-        return None, {}
-    from qwenmem.core.errors import LLMError
-
+        return None, None
     try:
         q = emb.embed([query])[0]
     except LLMError as exc:
         notices.append(f"{exc}: full-text search only")
-        return None, {}
+        return None, None
     vectors, owners = loaded
+    if len(rows) == 0 or vectors.shape[1] != q.shape[0]:
+        notices.append("the index vectors do not match the model's dimension: run `qwenmem reindex --full`")
+        return None, None
     sims = np.asarray(vectors, dtype=np.float32) @ q.astype(np.float32)
-    best = np.full(len(rows), -2.0, dtype=np.float32)
+    best = np.full(len(rows), -1.0, dtype=np.float32)
     np.maximum.at(best, owners, sims)
-    if allowed_paths is not None:
-        mask = np.array([r.path in allowed_paths for r in rows], dtype=bool)
-        best[~mask] = -2.0
-    valid = best > -2.0
-    if not valid.any():
-        return emb.model_id, {}
-    background = float(best[valid].mean())
-    top_k = np.argsort(-best)[:pool]
-    top = float(best[top_k[0]])
-    span = max(top - background, 1e-6)
-    out = {}
-    for i in top_k:
-        if best[i] <= -2.0:
-            break
-        out[rows[i].id] = float(np.clip((best[i] - background) / span, 0.0, 1.0))
-    return emb.model_id, out
+    return emb.model_id, best.astype(np.float64)
 
 
-def _fuse(mode, fusion, text_scores, vector_scores, w):
+def _standard(values):
+    import numpy as np
+
+    finite = values[~np.isnan(values)]
+    if finite.size == 0:
+        return np.zeros_like(values)
+    std = float(finite.std())
+    return (values - float(finite.mean())) / (std if std > 1e-12 else 1.0)
+
+
+def _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, w):
+    """{chunk id: score in (0, 1]}, best = 1."""
+    import numpy as np
+
+    def relative(scores: dict[str, float]) -> dict[str, float]:
+        top = max(scores.values(), default=0.0)
+        return {k: v / top for k, v in scores.items()} if top > 0 else {}
+
     if mode == "text":
-        return dict(text_scores)
+        return relative(bm25)
     if mode == "vector":
-        return dict(vector_scores)
+        background = float(np.nanmean(cos_all)) if cosines else 0.0
+        return relative({k: v - background for k, v in cosines.items() if v > background})
     if fusion == "rrf":
         fused: dict[str, float] = {}
-        for scores in (text_scores, vector_scores):
+        for scores in (bm25, cosines):
             for rank, cid in enumerate(sorted(scores, key=lambda k: -scores[k])):
                 fused[cid] = fused.get(cid, 0.0) + 1.0 / (RRF_K + rank + 1)
-        top = max(fused.values(), default=1.0)
-        return {k: v / top for k, v in fused.items()}
-    ids = set(text_scores) | set(vector_scores)
-    return {cid: w * vector_scores.get(cid, 0.0) + (1 - w) * text_scores.get(cid, 0.0) for cid in ids}
+        return relative(fused)
+    scope = np.asarray(in_scope, dtype=bool)
+    text_all = np.array([bm25.get(r.id, 0.0) for r in rows], dtype=np.float64)
+    text_all[~scope] = np.nan
+    z = w * _standard(cos_all) + (1 - w) * _standard(text_all)
+    candidates = set(bm25) | set(cosines)
+    index = {r.id: i for i, r in enumerate(rows)}
+    # Rescale so the best chunk is 1 and the worst chunk in scope is 0: every candidate either side found
+    # stays listed, in fused order, even when the other side pulls it below the average chunk.
+    low, high = float(np.nanmin(z)), float(np.nanmax(z))
+    span = high - low if high > low else 1.0
+    return {cid: (float(z[index[cid]]) - low) / span for cid in candidates if not np.isnan(z[index[cid]])}
 
 
 def make_snippet(text: str, terms: set[str], max_chars: int = 240) -> tuple[str, list[tuple[int, int]]]:
