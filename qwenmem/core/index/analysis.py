@@ -23,12 +23,6 @@ IS_CJK = re.compile(r"[%s]" % CJK_RANGES)
 PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^\W\d_A-Za-z]+")
 
 
-def word_parts(word: str) -> list[str]:
-    """The lower-cased sub-words of an identifier, [] when the word has only one part."""
-    parts = [p.lower() for p in PART.findall(word)]
-    return parts if len(parts) > 1 else []
-
-
 def spans(text: str, query: bool = False) -> Iterator[tuple[str, int, int, bool]]:
     """(term, start char, end char, is_part) for every token; parts only when not `query`."""
     for m in RUN.finditer(text):
@@ -47,13 +41,10 @@ def spans(text: str, query: bool = False) -> Iterator[tuple[str, int, int, bool]
             if stemmed != low:
                 yield stemmed, m.start(), m.end(), True
         if not query:
-            offset = 0
-            for part in word_parts(run):
-                at = run.lower().find(part, offset)
-                if at < 0:
-                    continue
-                offset = at + len(part)
-                yield part, m.start() + at, m.start() + at + len(part), True
+            parts = list(PART.finditer(run))
+            if len(parts) > 1:  # offsets come from the original word: lower() can change a word's length (İ)
+                for part in parts:
+                    yield part.group().lower(), m.start() + part.start(), m.start() + part.end(), True
 
 
 def query_terms(query: str) -> tuple[list[str], list[list[str]]]:
