@@ -1,9 +1,10 @@
 """Line-based chunking with line ranges, compatible with ReMe's chunk_markdown and a little better.
 
 ReMe (reme-index.md §2.2): ~1600 characters per chunk, whole lines carried over until >= 320 characters of
-overlap, long lines cut into max_chars pieces that keep their line number. Two deliberate differences:
+overlap, long lines cut into max_chars pieces that keep their line number. Three deliberate differences:
   * the carried overlap never makes a chunk exceed max_chars (ReMe's overlap is uncapped, so one long line
     produces 3,200-character chunks);
+  * blank lines at the ends of a chunk are trimmed, so a range never points past the file's last line;
   * `headings=True` starts a new chunk at a Markdown heading once the current chunk is at least a quarter full,
     so a section is not glued to the tail of the previous one.
 """
@@ -64,9 +65,15 @@ def chunk_text(path: str, text: str, spec: ChunkSpec = ChunkSpec()) -> list[Chun
     size = 0
 
     def flush() -> None:
-        body = "\n".join(p for _, p in current)
-        if body.strip():
-            chunks.append(Chunk(path, current[0][0], current[-1][0], body))
+        # Blank lines at either end are not content: the range names the lines that say something (ReMe's
+        # end_line points past the file's last line when it ends with a newline).
+        lo, hi = 0, len(current)
+        while lo < hi and not current[lo][1].strip():
+            lo += 1
+        while hi > lo and not current[hi - 1][1].strip():
+            hi -= 1
+        if lo < hi:
+            chunks.append(Chunk(path, current[lo][0], current[hi - 1][0], "\n".join(p for _, p in current[lo:hi])))
 
     for number, piece in pieces:
         cost = len(piece) + 1
