@@ -182,3 +182,15 @@ def test_recursive_and_extra_sources(sample_ws):
     assert any(h.path == "dialog/2026-04-09.jsonl" and h.start_line == 1 for h in hits)
     # the truncated sample session still contributes what can be salvaged, and nothing crashes
     assert reindex(ws, settings).up_to_date
+
+
+def test_public_interface_survives_submodule_imports(sample_ws):
+    # The interface other commands (dream) rely on; a submodule named like a function would shadow it.
+    import qwenmem.core.index as index_pkg
+    import qwenmem.core.index.reindexing  # noqa: F401
+    import qwenmem.core.index.search  # noqa: F401
+
+    assert callable(index_pkg.reindex) and callable(index_pkg.load_embedder) and callable(index_pkg.index_exists)
+    ws, settings = open_ws(sample_ws)
+    result = index_pkg.reindex(ws, settings, backend="none")
+    assert result.generation and index_pkg.index_exists(ws)

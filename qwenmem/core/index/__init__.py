@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:  # pragma: no cover
     from qwenmem.core.index.embedders import Embedder
-    from qwenmem.core.index.reindex import ReindexResult
+    from qwenmem.core.index.reindexing import ReindexResult
     from qwenmem.core.settings import Settings
     from qwenmem.core.workspace import Workspace
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def reindex(ws: "Workspace", settings: "Settings", *, full: bool = False, sources=None,
             progress: Callable[[str, int, int], None] | None = None, **options) -> "ReindexResult":
     """Bring the index up to date (incremental unless `full`); takes the index lock itself."""
-    from qwenmem.core.index.reindex import run_reindex
+    from qwenmem.core.index.reindexing import run_reindex
 
     return run_reindex(ws, settings, full=full, sources=sources, progress=progress, **options)
 

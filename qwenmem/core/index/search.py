@@ -150,7 +150,7 @@ def _ensure_fresh(ws, settings, auto_reindex: bool, notices: list[str], progress
     """Stale index policy: bring it up to date incrementally before searching (cheap: only changed files are
     re-chunked and re-embedded). With auto_reindex off, or when another process is reindexing, search the
     index as it is and say so."""
-    from qwenmem.core.index.reindex import run_reindex
+    from qwenmem.core.index.reindexing import run_reindex
 
     gen = store.current_generation(ws)
     manifest = store.Manifest.load(gen) if gen else None
