@@ -22,7 +22,7 @@ import locomo_workspace as lw  # noqa: E402
 
 from qwenmem.core.index import fulltext, store  # noqa: E402
 from qwenmem.core.index.chunking import ChunkSpec  # noqa: E402
-from qwenmem.core.index.reindex import run_reindex  # noqa: E402
+from qwenmem.core.index.reindexing import run_reindex  # noqa: E402
 from qwenmem.core.index.search import search  # noqa: E402
 from qwenmem.core.settings import load_settings  # noqa: E402
 from qwenmem.core.workspace import discover_workspace  # noqa: E402

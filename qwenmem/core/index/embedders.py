@@ -140,7 +140,7 @@ class LocalEmbedder(Embedder):
         if len(texts) <= self.NUMPY_MAX_TEXTS and self._st is None and self._numpy_runtime() is not None:
             return self._numpy.encode(texts)
         model = self._sentence_transformer()
-        vecs = model.encode(list(texts), batch_size=16, normalize_embeddings=True, convert_to_numpy=True,
+        vecs = model.encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
                             show_progress_bar=False)
         return normalise(vecs.astype("float32"))
 

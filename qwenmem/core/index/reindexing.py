@@ -237,7 +237,7 @@ def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progres
     if to_embed:
         readable = [i for i, t in enumerate(to_embed) if emb.can_read(t)]
         batches = []
-        step = 64
+        step = 256
         for start in range(0, len(readable), step):
             batch = [to_embed[i] for i in readable[start:start + step]]
             batches.append(np.asarray(emb.embed_raw(batch), dtype=np.float32))

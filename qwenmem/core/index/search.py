@@ -223,8 +223,7 @@ def _standard(values):
 
 
 def _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, w):
-    """{chunk id: score in (0, 1]}, best = 1."""
-    import numpy as np
+    """{chunk id: score in (0, 1]}, best = 1. (numpy only past the text branch: text search stays light.)"""
 
     def relative(scores: dict[str, float]) -> dict[str, float]:
         top = max(scores.values(), default=0.0)
@@ -232,6 +231,8 @@ def _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, w):
 
     if mode == "text":
         return relative(bm25)
+    import numpy as np
+
     if mode == "vector":
         background = float(np.nanmean(cos_all)) if cosines else 0.0
         return relative({k: v - background for k, v in cosines.items() if v > background})

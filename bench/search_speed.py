@@ -1,0 +1,133 @@
+"""Search speed on a generated workspace of ~10k chunks (1,000 daily logs), every number from a cold process.
+
+    /work/main/.venv/bin/python bench/search_speed.py            # writes the search-speed section
+
+Measures: full indexing throughput (text only, then with the local model), `search --mode text` and hybrid
+search medians (cold process, model load included; no query cache exists), and an incremental `reindex`
+after one of the 1,000 files changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+EN = ("deploy database replica timeout invoice customer holiday kubernetes garden piano budget meeting release "
+      "migration latency cache queue worker schedule report travel hotel flight dentist birthday gift recipe "
+      "project roadmap feedback review incident postmortem backup restore password rotation certificate").split()
+ZH = ("数据库 连接 超时 订单 服务 写入 部署 回滚 用户 偏好 会议 预算 旅行 酒店 航班 生日 礼物 项目 进度 反馈 "
+      "故障 复盘 备份 恢复 证书 缓存 队列 延迟 报告 日程").split()
+QUERIES = ["database timeout on replica", "数据库连接超时", "ECONNREFUSED", "hotel booking for the trip",
+           "证书 rotation", "postmortem of the cache incident", "预算 会议", "birthday gift ideas", "kubernetes migration",
+           "handleWebSocketReconnect"]
+
+
+def sentence(rng: random.Random) -> str:
+    if rng.random() < 0.3:
+        return "- " + "".join(rng.choice(ZH) for _ in range(rng.randint(6, 14))) + "。"
+    words = [rng.choice(EN) for _ in range(rng.randint(8, 18))]
+    if rng.random() < 0.02:
+        words.insert(3, rng.choice(["ECONNREFUSED", "handleWebSocketReconnect", "max_batch_size"]))
+    return "- " + " ".join(words).capitalize() + "."
+
+
+def generate(dest: Path, files: int = 1000, chars_per_file: int = 13000, seed: int = 42) -> Path:
+    rng = random.Random(seed)
+    (dest / "memory").mkdir(parents=True, exist_ok=True)
+    day0 = 738000  # a fixed ordinal date
+    from datetime import date
+
+    for i in range(files):
+        lines = [f"# {date.fromordinal(day0 + i).isoformat()}", ""]
+        size = 0
+        while size < chars_per_file:
+            if rng.random() < 0.05:
+                lines.append(f"## Section {len(lines)}")
+            lines.append(sentence(rng))
+            size += len(lines[-1]) + 1
+        (dest / "memory" / f"{date.fromordinal(day0 + i).isoformat()}.md").write_text("\n".join(lines) + "\n")
+    (dest / "MEMORY.md").write_text("# Long-term memory\n- The user prefers short answers.\n")
+    return dest
+
+
+def cli(*args: str) -> tuple[float, dict]:
+    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "qwenmem", *args, "--json"], capture_output=True, text=True, env=env)
+    elapsed = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise SystemExit(f"qwenmem {' '.join(args)} failed: {proc.stderr}")
+    return elapsed, json.loads(proc.stdout)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--files", type=int, default=1000)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = generate(Path(tmp) / "ws", args.files)
+        w = ["-w", str(ws)]
+        t_text, r_text = cli("reindex", *w, "--embedder", "none", "--full")
+        chunks = r_text["result"]["chunks_total"]
+        print(f"text-only full index: {chunks} chunks in {t_text:.1f} s", flush=True)
+        t_text_search = [cli("search", q, *w, "--mode", "text", "--no-reindex")[0] for q in QUERIES[:args.runs]]
+        print("text search", t_text_search, flush=True)
+        t_full, r_full = cli("reindex", *w, "--embedder", "local", "--full")
+        pieces = r_full["result"]["pieces_embedded"]
+        print(f"full index with MiniLM: {chunks} chunks, {pieces} pieces in {t_full:.1f} s", flush=True)
+        t_hybrid = [cli("search", q, *w, "--no-reindex")[0] for q in QUERIES[:args.runs]]
+        print("hybrid search", t_hybrid, flush=True)
+        t_hybrid_text = [cli("search", q, *w, "--mode", "text", "--no-reindex")[0] for q in QUERIES[:args.runs]]
+        incr = []
+        for k in range(3):
+            target = sorted((ws / "memory").glob("*.md"))[100 + k * 7]
+            target.write_text(target.read_text() + f"- appended note {k} about the lighthouse budget\n")
+            t, r = cli("reindex", *w)
+            incr.append((t, r["result"]["pieces_embedded"], r["result"]["files_changed"]))
+        print("incremental", incr, flush=True)
+        t_noop, _ = cli("reindex", *w)
+        size = sum(f.stat().st_size for f in (ws / ".qwenmem" / "index").rglob("*") if f.is_file())
+    med = statistics.median
+    md = "\n".join([
+        "Command: `/work/main/.venv/bin/python bench/search_speed.py` (every figure is a fresh `python -m qwenmem` "
+        "process, so imports and model load are included; medians over the runs shown)", "",
+        f"Workspace: {args.files:,} generated daily logs (~30% Chinese lines), {chunks:,} chunks of ≤1,600 chars; "
+        f"{pieces:,} embedding pieces of ≤320 chars; index size {size / 1e6:.0f} MB.", "",
+        "| measurement | result | target |", "|---|---|---|",
+        f"| `search --mode text` (cold) | median {med(t_text_search):.2f} s over {len(t_text_search)} queries "
+        f"(min {min(t_text_search):.2f}, max {max(t_text_search):.2f}) | ≤ 0.5 s |",
+        f"| `search` hybrid, local MiniLM (cold, model load included) | median {med(t_hybrid):.2f} s "
+        f"(min {min(t_hybrid):.2f}, max {max(t_hybrid):.2f}) | ≤ 3 s |",
+        f"| `search --mode text` on the index with vectors | median {med(t_hybrid_text):.2f} s | — |",
+        f"| incremental `reindex` after 1 of {args.files:,} files changed | median {med(t for t, _, _ in incr):.2f} s "
+        f"({incr[0][1]} piece(s) re-embedded each time) | ≤ 2 s + embedding |",
+        f"| `reindex` with nothing changed | {t_noop:.2f} s | — |",
+        f"| full index, text only (Whoosh) | {t_text:.1f} s = {chunks / t_text:,.0f} chunks/s | — |",
+        f"| full index with local MiniLM (bf16 where supported) | {t_full:.1f} s = {chunks / t_full:,.1f} chunks/s "
+        f"({pieces / t_full:,.0f} pieces/s) | — |",
+        "",
+        "Why hybrid is fast in a cold process: a query is embedded by a numpy forward pass of the same MiniLM "
+        "weights (`qwenmem/core/index/bert_numpy.py`, equal to sentence-transformers to cosine > 0.9999), so "
+        "`import torch` / `sentence_transformers` (~5 s, environment.md §3) is only paid by bulk indexing.",
+    ])
+    print(md)
+    if not args.no_write:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from _results import update_section
+
+        update_section("search-speed", md)
+
+
+if __name__ == "__main__":
+    main()
