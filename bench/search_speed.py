@@ -21,27 +21,64 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-EN = ("deploy database replica timeout invoice customer holiday kubernetes garden piano budget meeting release "
-      "migration latency cache queue worker schedule report travel hotel flight dentist birthday gift recipe "
-      "project roadmap feedback review incident postmortem backup restore password rotation certificate").split()
-ZH = ("数据库 连接 超时 订单 服务 写入 部署 回滚 用户 偏好 会议 预算 旅行 酒店 航班 生日 礼物 项目 进度 反馈 "
-      "故障 复盘 备份 恢复 证书 缓存 队列 延迟 报告 日程").split()
+STDLIB = ("os re json pathlib collections typing subprocess asyncio email http urllib logging argparse datetime "
+          "decimal fractions statistics random textwrap string shutil tempfile zipfile tarfile csv sqlite3 unittest "
+          "inspect ast pickle socket ssl threading multiprocessing queue heapq bisect functools itertools operator "
+          "contextlib dataclasses enum abc io codecs locale gettext calendar time").split()
+
+
+def english_sentences() -> list[str]:
+    """Real English with a natural vocabulary: docstrings of stdlib modules (as environment.md did)."""
+    import importlib
+    import inspect
+    import re as _re
+
+    out: set[str] = set()
+    for name in STDLIB:
+        mod = importlib.import_module(name)
+        for obj in [mod, *vars(mod).values()]:
+            doc = inspect.getdoc(obj) if callable(obj) or obj is mod else None
+            for sent in _re.split(r"(?<=[.!?])\s+", " ".join((doc or "").split())):
+                if 30 <= len(sent) <= 220:
+                    out.add(sent)
+    return sorted(out)
+
+
+def chinese_words() -> tuple[list[str], list[int]]:
+    """Words and frequencies from jieba's dictionary (Zipf-like), if jieba is installed; else a small list."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("jieba")
+    if spec and spec.submodule_search_locations:
+        words, freqs = [], []
+        dict_txt = Path(list(spec.submodule_search_locations)[0]) / "dict.txt"
+        for line in dict_txt.read_text(encoding="utf-8").splitlines()[:200000]:
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit() and int(parts[1]) >= 50:
+                words.append(parts[0])
+                freqs.append(int(parts[1]))
+        return words, freqs
+    fallback = "数据库 连接 超时 订单 服务 写入 部署 回滚 用户 偏好 会议 预算 旅行 酒店 航班 生日 礼物 项目".split()
+    return fallback, [1] * len(fallback)
+
+
 QUERIES = ["database timeout on replica", "数据库连接超时", "ECONNREFUSED", "hotel booking for the trip",
            "证书 rotation", "postmortem of the cache incident", "预算 会议", "birthday gift ideas", "kubernetes migration",
            "handleWebSocketReconnect"]
 
 
-def sentence(rng: random.Random) -> str:
+def sentence(rng: random.Random, en: list[str], zh: tuple[list[str], list[int]]) -> str:
     if rng.random() < 0.3:
-        return "- " + "".join(rng.choice(ZH) for _ in range(rng.randint(6, 14))) + "。"
-    words = [rng.choice(EN) for _ in range(rng.randint(8, 18))]
-    if rng.random() < 0.02:
-        words.insert(3, rng.choice(["ECONNREFUSED", "handleWebSocketReconnect", "max_batch_size"]))
-    return "- " + " ".join(words).capitalize() + "."
+        return "- " + "".join(rng.choices(zh[0], weights=zh[1], k=rng.randint(5, 12))) + "。"
+    text = rng.choice(en)
+    if rng.random() < 0.01:
+        text += " " + rng.choice(["ECONNREFUSED", "handleWebSocketReconnect", "max_batch_size"])
+    return "- " + text
 
 
 def generate(dest: Path, files: int = 1000, chars_per_file: int = 13000, seed: int = 42) -> Path:
     rng = random.Random(seed)
+    en, zh = english_sentences(), chinese_words()
     (dest / "memory").mkdir(parents=True, exist_ok=True)
     day0 = 738000  # a fixed ordinal date
     from datetime import date
@@ -52,7 +89,7 @@ def generate(dest: Path, files: int = 1000, chars_per_file: int = 13000, seed: i
         while size < chars_per_file:
             if rng.random() < 0.05:
                 lines.append(f"## Section {len(lines)}")
-            lines.append(sentence(rng))
+            lines.append(sentence(rng, en, zh))
             size += len(lines[-1]) + 1
         (dest / "memory" / f"{date.fromordinal(day0 + i).isoformat()}.md").write_text("\n".join(lines) + "\n")
     (dest / "MEMORY.md").write_text("# Long-term memory\n- The user prefers short answers.\n")
@@ -102,7 +139,8 @@ def main() -> None:
     md = "\n".join([
         "Command: `/work/main/.venv/bin/python bench/search_speed.py` (every figure is a fresh `python -m qwenmem` "
         "process, so imports and model load are included; medians over the runs shown)", "",
-        f"Workspace: {args.files:,} generated daily logs (~30% Chinese lines), {chunks:,} chunks of ≤1,600 chars; "
+        f"Workspace: {args.files:,} generated daily logs (70% English lines = stdlib docstring sentences, 30% "
+        f"Chinese lines = jieba dictionary words drawn by frequency), {chunks:,} chunks of ≤1,600 chars; "
         f"{pieces:,} embedding pieces of ≤320 chars; index size {size / 1e6:.0f} MB.", "",
         "| measurement | result | target |", "|---|---|---|",
         f"| `search --mode text` (cold) | median {med(t_text_search):.2f} s over {len(t_text_search)} queries "

@@ -25,17 +25,26 @@ def register(app: typer.Typer) -> None:
 
 @contextlib.contextmanager
 def _progress_callback(quiet: bool):
-    """A Rich progress bar on stderr driven by core's (stage, done, total) callbacks."""
-    prog, _, _ = output.progress("indexing", None, quiet)
-    tasks: dict[str, int] = {}
+    """A Rich progress bar on stderr driven by core's (stage, done, total) callbacks, created on first use so a
+    search that needs no indexing does not pay for importing rich.progress."""
+    state: dict = {"prog": None, "tasks": {}}
 
     def callback(stage: str, done: int, total: int) -> None:
+        if quiet:
+            return
+        if state["prog"] is None:
+            state["prog"], _, _ = output.progress("indexing", None, quiet)
+            state["prog"].start()
+        tasks = state["tasks"]
         if stage not in tasks:
-            tasks[stage] = prog.add_task(stage, total=total)
-        prog.update(tasks[stage], completed=done, total=total)
+            tasks[stage] = state["prog"].add_task(stage, total=total)
+        state["prog"].update(tasks[stage], completed=done, total=total)
 
-    with prog:
+    try:
         yield callback
+    finally:
+        if state["prog"] is not None:
+            state["prog"].stop()
 
 
 def search_cmd(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,17 +44,19 @@ def parse_sources(value) -> list[str]:
 
 def discover(ws, sources: list[str], recursive: bool) -> list[SourceFile]:
     found: dict[str, SourceFile] = {}
-    seen_real: set[Path] = set()
+    seen_real: set[tuple[int, int]] = set()
 
     def add(p: Path, kind: str) -> None:
-        if not p.is_file() or p.is_symlink():
+        # One lstat per file (search runs this on every query to spot a stale index): symlinks are skipped,
+        # and files are keyed by inode so MEMORY.md and memory.md on a case-insensitive filesystem count once.
+        try:
+            st = p.lstat()
+        except OSError:
             return
-        real = p.resolve()
-        if real in seen_real:  # MEMORY.md and memory.md are one file on case-insensitive filesystems
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen_real:
             return
-        seen_real.add(real)
-        st = p.stat()
-        rel = ws.relative(p)
+        seen_real.add((st.st_dev, st.st_ino))
+        rel = p.relative_to(ws.path).as_posix()
         found[rel] = SourceFile(p, rel, kind, st.st_size, st.st_mtime_ns)
 
     if "memory" in sources:
