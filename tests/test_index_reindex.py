@@ -63,7 +63,7 @@ def test_appending_to_a_log_embeds_only_the_new_chunks(sample_ws):
     log = sample_ws / "memory" / "2026-11-29.md"
     log.write_text(long_daily_log(80))
     ws, settings = open_ws(sample_ws)
-    first = reindex(ws, settings, backend="local")
+    first = reindex(ws, settings, backend="local", model="all-MiniLM-L6-v2")
     assert first.pieces_embedded > 0 and first.pieces_reused == 0
     rows_before = {(r.start_line, r.end_line) for r in store.load_chunks(store.current_generation(ws))
                    if r.path == "memory/2026-11-29.md"}
@@ -75,7 +75,7 @@ def test_appending_to_a_log_embeds_only_the_new_chunks(sample_ws):
     unchanged = [r for r in rows_after if (r.start_line, r.end_line) in rows_before]
     changed = [r for r in rows_after if (r.start_line, r.end_line) not in rows_before]
     assert unchanged and changed
-    emb = load_embedder(ws, settings, "local").embedder
+    emb = load_embedder(ws, settings, "local", "all-MiniLM-L6-v2").embedder
     # the re-embedded pieces are exactly those of the chunks whose text changed
     from qwenmem.core.index import fulltext
 
@@ -93,7 +93,7 @@ def test_appending_to_a_log_embeds_only_the_new_chunks(sample_ws):
 def test_model_change_is_detected_and_re_embeds(sample_ws):
     ws, settings = open_ws(sample_ws)
     reindex(ws, settings, backend="none")
-    switched = reindex(ws, settings, backend="local")
+    switched = reindex(ws, settings, backend="local", model="all-MiniLM-L6-v2")
     assert any("is new to this index" in n and "re-embedding" in n for n in switched.notices)
     assert switched.pieces_embedded > 0 and switched.files_changed == [] and switched.files_added == []
     manifest = store.Manifest.load(store.current_generation(ws))
@@ -104,7 +104,7 @@ def test_model_change_is_detected_and_re_embeds(sample_ws):
 
 def test_full_rebuild_re_embeds_everything(sample_ws):
     ws, settings = open_ws(sample_ws)
-    first = reindex(ws, settings, backend="local")
+    first = reindex(ws, settings, backend="local", model="all-MiniLM-L6-v2")
     full = reindex(ws, settings, full=True)
     assert full.full and full.reason == "--full"
     assert full.pieces_reused == 0 and full.pieces_embedded == first.pieces_embedded

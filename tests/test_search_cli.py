@@ -124,7 +124,7 @@ def test_real_chinese_daily_logs(tmp_path):
     for i, f in enumerate(sources):
         shutil.copy(f, ws / "memory" / f"{f.stem}-{i}.md")
     shutil.copy(CORPUS_REAL / "zzjmay123__aiWorkflow__fb53935" / "MEMORY.md", ws / "MEMORY.md")
-    assert invoke("reindex", "-w", str(ws), "--embedder", "local").code == 0
+    assert invoke("reindex", "-w", str(ws), "--embedder", "local", "--model", "all-MiniLM-L6-v2").code == 0
     for term in ("定时任务", "飞书", "小红书"):
         hits = invoke("search", term, "-w", str(ws), "--json", "-n", "10").json()["result"]["hits"]
         assert hits, term

