@@ -194,3 +194,13 @@ def test_public_interface_survives_submodule_imports(sample_ws):
     ws, settings = open_ws(sample_ws)
     result = index_pkg.reindex(ws, settings, backend="none")
     assert result.generation and index_pkg.index_exists(ws)
+
+
+def test_damaged_generation_is_rebuilt_from_the_files(sample_ws):
+    ws, settings = open_ws(sample_ws)
+    first = reindex(ws, settings, backend="none")
+    (store.current_generation(ws) / "chunks.json").write_text("[[\"trunc")
+    result = reindex(ws, settings)
+    assert result.generation != first.generation and result.reason == "no usable index"
+    assert len(result.files_added) == 4
+    assert paths_found(ws, settings, "ECONNREFUSED") == ["memory/2026-11-27.md"]

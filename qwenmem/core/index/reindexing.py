@@ -55,6 +55,14 @@ def chunk_id(c: Chunk) -> str:
     return hashlib.sha256(f"{c.path}:{c.start_line}:{c.end_line}:{c.hash}".encode()).hexdigest()[:24]
 
 
+def _usable(gen) -> bool:
+    try:
+        store.load_chunks(gen)
+    except (OSError, ValueError, TypeError):
+        return False
+    return (gen / "fulltext").is_dir()
+
+
 def _choose_embedder(ws, settings, previous, backend, model) -> EmbedderChoice:
     if backend is None and model is None and previous is not None and previous.embedder.get("backend"):
         spec = previous.embedder
@@ -64,10 +72,12 @@ def _choose_embedder(ws, settings, previous, backend, model) -> EmbedderChoice:
 
 def _plan(ws, settings, full, sources, recursive, backend, model, spec: ChunkSpec) -> _Plan:
     prev_gen = store.current_generation(ws)
-    previous = store.Manifest.load(prev_gen) if prev_gen else None
-    chosen_sources = parse_sources(sources) if sources is not None else (previous.sources if previous else ["memory"])
-    rec = recursive if recursive is not None else (previous.recursive if previous else settings.recursive_file_watcher)
-    choice = _choose_embedder(ws, settings, previous, backend, model)
+    recorded = store.Manifest.load(prev_gen) if prev_gen else None
+    # A damaged generation is rebuilt from the files, never patched; its settings are still honoured.
+    previous = recorded if recorded is not None and _usable(prev_gen) else None
+    chosen_sources = parse_sources(sources) if sources is not None else (recorded.sources if recorded else ["memory"])
+    rec = recursive if recursive is not None else (recorded.recursive if recorded else settings.recursive_file_watcher)
+    choice = _choose_embedder(ws, settings, recorded, backend, model)
     emb = choice.embedder
     embedder_spec = dict(choice.spec, model_id=emb.model_id if emb else None)
     old_model = previous.embedder.get("model_id") if previous else None
@@ -167,13 +177,10 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
         vectors, owners = _vectors(plan, emb, ordered, result, progress, np)
         docs = [{"chunk_id": r.id, "path": r.path, "lines": (r.start_line, r.end_line), "text": c.text}
                 for r, c in ordered if c is not None]
-        if prev is not None and (plan.prev_gen / "fulltext").is_dir():
+        if prev is not None:
             ix = fulltext.clone(plan.prev_gen / "fulltext", gen / "fulltext")
             fulltext.write(ix, changed_paths, docs, _sub(progress, "full text", len(docs)))
         else:
-            missing = [r for r, c in ordered if c is None]
-            if missing:  # chunker unchanged but no full-text index to clone: fall back to re-reading the files
-                raise RuntimeError("internal: rows without text on a fresh full-text build")
             ix = fulltext.create(gen / "fulltext")
             fulltext.write(ix, set(), docs, _sub(progress, "full text", len(docs)))
         store.write_chunks(gen, [r for r, _ in ordered])
