@@ -53,6 +53,7 @@ class Embedder:
     dim: int = 0
     window_tokens: int = 256
     english_only: bool = False
+    piece_chars: int = MAX_PIECE_CHARS
 
     def embed_raw(self, texts: list[str]):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -66,7 +67,7 @@ class Embedder:
         return len(_CJK.findall(text)) <= 0.3 * max(1, letters)
 
     def split(self, text: str) -> list[str]:
-        return pieces(text, min(MAX_PIECE_CHARS, window_for(text[:2000], self.window_tokens - 8)))
+        return pieces(text, min(self.piece_chars, window_for(text[:2000], self.window_tokens - 8)))
 
     def embed_query(self, text: str):
         """The vector a search query is compared with (asymmetric models prefix queries differently)."""
@@ -197,6 +198,7 @@ class OpenAIEmbedder(Embedder):
         self.timeout = timeout
         self.model_id = f"openai:{base_url.rstrip('/')}:{model}" + (f":{dimensions}" if dimensions else "")
         self.window_tokens = 2048  # QwenPaw cuts at 8192 characters; stay well inside any server's window
+        self.piece_chars = 1600  # a remote call per piece costs money and latency: one piece per ReMe-size chunk
         self._client = None
 
     def embed_raw(self, texts: list[str]):
