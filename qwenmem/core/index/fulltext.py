@@ -107,3 +107,16 @@ def stored_texts(directory: Path, chunk_ids: list[str]) -> dict[str, str]:
             if doc is not None:
                 out[cid] = doc.get("text", "")
     return out
+
+
+def stored_docs(directory: Path, chunk_ids: list[str]) -> dict[str, tuple[str, tuple[int, int], str]]:
+    """{chunk_id: (path, (start_line, end_line), text)} for the given hits."""
+    ix = _open(directory)
+    out: dict[str, tuple[str, tuple[int, int], str]] = {}
+    with ix.searcher() as searcher:
+        for cid in chunk_ids:
+            doc = searcher.document(chunk_id=cid)
+            if doc is not None:
+                start, end = doc.get("lines") or (0, 0)
+                out[cid] = (doc.get("path", ""), (int(start), int(end)), doc.get("text", ""))
+    return out

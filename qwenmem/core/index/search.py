@@ -95,7 +95,8 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
     if gen is None:
         return SearchResult(query, mode, fusion, [], None, None, notices + ["the index is empty"], reindexed)
     manifest = store.Manifest.load(gen)
-    rows = store.load_chunks(gen)
+    # Text mode needs no chunk table: Whoosh stores each hit's path, lines and text.
+    rows = store.load_chunks(gen) if mode != "text" else []
     since_d, until_d = parse_day(since), parse_day(until)
     allowed_paths = None
     if since_d or until_d:
@@ -124,21 +125,22 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
             cosines = {rows[i].id: float(cos_all[i]) for i in order if not np.isnan(cos_all[i])}
 
     fused = _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, vector_weight)
-    by_id = {r.id: r for r in rows}
-    ranked = [(cid, s) for cid, s in sorted(fused.items(), key=lambda kv: (-kv[1], kv[0])) if cid in by_id]
+    ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
     # A zero score means neither side found anything beyond the average chunk: not a result.
     ranked = [(cid, s) for cid, s in ranked if s > 0.0 and s >= min_score][:max_results]
     top_bm25 = max(bm25.values(), default=0.0) or 1.0
     text_scores = {k: v / top_bm25 for k, v in bm25.items()}
     vector_scores = {rows[i].id: max(0.0, float(c)) for i, c in enumerate(cos_all)} if cos_all is not None else {}
     vector_scores = {k: v for k, v in vector_scores.items() if v == v}
-    texts = fulltext.stored_texts(gen / "fulltext", [cid for cid, _ in ranked])
+    docs = fulltext.stored_docs(gen / "fulltext", [cid for cid, _ in ranked])
     terms = set(query_terms(query)[0])
     hits = []
     for cid, score in ranked:
-        r = by_id[cid]
-        snippet, marks = make_snippet(texts.get(cid, ""), terms)
-        hits.append(SearchHit(r.path, r.start_line, r.end_line, round(score, 4),
+        if cid not in docs:
+            continue
+        path, (start_line, end_line), text = docs[cid]
+        snippet, marks = make_snippet(text, terms)
+        hits.append(SearchHit(path, start_line, end_line, round(score, 4),
                               round(text_scores[cid], 4) if cid in text_scores else (0.0 if mode != "vector" else None),
                               round(vector_scores[cid], 4) if cid in vector_scores else
                               (0.0 if mode in ("hybrid", "vector") else None),
