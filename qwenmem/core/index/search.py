@@ -205,7 +205,9 @@ def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
         notices.append(f"{exc}: full-text search only")
         return None, None
     vectors, owners = loaded
-    if len(rows) == 0 or vectors.shape[1] != q.shape[0]:
+    if len(rows) == 0:
+        return None, None  # nothing indexed: nothing to say about vectors
+    if vectors.shape[1] != q.shape[0]:
         notices.append("the index vectors do not match the model's dimension: run `qwenmem reindex --full`")
         return None, None
     sims = np.asarray(vectors, dtype=np.float32) @ q.astype(np.float32)
