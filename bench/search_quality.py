@@ -165,9 +165,9 @@ def _hits(kind, ws, settings, q, base, chunk_spec):
 LABELS = {"keyword": "assistant keyword scoring (ReMe §3.2, re-implemented)",
           "assistant": "assistant hybrid 0.7·cos + 0.3·keyword (whole chunk, truncated at 256 tokens)",
           "text": "qwenmem text (Whoosh BM25F)", "vector": "qwenmem vector (best piece)",
-          "hybrid": "qwenmem hybrid (default settings)", "rrf": "qwenmem hybrid --fusion rrf",
+          "hybrid": "qwenmem hybrid (default: z-score weighted, vector weight 0.5)", "rrf": "qwenmem hybrid --fusion rrf",
           "hybrid-w0.7": "qwenmem hybrid, z-score weighted, vector weight 0.7",
-          "hybrid-w0.5": "qwenmem hybrid, z-score weighted, vector weight 0.5",
+          "hybrid-w0.5": "**qwenmem hybrid, z-score weighted, vector weight 0.5 (default)**",
           "hybrid-w0.3": "qwenmem hybrid, z-score weighted, vector weight 0.3"}
 
 

@@ -7,6 +7,7 @@ and the weight says how much each side counts. Raw cosines of unrelated text sit
 adding them to 0-1 keyword scores, as the assistant does, let a weak model drown BM25 (reme-index.md §3,
 bench/RESULTS.md "search-quality").
   score        = w * z_vector + (1 - w) * z_text, rescaled so the best chunk is 1.0 and the worst in scope 0.0
+                 (w = 0.5 by default: see DEFAULT_VECTOR_WEIGHT)
   text_score   = bm25 / best bm25 of this query
   vector_score = cosine of the chunk's best piece
 `--fusion rrf` sums 1 / (60 + rank) over both rankings instead. A query the model cannot read (CJK text and an
@@ -27,6 +28,10 @@ from qwenmem.core.index.sources import discover, file_date
 MODES = ("hybrid", "text", "vector")
 FUSIONS = ("weighted", "rrf")
 RRF_K = 60
+# The assistant weights vectors 0.7. On LoCoMo (bench/RESULTS.md "search-quality") z-score fusion at 0.7 let the
+# vector side pull recall@10 below BM25 alone with MiniLM, while 0.5 beat both components with MiniLM and with
+# multilingual-e5-small. --vector-weight 0.7 reproduces the assistant's weighting.
+DEFAULT_VECTOR_WEIGHT = 0.5
 
 
 @dataclass
@@ -78,7 +83,8 @@ def stale_files(ws, manifest: store.Manifest) -> list[str]:
 
 
 def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "weighted", max_results: int = 5,
-           min_score: float = 0.0, since: str | None = None, until: str | None = None, vector_weight: float = 0.7,
+           min_score: float = 0.0, since: str | None = None, until: str | None = None,
+           vector_weight: float = DEFAULT_VECTOR_WEIGHT,
            candidates: int | None = None, auto_reindex: bool = True, progress=None) -> SearchResult:
     if not query or not query.strip():
         raise UsageError("empty query")
