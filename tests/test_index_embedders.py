@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from index_helpers import long_daily_log, open_ws
+from search_fixtures import long_daily_log, open_ws
 
 from qwenmem.core.errors import ConfigError, LLMError, UsageError
 from qwenmem.core.index import load_embedder, reindex, store

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from index_helpers import long_daily_log, open_ws, tree_digest
+from search_fixtures import long_daily_log, open_ws, tree_digest
 
 from qwenmem.core.errors import BusyError
 from qwenmem.core.fsio import exclusive_lock
