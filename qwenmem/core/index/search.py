@@ -1,0 +1,297 @@
+"""Hybrid search over the index: BM25F full text + exact cosine over piece vectors, fused.
+
+Weighted fusion (the default) puts both sides on one scale before weighting them: each side's scores over
+every chunk in scope become standard scores (z = (x - mean) / std; a chunk full text did not match has BM25 0).
+A side whose best hit stands far above the rest therefore pulls harder than one whose scores are all alike,
+and the weight says how much each side counts. Raw cosines of unrelated text sit at 0.3-0.6 for many models;
+adding them to 0-1 keyword scores, as the assistant does, let a weak model drown BM25 (reme-index.md §3,
+bench/RESULTS.md "search-quality").
+  score        = w * z_vector + (1 - w) * z_text, rescaled so the best chunk is 1.0 and the worst in scope 0.0
+                 (w = 0.5 by default: see DEFAULT_VECTOR_WEIGHT)
+  text_score   = bm25 / best bm25 of this query
+  vector_score = cosine of the chunk's best piece
+`--fusion rrf` sums 1 / (60 + rank) over both rankings instead. A query the model cannot read (CJK text and an
+English-only model) is answered from full text alone, with a notice.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+
+from qwenmem.core.errors import BusyError, UsageError
+from qwenmem.core.index import fulltext, store
+from qwenmem.core.index.analysis import IS_CJK, query_terms, spans
+from qwenmem.core.index.sources import discover, file_date
+
+MODES = ("hybrid", "text", "vector")
+FUSIONS = ("weighted", "rrf")
+RRF_K = 60
+# The assistant weights vectors 0.7. On LoCoMo (bench/RESULTS.md "search-quality") z-score fusion at 0.7 let the
+# vector side pull recall@10 below BM25 alone with MiniLM, while 0.5 beat both components with MiniLM and with
+# multilingual-e5-small. --vector-weight 0.7 reproduces the assistant's weighting.
+DEFAULT_VECTOR_WEIGHT = 0.5
+
+
+@dataclass
+class SearchHit:
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    text_score: float | None
+    vector_score: float | None
+    snippet: str
+    highlights: list[tuple[int, int]] = field(default_factory=list)  # [start, end) offsets into snippet
+
+
+@dataclass
+class SearchResult:
+    query: str
+    mode: str
+    fusion: str
+    hits: list[SearchHit]
+    embedder: str | None
+    generation: str | None
+    notices: list[str] = field(default_factory=list)
+    reindexed: object = None  # ReindexResult when the search brought the index up to date first
+
+
+def parse_day(value: str | None, today: date | None = None) -> str | None:
+    """YYYY-MM-DD, or a relative 7d / 2w."""
+    if value is None:
+        return None
+    v = value.strip().lower()
+    m = re.fullmatch(r"(\d+)([dw])", v)
+    if m:
+        days = int(m.group(1)) * (7 if m.group(2) == "w" else 1)
+        return ((today or date.today()) - timedelta(days=days)).isoformat()
+    try:
+        return date.fromisoformat(v).isoformat()
+    except ValueError:
+        raise UsageError(f"bad date {value!r}: use YYYY-MM-DD or a relative 7d / 2w") from None
+
+
+def stale_files(ws, manifest: store.Manifest) -> list[str]:
+    """Files added, changed (size or mtime) or removed since the index was built."""
+    files = discover(ws, manifest.sources, manifest.recursive)
+    out = [f.rel for f in files if (m := manifest.files.get(f.rel)) is None
+           or m.get("size") != f.size or m.get("mtime_ns") != f.mtime_ns]
+    current = {f.rel for f in files}
+    return out + [p for p in manifest.files if p not in current]
+
+
+def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "weighted", max_results: int = 5,
+           min_score: float = 0.0, since: str | None = None, until: str | None = None,
+           vector_weight: float = DEFAULT_VECTOR_WEIGHT,
+           candidates: int | None = None, auto_reindex: bool = True, progress=None) -> SearchResult:
+    if not query or not query.strip():
+        raise UsageError("empty query")
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r}; choose {', '.join(MODES)}")
+    if fusion not in FUSIONS:
+        raise UsageError(f"unknown fusion {fusion!r}; choose {', '.join(FUSIONS)}")
+    if not 0.0 <= vector_weight <= 1.0:
+        raise UsageError("--vector-weight must be between 0 and 1")
+    max_results = max(1, min(int(max_results), 1000))
+    notices: list[str] = []
+    reindexed = _ensure_fresh(ws, settings, auto_reindex, notices, progress)
+    gen = store.current_generation(ws)
+    if gen is None:
+        return SearchResult(query, mode, fusion, [], None, None, notices + ["the index is empty"], reindexed)
+    manifest = store.Manifest.load(gen)
+    # Text mode needs no chunk table: Whoosh stores each hit's path, lines and text.
+    rows = store.load_chunks(gen) if mode != "text" else []
+    since_d, until_d = parse_day(since), parse_day(until)
+    allowed_paths = None
+    if since_d or until_d:
+        allowed_paths = {p for p in manifest.files if (d := file_date(p)) and (not since_d or d >= since_d)
+                         and (not until_d or d <= until_d)}
+    pool = candidates or max(200, max_results * 20)
+    in_scope = [allowed_paths is None or r.path in allowed_paths for r in rows]
+
+    bm25: dict[str, float] = {}
+    if mode in ("hybrid", "text"):
+        bm25 = dict(fulltext.search(gen / "fulltext", query, pool, allowed_paths))
+    cosines: dict[str, float] = {}
+    cos_all = None
+    embedder_id = None
+    if mode in ("hybrid", "vector"):
+        embedder_id, cos_all = _vector_side(ws, settings, manifest, gen, rows, query, notices, mode)
+        if cos_all is None and mode == "hybrid":
+            mode = "text"
+            if not bm25:
+                bm25 = dict(fulltext.search(gen / "fulltext", query, pool, allowed_paths))
+        elif cos_all is not None:
+            import numpy as np
+
+            cos_all[~np.asarray(in_scope, dtype=bool)] = np.nan
+            order = np.argsort(-np.nan_to_num(cos_all, nan=-9.0))[:pool]
+            cosines = {rows[i].id: float(cos_all[i]) for i in order if not np.isnan(cos_all[i])}
+
+    fused = _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, vector_weight)
+    ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+    # A zero score means neither side found anything beyond the average chunk: not a result.
+    ranked = [(cid, s) for cid, s in ranked if s > 0.0 and s >= min_score][:max_results]
+    top_bm25 = max(bm25.values(), default=0.0) or 1.0
+    text_scores = {k: v / top_bm25 for k, v in bm25.items()}
+    vector_scores = {rows[i].id: max(0.0, float(c)) for i, c in enumerate(cos_all)} if cos_all is not None else {}
+    vector_scores = {k: v for k, v in vector_scores.items() if v == v}
+    docs = fulltext.stored_docs(gen / "fulltext", [cid for cid, _ in ranked])
+    terms = set(query_terms(query)[0])
+    hits = []
+    for cid, score in ranked:
+        if cid not in docs:
+            continue
+        path, (start_line, end_line), text = docs[cid]
+        snippet, marks = make_snippet(text, terms)
+        hits.append(SearchHit(path, start_line, end_line, round(score, 4),
+                              round(text_scores[cid], 4) if cid in text_scores else (0.0 if mode != "vector" else None),
+                              round(vector_scores[cid], 4) if cid in vector_scores else
+                              (0.0 if mode in ("hybrid", "vector") else None),
+                              snippet, marks))
+    return SearchResult(query, mode, fusion, hits, embedder_id, gen.name, notices, reindexed)
+
+
+def _ensure_fresh(ws, settings, auto_reindex: bool, notices: list[str], progress):
+    """Stale index policy: bring it up to date incrementally before searching (cheap: only changed files are
+    re-chunked and re-embedded). With auto_reindex off, or when another process is reindexing, search the
+    index as it is and say so."""
+    from qwenmem.core.index.reindexing import run_reindex
+
+    gen = store.current_generation(ws)
+    manifest = store.Manifest.load(gen) if gen else None
+    if manifest is not None:
+        stale = stale_files(ws, manifest)
+        if not stale:
+            return None
+        if not auto_reindex:
+            notices.append(f"index is stale ({len(stale)} file(s) changed since it was built); run `qwenmem reindex`")
+            return None
+    elif not auto_reindex:
+        notices.append("no index yet; run `qwenmem reindex`")
+        return None
+    try:
+        result = run_reindex(ws, settings, progress=progress)
+    except BusyError:
+        notices.append("another process is updating the index; searching the previous index")
+        return None
+    notices.extend(result.notices)
+    return result
+
+
+def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
+    """(embedder id, cosine of each chunk's best piece, in row order) or (None, None) with a notice."""
+    import numpy as np
+
+    from qwenmem.core.errors import LLMError
+    from qwenmem.core.index.embedders import load_embedder
+
+    spec = manifest.embedder or {}
+    loaded = store.load_vectors(gen) if spec.get("model_id") else None
+    if loaded is None:
+        notices.append("the index has no vectors (built with --embedder none): full-text search only")
+        return None, None
+    try:
+        choice = load_embedder(ws, settings, backend=spec.get("backend"), model=spec.get("model"))
+    except Exception as exc:  # noqa: BLE001 - a missing model or package must never stop a search
+        notices.append(f"embedding model unavailable ({exc}): full-text search only")
+        return None, None
+    emb = choice.embedder
+    if emb is None or emb.model_id != spec.get("model_id"):
+        notices.append(f"embedding model {spec.get('model_id')} is not available: full-text search only")
+        return None, None
+    if mode == "hybrid" and emb.english_only and IS_CJK.search(query):
+        notices.append(f"{emb.model_id} cannot read Chinese/Japanese/Korean: this query uses full text only")
+        return None, None
+    try:
+        q = emb.embed_query(query)
+    except LLMError as exc:
+        notices.append(f"{exc}: full-text search only")
+        return None, None
+    vectors, owners = loaded
+    if len(rows) == 0:
+        return None, None  # nothing indexed: nothing to say about vectors
+    if vectors.shape[1] != q.shape[0]:
+        notices.append("the index vectors do not match the model's dimension: run `qwenmem reindex --full`")
+        return None, None
+    sims = np.asarray(vectors, dtype=np.float32) @ q.astype(np.float32)
+    best = np.full(len(rows), -1.0, dtype=np.float32)
+    np.maximum.at(best, owners, sims)
+    return emb.model_id, best.astype(np.float64)
+
+
+def _standard(values):
+    import numpy as np
+
+    finite = values[~np.isnan(values)]
+    if finite.size == 0:
+        return np.zeros_like(values)
+    std = float(finite.std())
+    return (values - float(finite.mean())) / (std if std > 1e-12 else 1.0)
+
+
+def _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, w):
+    """{chunk id: score in (0, 1]}, best = 1. (numpy only past the text branch: text search stays light.)"""
+
+    def relative(scores: dict[str, float]) -> dict[str, float]:
+        top = max(scores.values(), default=0.0)
+        return {k: v / top for k, v in scores.items()} if top > 0 else {}
+
+    if mode == "text":
+        return relative(bm25)
+    import numpy as np
+
+    if mode == "vector":
+        background = float(np.nanmean(cos_all)) if cosines else 0.0
+        return relative({k: v - background for k, v in cosines.items() if v > background})
+    if fusion == "rrf":
+        fused: dict[str, float] = {}
+        for scores in (bm25, cosines):
+            for rank, cid in enumerate(sorted(scores, key=lambda k: -scores[k])):
+                fused[cid] = fused.get(cid, 0.0) + 1.0 / (RRF_K + rank + 1)
+        return relative(fused)
+    scope = np.asarray(in_scope, dtype=bool)
+    text_all = np.array([bm25.get(r.id, 0.0) for r in rows], dtype=np.float64)
+    text_all[~scope] = np.nan
+    z = w * _standard(cos_all) + (1 - w) * _standard(text_all)
+    candidates = set(bm25) | set(cosines)
+    index = {r.id: i for i, r in enumerate(rows)}
+    # Rescale so the best chunk is 1 and the worst chunk in scope is 0: every candidate either side found
+    # stays listed, in fused order, even when the other side pulls it below the average chunk.
+    low, high = float(np.nanmin(z)), float(np.nanmax(z))
+    span = high - low if high > low else 1.0
+    return {cid: (float(z[index[cid]]) - low) / span for cid in candidates if not np.isnan(z[index[cid]])}
+
+
+def make_snippet(text: str, terms: set[str], max_chars: int = 240) -> tuple[str, list[tuple[int, int]]]:
+    """The densest window of lines around the query terms, with the matched spans marked."""
+    lines = text.split("\n")
+    best_i, best_hits = 0, -1
+    for i, line in enumerate(lines):
+        hits = sum(1 for t, _, _, _ in spans(line) if t in terms)
+        if hits > best_hits:
+            best_i, best_hits = i, hits
+    start = best_i
+    out = lines[best_i].strip()
+    first = next((s for t, s, _, _ in spans(out) if t in terms), 0)
+    if first > max_chars // 3:  # a long line whose match is far in: start the window just before it
+        out = "… " + out[first - max_chars // 6:]
+    j = best_i + 1
+    while j < len(lines) and len(out) < max_chars // 2:
+        if lines[j].strip():
+            out += " ⏎ " + lines[j].strip()
+        j += 1
+    if start > 0:
+        out = "… " + out
+    if len(out) > max_chars:
+        out = out[:max_chars].rstrip() + "…"
+    marks: list[tuple[int, int]] = []
+    for t, s, e, _ in spans(out):
+        if t in terms:
+            if marks and s <= marks[-1][1]:
+                marks[-1] = (marks[-1][0], max(marks[-1][1], e))
+            else:
+                marks.append((s, e))
+    return out, marks

@@ -1,0 +1,120 @@
+"""Which workspace files are indexed, and the text each contributes.
+
+memory: MEMORY.md / memory.md and memory/*.md (memory/**/*.md with recursive) — what QwenPaw's watcher indexes.
+dialog: dialog/*.jsonl, one line of text per message line, so line numbers are the file's own.
+sessions: session files, one line of text per message: "line" numbers are message numbers (1-based).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from qwenmem.core.errors import UsageError
+
+SOURCES = ("memory", "dialog", "sessions")
+DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
+
+
+@dataclass
+class SourceFile:
+    path: Path
+    rel: str
+    kind: str  # memory | dialog | sessions
+    size: int
+    mtime_ns: int
+
+
+def parse_sources(value) -> list[str]:
+    if value is None:
+        return ["memory"]
+    items = value.split(",") if isinstance(value, str) else list(value)
+    chosen = [s.strip().lower() for s in items if s and s.strip()]
+    if "all" in chosen:
+        return list(SOURCES)
+    bad = [s for s in chosen if s not in SOURCES]
+    if bad:
+        raise UsageError(f"unknown source {bad[0]!r}; choose from {', '.join(SOURCES)} or all")
+    return [s for s in SOURCES if s in chosen] or ["memory"]
+
+
+def discover(ws, sources: list[str], recursive: bool) -> list[SourceFile]:
+    found: dict[str, SourceFile] = {}
+    seen_real: set[tuple[int, int]] = set()
+
+    def add(p: Path, kind: str) -> None:
+        # One lstat per file (search runs this on every query to spot a stale index): symlinks are skipped,
+        # and files are keyed by inode so MEMORY.md and memory.md on a case-insensitive filesystem count once.
+        try:
+            st = p.lstat()
+        except OSError:
+            return
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen_real:
+            return
+        seen_real.add((st.st_dev, st.st_ino))
+        rel = p.relative_to(ws.path).as_posix()
+        found[rel] = SourceFile(p, rel, kind, st.st_size, st.st_mtime_ns)
+
+    if "memory" in sources:
+        for name in ("MEMORY.md", "memory.md"):
+            add(ws.path / name, "memory")
+        if ws.memory_dir.is_dir():
+            pattern = "**/*.md" if recursive else "*.md"
+            for p in sorted(ws.memory_dir.glob(pattern)):
+                if not any(part.startswith(".") for part in p.relative_to(ws.memory_dir).parts):
+                    add(p, "memory")
+    if "dialog" in sources and ws.dialog_dir.is_dir():
+        for p in sorted(ws.dialog_dir.glob("*.jsonl")):
+            add(p, "dialog")
+    if "sessions" in sources:
+        from qwenmem.core.sessions import iter_session_files
+
+        for p in iter_session_files(ws):
+            add(p, "sessions")
+    return [found[k] for k in sorted(found)]
+
+
+def read_source(src: SourceFile) -> tuple[str, str]:
+    """(content sha256, text to index). Bad bytes never stop indexing: they become U+FFFD."""
+    data = src.path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    text = data.decode("utf-8", "replace").removeprefix("\ufeff")
+    if src.kind == "memory":
+        return digest, text
+    if src.kind == "dialog":
+        return digest, "\n".join(_message_line(_json_or_none(line)) for line in text.split("\n"))
+    from qwenmem.core.sessions import parse_session_bytes
+
+    session, _, _ = parse_session_bytes(data)
+    msgs = session.messages() if session else []
+    return digest, "\n".join(_message_line(m) for m in msgs)
+
+
+def _json_or_none(line: str):
+    try:
+        return json.loads(line) if line.strip() else None
+    except ValueError:
+        return None
+
+
+def _message_line(msg) -> str:
+    from qwenmem.core.sessions import message_text
+
+    if not isinstance(msg, dict):
+        return ""
+    text = " ".join(message_text(msg).split())
+    if not text:
+        return ""
+    who = msg.get("name") or msg.get("role") or "?"
+    stamp = str(msg.get("timestamp") or "")[:16]
+    return f"[{stamp}] {who}: {text}" if stamp else f"{who}: {text}"
+
+
+def file_date(rel: str) -> str | None:
+    """The daily-log date of a file (memory/2026-05-01.md, dialog/2026-05-01.jsonl), for --since/--until."""
+    m = DATE_IN_NAME.search(Path(rel).name)
+    return m.group(1) if m else None

@@ -1,0 +1,138 @@
+"""On-disk layout of the index and its crash-safe generations.
+
+    <ws>/.qwenmem/index/
+        CURRENT                 name of the live generation, replaced atomically (the commit point)
+        gen-<n>/manifest.json   format, chunker, embedder identity, per-file content hash and chunk count
+        gen-<n>/chunks.json     [[chunk_id, path, start_line, end_line, text_hash], ...] in row order
+        gen-<n>/vectors.npy     float16 piece vectors (rows), L2-normalised
+        gen-<n>/owners.npy      int32 chunk row of each piece vector
+        gen-<n>/fulltext/       Whoosh index (chunk text stored for snippets)
+
+A reindex builds gen-<n+1> beside the live one and only then rewrites CURRENT, so a crash at any point leaves
+the previous generation intact and in use. Only generation directories that CURRENT does not name are ever
+deleted, and only inside index/ (everything there is rebuildable).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from qwenmem.core.fsio import atomic_write_bytes, fsync_dir
+
+FORMAT = 1
+POINTER = "CURRENT"
+
+
+def index_dir(ws) -> Path:
+    return ws.data_dir / "index"
+
+
+def lock_path(ws) -> Path:
+    # Its own lock, not the workspace lock: `dream` holds that one while it calls reindex().
+    return ws.data_dir / "index.lock"
+
+
+def current_generation(ws) -> Path | None:
+    pointer = index_dir(ws) / POINTER
+    try:
+        name = pointer.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    gen = index_dir(ws) / name
+    if not name.startswith("gen-") or "/" in name or not (gen / "manifest.json").is_file():
+        return None
+    return gen
+
+
+def new_generation_dir(ws) -> Path:
+    root = index_dir(ws)
+    root.mkdir(parents=True, exist_ok=True)
+    numbers = [int(p.name[4:]) for p in root.glob("gen-*") if p.name[4:].isdigit()]
+    gen = root / f"gen-{max(numbers, default=0) + 1:06d}"
+    gen.mkdir()
+    return gen
+
+
+def publish(ws, gen: Path) -> None:
+    """Make `gen` the live generation (atomic), then drop every other generation."""
+    for f in gen.rglob("*"):
+        if f.is_file():
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    fsync_dir(gen)
+    atomic_write_bytes(index_dir(ws) / POINTER, (gen.name + "\n").encode())
+    drop_stale_generations(ws)
+
+
+def drop_stale_generations(ws) -> None:
+    live = current_generation(ws)
+    for gen in index_dir(ws).glob("gen-*"):
+        if gen.is_dir() and gen != live:
+            shutil.rmtree(gen, ignore_errors=True)
+
+
+@dataclass
+class Manifest:
+    chunker: str
+    embedder: dict  # {"backend": ..., "model": ..., "model_id": ..., "dim": ...}
+    files: dict[str, dict] = field(default_factory=dict)  # path -> {sha256, size, mtime_ns, chunks, source}
+    sources: list[str] = field(default_factory=lambda: ["memory"])
+    recursive: bool = False
+    format: int = FORMAT
+    built_at: str = ""
+
+    def dump(self) -> bytes:
+        return json.dumps(self.__dict__, ensure_ascii=False, indent=1, sort_keys=True).encode()
+
+    @classmethod
+    def load(cls, gen: Path) -> "Manifest | None":
+        try:
+            doc = json.loads((gen / "manifest.json").read_text(encoding="utf-8"))
+            if doc.get("format") != FORMAT:
+                return None
+            return cls(**{k: doc[k] for k in cls.__dataclass_fields__ if k in doc})
+        except (OSError, ValueError, TypeError):
+            return None
+
+
+@dataclass
+class ChunkRow:
+    id: str
+    path: str
+    start_line: int
+    end_line: int
+    hash: str
+
+
+def load_chunks(gen: Path) -> list[ChunkRow]:
+    rows = json.loads((gen / "chunks.json").read_text(encoding="utf-8"))
+    return [ChunkRow(*r) for r in rows]
+
+
+def write_chunks(gen: Path, rows: list[ChunkRow]) -> None:
+    data = json.dumps([[r.id, r.path, r.start_line, r.end_line, r.hash] for r in rows], ensure_ascii=False)
+    (gen / "chunks.json").write_text(data, encoding="utf-8")
+
+
+def load_vectors(gen: Path):
+    """(vectors float16 [pieces, dim], owners int32 [pieces]) or None when the index has no vectors."""
+    import numpy as np
+
+    vec_path, own_path = gen / "vectors.npy", gen / "owners.npy"
+    if not vec_path.exists() or not own_path.exists():
+        return None
+    return np.load(vec_path, mmap_mode="r"), np.load(own_path)
+
+
+def write_vectors(gen: Path, vectors, owners) -> None:
+    import numpy as np
+
+    np.save(gen / "vectors.npy", np.asarray(vectors, dtype=np.float16))
+    np.save(gen / "owners.npy", np.asarray(owners, dtype=np.int32))
