@@ -5,6 +5,8 @@ complete -c qwenmem -n '__fish_use_subcommand' -a completions
 complete -c qwenmem -n '__fish_use_subcommand' -a demo
 complete -c qwenmem -n '__fish_use_subcommand' -a dream
 complete -c qwenmem -n '__fish_use_subcommand' -a info
+complete -c qwenmem -n '__fish_use_subcommand' -a reindex
+complete -c qwenmem -n '__fish_use_subcommand' -a search
 complete -c qwenmem -n '__fish_use_subcommand' -a sessions
 complete -c qwenmem -n '__fish_use_subcommand' -l agent
 complete -c qwenmem -n '__fish_use_subcommand' -l debug
@@ -72,6 +74,35 @@ complete -c qwenmem -n '__fish_seen_subcommand_from info' -l agent
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l workspace
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -l embedder
+complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -l full
+complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -l model
+complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -l no-recursive
+complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -l recursive
+complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -l sources
+complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -s q
+complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l fusion
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l max-results
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l min-score
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l mode
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l no-reindex
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l since
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l until
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l vector-weight
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -s q
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -s w
 complete -c qwenmem -n '__fish_seen_subcommand_from sessions' -a list
 complete -c qwenmem -n '__fish_seen_subcommand_from sessions' -a repair
 complete -c qwenmem -n '__fish_seen_subcommand_from sessions' -a restore

@@ -22,8 +22,10 @@ DEMO_STEPS: list[tuple[str, list[str]]] = [
     ("Build the search index", ["reindex"]),
     ("Search long-term memory", ["search", "数据库连接超时", "-n", "3"]),
     ("Search for an exact error code", ["search", "ECONNREFUSED", "-n", "3"]),
-    ("Consolidate MEMORY.md (dry run, shows the diff)", ["dream", "--dry-run", "--mode", "deterministic"]),
-    ("Consolidate MEMORY.md for real (backup first)", ["dream", "--mode", "deterministic"]),
+    # the sample's newest daily log is 2026-11-28: dream that day so facts are promoted, not only deduplicated
+    ("Consolidate MEMORY.md (dry run, shows the diff)",
+     ["dream", "--dry-run", "--mode", "deterministic", "--date", "2026-11-28"]),
+    ("Consolidate MEMORY.md for real (backup first)", ["dream", "--mode", "deterministic", "--date", "2026-11-28"]),
 ]
 
 
@@ -44,7 +46,6 @@ def demo(
 
       qwenmem demo --into /tmp/qwenmem-demo
     """
-    from qwenmem.cli.app import app
 
     base = target or Path(tempfile.mkdtemp(prefix="qwenmem-demo-"))
     dest = base / "workspace"
@@ -53,11 +54,8 @@ def demo(
     shutil.copytree(sample_workspace(), dest)
     con = output.out()
     con.print(f"[bold]qwenmem demo[/bold]: working on a copy at {output.escape(str(dest))}\n")
-    available = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
     failures = 0
     for title, argv in DEMO_STEPS:
-        if argv[0] not in available or (argv[0] == "sessions" and argv[1] == "repair" and not _has_repair()):
-            continue
         con.rule(f"[bold]{title}[/bold]")
         con.print(f"[dim]$ qwenmem -w {output.escape(str(dest))} {output.escape(' '.join(argv))}[/dim]")
         code = _run(["-w", str(dest), *argv])
@@ -71,12 +69,6 @@ def demo(
         con.print(f"\nThe demo workspace stays at {output.escape(str(dest))}; try: qwenmem -w {output.escape(str(dest))} sessions list")
     if failures:
         raise typer.Exit(1)
-
-
-def _has_repair() -> bool:
-    from qwenmem.cli.sessions import app as sessions_app
-
-    return any(c.name == "repair" for c in sessions_app.registered_commands)
 
 
 def _run(argv: list[str]) -> int:

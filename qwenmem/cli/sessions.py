@@ -226,18 +226,3 @@ def render_blocks(content, full: bool, thinking: bool) -> list[str]:
         else:
             lines.append(f"[dim]<{esc(str(kind))} block: {esc(_shorten(json.dumps(block, ensure_ascii=False), 200, full))}>[/dim]")
     return lines
-
-
-def _mount_repair() -> None:
-    import importlib
-
-    try:
-        repair = importlib.import_module("qwenmem.cli.repair")
-    except ModuleNotFoundError as exc:
-        if exc.name != "qwenmem.cli.repair":
-            raise
-        return
-    repair.register(app)
-
-
-_mount_repair()
