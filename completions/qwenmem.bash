@@ -13,7 +13,7 @@ _qwenmem() {
         "compact") words="--agent --all --check --dry-run --force --instruction --json --llm-api-key --llm-base-url --llm-model --llm-retries --llm-timeout --longterm --max-input-length --no-longterm --no-prune --old-max-bytes --prune --prune-only --quiet --recent-max-bytes --recent-n --reserve-ratio --summarizer --threshold-ratio --tokenizer --workspace -n -q -w" ;;
         "completions") words="" ;;
         "demo") words="--into --keep --no-keep" ;;
-        "dream") words="--agent --allow-shrink --date --dry-run --embeddings --json --keep --list-backups --llm-api-key --llm-base-url --llm-model --llm-timeout --log-file --max-shrink --mode --no-embeddings --promote --quiet --restore --similarity --workspace -n -q -w" ;;
+        "dream") words="--agent --allow-shrink --date --dry-run --embeddings --json --keep --list-backups --llm-api-key --llm-base-url --llm-model --llm-retries --llm-timeout --log-file --max-shrink --mode --no-embeddings --promote --quiet --restore --similarity --workspace -n -q -w" ;;
         "info") words="--agent --json --workspace -w" ;;
         "reindex") words="--agent --dry-run --embedder --full --json --model --no-recursive --quiet --recursive --sources --workspace -n -q -w" ;;
         "search") words="--agent --fusion --json --max-results --min-score --mode --no-reindex --quiet --since --until --vector-weight --workspace -n -q -w" ;;

@@ -57,6 +57,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l list-backups
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l llm-api-key
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l llm-base-url
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l llm-model
+complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l llm-retries
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l llm-timeout
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l log-file
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l max-shrink

@@ -8,7 +8,8 @@ import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
-from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, TokenizerOpt, WorkspaceOpt
+from qwenmem.cli.options import (AgentOpt, DryRunFlag, JsonFlag, LLMBaseOpt, LLMKeyOpt, LLMModelOpt, LLMRetriesOpt,
+                                 LLMTimeoutOpt, QuietFlag, TokenizerOpt, WorkspaceOpt)
 
 
 _Opt = typer.Option
@@ -36,16 +37,6 @@ RecentBytesOpt = Annotated[Optional[int], _Opt("--recent-max-bytes", min=1000, h
                                                                                     "(default 50000).")]
 InstructionOpt = Annotated[str, _Opt("--instruction", help="Extra instruction for the LLM summary (like "
                                                            "/compact <text>).")]
-LLMBaseOpt = Annotated[Optional[str], _Opt("--llm-base-url", help="OpenAI-compatible endpoint (else "
-                                                                  "$QWENMEM_LLM_BASE_URL, else QwenPaw's provider).")]
-LLMModelOpt = Annotated[Optional[str], _Opt("--llm-model", help="Model name (else $QWENMEM_LLM_MODEL).")]
-LLMKeyOpt = Annotated[Optional[str], _Opt("--llm-api-key", help="API key (else $QWENMEM_LLM_API_KEY, "
-                                                                "$OPENAI_API_KEY).")]
-LLMTimeoutOpt = Annotated[Optional[float], _Opt("--llm-timeout", min=0.1, help="Seconds per LLM request "
-                                                                               "(default 60).")]
-LLMRetriesOpt = Annotated[Optional[int], _Opt("--llm-retries", min=0, help="Retries with exponential backoff after "
-                                                                           "a failed LLM request (default 2).")]
-
 
 def register(app: typer.Typer) -> None:
     app.command("compact")(compact)
@@ -93,7 +84,7 @@ def compact(
 
       QWENMEM_LLM_BASE_URL=http://localhost:8000/v1 QWENMEM_LLM_MODEL=qwen3 qwenmem compact --all --json
     """
-    from qwenmem.core.compaction.run import CompactOptions, check_session, compact_sessions, with_retries
+    from qwenmem.core.compaction.run import CompactOptions, check_session, compact_sessions
     from qwenmem.core.errors import UsageError, WorkspaceError
     from qwenmem.core.sessions import find_session, iter_session_refs
     from qwenmem.core.settings import load_settings
@@ -138,8 +129,8 @@ def compact(
     if summarizer != "extractive" and not prune_only:
         from qwenmem.core.llm import resolve_llm_config
 
-        opts.llm = with_retries(resolve_llm_config(ws, settings, llm_base_url, llm_model, llm_api_key, llm_timeout),
-                                llm_retries, llm_timeout)
+        opts.llm = resolve_llm_config(ws, settings, llm_base_url, llm_model, llm_api_key, llm_timeout,
+                                      retries=llm_retries)
     if len(refs) == 1:
         from qwenmem.core.sessions import load_session
         from qwenmem.core.compaction.check import unusable_reason

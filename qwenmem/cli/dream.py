@@ -10,7 +10,8 @@ import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
-from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
+from qwenmem.cli.options import (AgentOpt, DryRunFlag, JsonFlag, LLMBaseOpt, LLMKeyOpt, LLMModelOpt, LLMRetriesOpt,
+                                 LLMTimeoutOpt, QuietFlag, WorkspaceOpt)
 
 
 def dream(
@@ -36,13 +37,11 @@ def dream(
                                                "file is backed up first).")] = False,
     list_flag: Annotated[bool, typer.Option("--list-backups", help="List MEMORY.md backups and recent dreams.")] = False,
     dry_run: DryRunFlag = False,
-    llm_base_url: Annotated[Optional[str], typer.Option("--llm-base-url", help="OpenAI-compatible endpoint (else "
-                                                        "$QWENMEM_LLM_BASE_URL, else QwenPaw's provider).")] = None,
-    llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="Model name (else $QWENMEM_LLM_MODEL).")] = None,
-    llm_api_key: Annotated[Optional[str], typer.Option("--llm-api-key", help="API key (else $QWENMEM_LLM_API_KEY, "
-                                                       "$OPENAI_API_KEY).")] = None,
-    llm_timeout: Annotated[Optional[float], typer.Option("--llm-timeout", min=0.1, help="Seconds per LLM request "
-                                                         "(default 60).")] = None,
+    llm_base_url: LLMBaseOpt = None,
+    llm_model: LLMModelOpt = None,
+    llm_api_key: LLMKeyOpt = None,
+    llm_timeout: LLMTimeoutOpt = None,
+    llm_retries: LLMRetriesOpt = None,
     log_file: Annotated[Optional[Path], typer.Option("--log-file", help="Also append the summary (or the error) "
                                                      "to this file, even with --quiet.")] = None,
     quiet: QuietFlag = False,
@@ -89,7 +88,8 @@ def dream(
 
         options = DreamOptions(date=date, dry_run=dry_run, promote=promote, use_embeddings=embeddings,
                                similarity=similarity, max_shrink=max_shrink, allow_shrink=allow_shrink, keep=keep,
-                               llm=_llm_config(ws, settings, mode, llm_base_url, llm_model, llm_api_key, llm_timeout))
+                               llm=_llm_config(ws, settings, mode, llm_base_url, llm_model, llm_api_key, llm_timeout,
+                                               llm_retries))
         result = run_dream(ws, settings, options)
     except QwenmemError as exc:
         _log(log_file, [f"error: {exc}"])
@@ -98,7 +98,7 @@ def dream(
     _render(result, json_out, quiet)
 
 
-def _llm_config(ws, settings, mode, base_url, model, api_key, timeout):
+def _llm_config(ws, settings, mode, base_url, model, api_key, timeout, retries):
     from qwenmem.core.errors import UsageError
     from qwenmem.core.llm import resolve_llm_config
 
@@ -106,7 +106,7 @@ def _llm_config(ws, settings, mode, base_url, model, api_key, timeout):
         raise UsageError(f"--mode {mode!r}: choose auto, llm or deterministic")
     if mode == "deterministic":
         return None
-    config = resolve_llm_config(ws, settings, base_url, model, api_key, timeout)
+    config = resolve_llm_config(ws, settings, base_url, model, api_key, timeout, retries=retries)
     if config is None and mode == "llm":
         raise UsageError("--mode llm: no LLM configured (use --llm-base-url/--llm-model or $QWENMEM_LLM_BASE_URL)")
     return config

@@ -18,3 +18,14 @@ AgentOpt = Annotated[Optional[str], typer.Option("--agent", help="Agent id under
 TokenizerOpt = Annotated[
     str, typer.Option("--tokenizer", help="Token counter: estimate (QwenPaw's bytes/divisor), o200k or cl100k.")]
 QuietFlag = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success (for cron).")]
+
+# The LLM endpoint, for every command that can use one (compact, dream); precedence in qwenmem/core/llm.py.
+LLMBaseOpt = Annotated[Optional[str], typer.Option("--llm-base-url", help="OpenAI-compatible endpoint (else "
+                                                   "$QWENMEM_LLM_BASE_URL, else QwenPaw's provider).")]
+LLMModelOpt = Annotated[Optional[str], typer.Option("--llm-model", help="Model name (else $QWENMEM_LLM_MODEL).")]
+LLMKeyOpt = Annotated[Optional[str], typer.Option("--llm-api-key", help="API key (else $QWENMEM_LLM_API_KEY, "
+                                                  "$OPENAI_API_KEY).")]
+LLMTimeoutOpt = Annotated[Optional[float], typer.Option("--llm-timeout", min=0.1, help="Seconds per LLM request "
+                                                        "(default 60).")]
+LLMRetriesOpt = Annotated[Optional[int], typer.Option("--llm-retries", min=0, help="Retries with exponential "
+                                                      "backoff after a failed LLM request (default 2).")]

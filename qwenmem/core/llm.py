@@ -56,6 +56,7 @@ def resolve_llm_config(
     api_key: str | None = None,
     timeout: float | None = None,
     env: Mapping[str, str] | None = None,
+    retries: int | None = None,
 ) -> LLMConfig | None:
     env = os.environ if env is None else env
     env_timeout = env.get("QWENMEM_LLM_TIMEOUT")
@@ -81,7 +82,7 @@ def resolve_llm_config(
     model = model or env.get("QWENMEM_LLM_MODEL") or (settings.active_model if settings else None)
     if not model:
         raise LLMError(f"an LLM base URL is configured ({source}) but no model: set --llm-model or $QWENMEM_LLM_MODEL")
-    return LLMConfig(base_url.rstrip("/"), model, key or "sk-no-key", timeout, 2, source)
+    return LLMConfig(base_url.rstrip("/"), model, key or "sk-no-key", timeout, 2 if retries is None else retries, source)
 
 
 class ChatClient:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from dataclasses import replace
 from datetime import datetime
 
 from qwenmem.core.compaction import dialog as dialog_mod
@@ -36,7 +35,7 @@ from qwenmem.core.tokens import TokenCounter, get_counter, message_tokens
 from qwenmem.core.workspace import Workspace
 
 __all__ = ["CheckReport", "CompactOptions", "CompactReport", "check_session", "compact_session_async",
-           "compact_sessions", "choose_summarizer", "with_retries"]
+           "compact_sessions", "choose_summarizer"]
 
 
 # --------------------------------------------------------------------------------------------- compaction
@@ -244,14 +243,3 @@ def compact_sessions(ws: Workspace, refs: list[SessionRef], settings: Settings, 
         return asyncio.run(run_all()), announcement
     with exclusive_lock(ws.lock_path):
         return asyncio.run(run_all()), announcement
-
-
-def with_retries(config, retries: int | None, timeout: float | None):
-    if config is None:
-        return None
-    changes = {}
-    if retries is not None:
-        changes["max_retries"] = retries
-    if timeout is not None:
-        changes["timeout"] = timeout
-    return replace(config, **changes) if changes else config
