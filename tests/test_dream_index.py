@@ -1,17 +1,12 @@
-"""With the search index (qwenmem.core.index, built in parallel): a dream uses its embedder for near-duplicates
-and refreshes it afterwards. Skipped only while that package is not merged into this tree."""
+"""With a search index: a dream uses its embedder for near-duplicates and refreshes the index afterwards."""
 
 from __future__ import annotations
-
-import pytest
 
 from conftest import invoke
 
 
 def test_dream_uses_the_index_embedder_and_refreshes_the_index(sample_ws):
-    index = pytest.importorskip("qwenmem.core.index")
-    if not all(hasattr(index, f) for f in ("reindex", "index_exists", "load_embedder")):
-        pytest.skip("qwenmem.core.index does not expose reindex/index_exists/load_embedder yet")
+    from qwenmem.core import index
     from qwenmem.core.settings import load_settings
     from qwenmem.core.workspace import discover_workspace
 

@@ -157,38 +157,26 @@ def unified_diff(old: str, new: str, name: str = "MEMORY.md") -> str:
 
 def _load_embedder(ws: Workspace, settings: Settings, warnings: list[str]):
     """The search index's embedder, only when an index exists (the issue: near-duplicates 'when an index exists')."""
+    from qwenmem.core import index
+
     try:
-        from qwenmem.core import index
-    except ImportError:
-        return None
-    exists, load = getattr(index, "index_exists", None), getattr(index, "load_embedder", None)
-    if exists is None or load is None:
-        return None
-    try:
-        if not exists(ws):
-            return None
-        return load(ws, settings)
+        return index.load_embedder(ws, settings) if index.index_exists(ws) else None
     except Exception as exc:  # noqa: BLE001 - embeddings are an optional refinement; dedupe still runs without
         warnings.append(f"near-duplicate detection skipped: cannot load the index's embedding model ({exc})")
         return None
 
 
 def _refresh_index(ws: Workspace, settings: Settings, warnings: list[str]) -> bool | None:
+    from qwenmem.core import index
+
     try:
-        from qwenmem.core import index
-    except ImportError:
-        return None
-    exists, reindex = getattr(index, "index_exists", None), getattr(index, "reindex", None)
-    if exists is None or reindex is None:
-        return None
-    try:
-        if not exists(ws):
+        if not index.index_exists(ws):
             return None
-        reindex(ws, settings, full=False)
+        index.reindex(ws, settings, full=False)
         return True
     except Exception as exc:  # noqa: BLE001 - MEMORY.md is already safely written; a stale index is recoverable
         warnings.append(f"MEMORY.md was updated but the search index was not refreshed ({exc}); "
-                        "run `qwenmem index` later")
+                        "run `qwenmem reindex` later")
         return False
 
 
