@@ -11,6 +11,7 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import itertools
 import os
 import shutil
 import stat
@@ -18,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Iterable, Iterator
 
 from qwenmem.core.errors import BusyError, ChangedUnderneathError, WorkspaceError
 
@@ -193,30 +195,67 @@ def _append_durably(path: Path, data: bytes) -> None:
         fsync_dir(path.parent)
 
 
-def copy_preserving(src: Path, dest: Path) -> Path:
-    """Copy bytes and metadata to `dest` durably, never overwriting an existing file (a name taken meanwhile by
-    someone else is detected by os.link, which refuses to replace, and the next free name is used)."""
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".qwenmem-tmp", dir=dest.parent)
+def _numbered(dest: Path) -> Iterator[Path]:
+    """dest, then dest.1, dest.2, … (before the suffix)."""
+    yield dest
+    for n in itertools.count(1):
+        yield dest.with_name(f"{dest.stem}.{n}{dest.suffix}")
+
+
+def _publish_new(tmp_name: str, candidates: Iterable[Path]) -> Path:
+    """Give the fsynced temp file the first free name. os.link refuses to replace, so a name someone else took
+    meanwhile is skipped rather than overwritten; then the temp name is dropped and the directory fsynced."""
+    try:
+        for candidate in candidates:
+            try:
+                os.link(tmp_name, candidate)
+            except FileExistsError:
+                continue
+            fsync_dir(candidate.parent)
+            return candidate
+        raise WorkspaceError(f"no free file name for {Path(tmp_name).parent}")
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+
+
+def _temp_beside(directory: Path, name: str) -> str:
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".qwenmem-tmp", dir=directory)
     os.close(fd)
+    return tmp_name
+
+
+def copy_preserving(src: Path, dest: Path) -> Path:
+    """Copy bytes and metadata to `dest` (or `dest.N` if taken) durably; never overwrites an existing file."""
+    dest = Path(dest)
+    tmp_name = _temp_beside(dest.parent, dest.name)
     try:
         shutil.copy2(src, tmp_name)
         with open(tmp_name, "rb+") as fh:
             os.fsync(fh.fileno())
-        candidate, n = dest, 1
-        while True:
-            try:
-                os.link(tmp_name, candidate)
-                break
-            except FileExistsError:
-                candidate = dest.with_name(f"{dest.stem}.{n}{dest.suffix}")
-                n += 1
-    finally:
+    except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
-    fsync_dir(candidate.parent)
-    return candidate
+        raise
+    return _publish_new(tmp_name, _numbered(dest))
+
+
+def write_new_bytes(data: bytes, candidates: Iterable[Path]) -> Path:
+    """Durably write `data` under the first of `candidates` that does not exist yet (all in one directory)."""
+    candidates = iter(candidates)
+    first = next(candidates)
+    tmp_name = _temp_beside(first.parent, first.name)
+    try:
+        with open(tmp_name, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    return _publish_new(tmp_name, itertools.chain([first], candidates))
 
 
 def timestamp_slug(now: datetime | None = None) -> str:

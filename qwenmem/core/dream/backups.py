@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from qwenmem.core.errors import NotFoundError, UnsafePathError, WorkspaceError
-from qwenmem.core.fsio import fsync_dir
+from qwenmem.core.fsio import fsync_dir, write_new_bytes
 from qwenmem.core.workspace import Workspace
 
 BACKUP_RE = re.compile(r"^memory_backup_(\d{8}_\d{6})(?:_(\d+))?\.md$")
@@ -42,28 +40,10 @@ class BackupInfo:
 def create_backup(ws: Workspace, data: bytes, now: datetime) -> Path:
     """Durably write `data` as a new backup file and check it reads back identically."""
     directory = ws.backup_dir
+    base = f"memory_backup_{now:%Y%m%d_%H%M%S}"
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".memory_backup.", suffix=".qwenmem-tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            base = f"memory_backup_{now:%Y%m%d_%H%M%S}"
-            for n in range(0, 10000):
-                target = directory / (f"{base}.md" if n == 0 else f"{base}_{n}.md")
-                try:
-                    os.link(tmp, target)
-                    break
-                except FileExistsError:
-                    continue
-            else:
-                raise WorkspaceError(f"{directory}: no free backup name for {base}")
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        fsync_dir(directory)
+        target = write_new_bytes(data, (directory / (f"{base}.md" if n == 0 else f"{base}_{n}.md")
+                                        for n in range(10000)))
         if hashlib.sha256(target.read_bytes()).digest() != hashlib.sha256(data).digest():
             raise WorkspaceError(f"{target}: backup does not read back identically")
     except OSError as exc:
