@@ -243,3 +243,28 @@ def test_a_named_dialog_offload_can_rebuild_an_empty_session(tmp_path):
     items = qwenpaw_strict_load((root / "sessions/console/s.json").read_bytes())
     lines = [json.loads(line) for line in dialog.read_text(encoding="utf-8").splitlines() if line.strip()]
     assert [m for m, _ in items] == lines and len(lines) == 19  # SOURCES.md: 19 lines
+
+
+def test_dialog_evidence_streams_a_large_offload_log(tmp_path):
+    """A dialog log grows without bound; counting its messages must not load it whole (peak well under its size)."""
+    import os
+    import time
+    import tracemalloc
+
+    from qwenmem.core.repair.evidence import dialog_evidence
+
+    root = make_workspace(tmp_path / "ws", {"a.json": b""})
+    (root / "dialog").mkdir()
+    day = time.strftime("%Y-%m-%d", time.localtime(os.stat(root / "sessions/a.json").st_mtime))
+    line = json.dumps({"role": "user", "content": "x" * 900}).encode() + b"\n"
+    with open(root / "dialog" / f"{day}.jsonl", "wb") as fh:
+        for _ in range(24_000):  # ~22 MB
+            fh.write(line)
+        fh.write(b"\n   \n")
+    ws = discover_workspace(root)
+    tracemalloc.start()
+    [found] = dialog_evidence(ws, root / "sessions/a.json")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert found.kind == "dialog" and found.messages == 24_000
+    assert peak < 2 * 1024 * 1024

@@ -84,7 +84,8 @@ def dialog_evidence(ws: Workspace, path: Path, days: int = 3) -> list[Evidence]:
     for f in sorted(ws.dialog_dir.glob("*.jsonl")):
         if f.stem in wanted:
             try:
-                lines = sum(1 for line in f.read_bytes().splitlines() if line.strip())
+                with f.open("rb") as fh:  # streamed: dialog logs grow without bound
+                    lines = sum(1 for line in fh if line.strip())
             except OSError:
                 continue
             out.append(Evidence(ws.relative(f), "dialog", lines, f.stem, False, []))
