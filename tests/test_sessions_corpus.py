@@ -82,3 +82,12 @@ def test_telegram_session_reports_unanswered_tool_call():
     assert row["health"] == "warnings"
     assert any("has no tool_result" in p for p in row["problems"])
     assert row["user_id"] == "8301437789" and row["session_id"] == "telegram--8301437789"
+
+
+def test_show_finds_a_session_by_its_user_id():
+    ws = CORPUS_REAL / "ssaputralo__OpenClaw2026_SupandiSaputra_NavyAgent__bc527cb"
+    by_user = invoke("-w", str(ws), "sessions", "show", "8301437789", "--json")
+    assert by_user.code == 0
+    assert by_user.json()["result"]["session_id"] == "telegram--8301437789"
+    missing = invoke("-w", str(ws), "sessions", "show", "830143778", "--json")
+    assert missing.code != 0 and "no session matches" in missing.stderr

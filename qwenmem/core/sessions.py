@@ -181,7 +181,8 @@ def iter_session_refs(ws: Workspace, include_backups: bool = False) -> Iterator[
 
 
 def find_session(ws: Workspace, query: str) -> SessionRef:
-    """Accept a path, a file name, `<channel>/<stem>`, a stem, or a QwenPaw session id."""
+    """Accept a path, a file name, `<channel>/<stem>`, a stem, a QwenPaw session id, or a user id (only when
+    nothing else matches: a user with several sessions gets the ambiguity error that lists them)."""
     if "\x00" in query or not query.strip():
         raise UnsafePathError(f"{query!r} is not a valid session name")
     if ".." in Path(query).parts:
@@ -211,6 +212,8 @@ def find_session(ws: Workspace, query: str) -> SessionRef:
     # live sessions first; a CoPaw backup copy is found only when nothing live matches
     matches = matching(iter_session_refs(ws)) or matching(r for r in iter_session_refs(ws, include_backups=True)
                                                            if r.is_backup)
+    if not matches:
+        matches = [r for r in iter_session_refs(ws) if r.user_id == query and not r.ambiguous]
     # prefer the channel copy over a stale flat duplicate of the same name
     if len(matches) > 1:
         fresh = [m for m in matches if not m.stale_flat_copy]
