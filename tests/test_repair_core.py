@@ -268,3 +268,29 @@ def test_dialog_evidence_streams_a_large_offload_log(tmp_path):
     tracemalloc.stop()
     assert found.kind == "dialog" and found.messages == 24_000
     assert peak < 2 * 1024 * 1024
+
+
+def test_restore_finds_an_original_kept_by_a_run_killed_before_its_manifest_entry(tmp_path, monkeypatch):
+    """Crash injection at the named step between 'original copied aside + file replaced' and 'manifest entry'."""
+    from qwenmem.core.repair.quarantine import QuarantineRun
+
+    first, second = WIKI.read_bytes()[:30000], WIKI.read_bytes()[:40000]
+    root = make_workspace(tmp_path / "ws", {"a.json": first, "b.json": second})
+    ws, refs = _refs(root)
+    real_record, calls = QuarantineRun.record, []
+
+    def killed_on_second_entry(self, entry):
+        calls.append(entry["path"])
+        if len(calls) == 2:
+            raise KeyboardInterrupt("killed")
+        real_record(self, entry)
+
+    monkeypatch.setattr(QuarantineRun, "record", killed_on_second_entry)
+    with pytest.raises(KeyboardInterrupt):
+        run_repair(ws, refs, REPAIR)
+    monkeypatch.setattr(QuarantineRun, "record", real_record)
+    unrecorded = calls[1]
+    assert (root / unrecorded).read_bytes() not in (first, second)  # it was replaced before the "crash"
+    back = restore(ws, unrecorded.removeprefix("sessions/").removesuffix(".json"))
+    assert back.files[0].status == "restored"
+    assert (root / unrecorded).read_bytes() == {"sessions/a.json": first, "sessions/b.json": second}[unrecorded]

@@ -78,15 +78,29 @@ def list_runs(ws: Workspace) -> list[RunInfo]:
     runs = []
     for d in sorted(p for p in base.iterdir() if p.is_dir()):
         manifest = read_manifest(d)
+        files = sorted(originals_in_run(d))
         if manifest is not None:
-            files = [e["path"] for e in manifest.get("files", []) if e.get("original")]
             runs.append(RunInfo(d.name, str(manifest.get("kind", "?")), str(manifest.get("created", "")), files,
                                 ws.relative(d)))
         else:
-            files = sorted(p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file()
-                           and not p.relative_to(d).as_posix().startswith("alternatives/"))
             runs.append(RunInfo(d.name, "unknown (no manifest)", "", files, ws.relative(d)))
     return runs
+
+
+def originals_in_run(run_dir: Path) -> dict[str, Path]:
+    """{workspace-relative path: kept original} for one run. The manifest names them, but an original is copied
+    aside before its entry is recorded, so a run killed in between holds a file the manifest does not mention:
+    such files count too (restore must never lose track of kept bytes)."""
+    manifest = read_manifest(run_dir)
+    listed = {e["path"]: run_dir / e["original"] for e in (manifest or {}).get("files", [])
+              if isinstance(e, dict) and e.get("original")}
+    claimed = {p.resolve() for p in listed.values()}
+    for f in run_dir.rglob("*"):
+        rel = f.relative_to(run_dir).as_posix()
+        if (f.is_file() and rel != MANIFEST and not rel.startswith("alternatives/") and not rel.endswith(".qwenmem-tmp")
+                and f.resolve() not in claimed):
+            listed.setdefault(rel, f)
+    return listed
 
 
 def read_manifest(run_dir: Path) -> dict | None:

@@ -8,7 +8,7 @@ from typing import Callable
 
 from qwenmem.core.errors import AmbiguousError, ChangedUnderneathError, NotFoundError
 from qwenmem.core.fsio import exclusive_lock, read_with_snapshot, snapshot
-from qwenmem.core.repair.quarantine import AREA, QuarantineRun, list_runs, read_manifest, sha256
+from qwenmem.core.repair.quarantine import AREA, QuarantineRun, list_runs, originals_in_run, sha256
 from qwenmem.core.safety import replace_preserving
 from qwenmem.core.workspace import Workspace
 
@@ -29,12 +29,7 @@ class RestoreResult:
 
 
 def _originals(ws: Workspace, run_id: str) -> dict[str, Path]:
-    run_dir = ws.data_dir / AREA / run_id
-    manifest = read_manifest(run_dir)
-    if manifest is not None:
-        return {e["path"]: run_dir / e["original"] for e in manifest.get("files", []) if e.get("original")}
-    return {p.relative_to(run_dir).as_posix(): p for p in run_dir.rglob("*") if p.is_file()
-            and not p.relative_to(run_dir).as_posix().startswith("alternatives/")}
+    return originals_in_run(ws.data_dir / AREA / run_id)
 
 
 def _match_run(ws: Workspace, target: str) -> str | None:
