@@ -204,3 +204,55 @@ def test_damaged_generation_is_rebuilt_from_the_files(sample_ws):
     assert result.generation != first.generation and result.reason == "no usable index"
     assert len(result.files_added) == 4
     assert paths_found(ws, settings, "ECONNREFUSED") == ["memory/2026-11-27.md"]
+
+
+def test_a_new_empty_file_or_a_touched_file_is_recorded_so_the_index_is_not_stale_forever(sample_ws):
+    import os
+
+    from qwenmem.core.index.search import stale_files
+
+    ws, settings = open_ws(sample_ws)
+    reindex(ws, settings, backend="none")
+    (sample_ws / "memory" / "2026-01-01.md").write_bytes(b"")
+    log = sample_ws / "memory" / "2026-11-27.md"
+    os.utime(log, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns + 5_000_000_000))
+    assert sorted(stale_files(ws, store.Manifest.load(store.current_generation(ws)))) == [
+        "memory/2026-01-01.md", "memory/2026-11-27.md"]
+    first = reindex(ws, settings)
+    assert first.files_added == ["memory/2026-01-01.md"] and first.chunks_new == 0
+    assert stale_files(ws, store.Manifest.load(store.current_generation(ws))) == []
+    assert reindex(ws, settings).up_to_date
+
+
+def test_huge_binary_and_unreadable_sources_are_skipped_with_a_notice_and_not_rescanned(sample_ws):
+    from qwenmem.core.index.search import stale_files
+
+    memory = sample_ws / "memory"
+    with open(memory / "huge.md", "wb") as fh:
+        fh.truncate(1024 ** 3)  # sparse: 1 GiB without using the disk
+    (memory / "blob.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8)
+    ws, settings = open_ws(sample_ws)
+    result = reindex(ws, settings, backend="none")
+    assert sorted(result.files_skipped) == ["memory/blob.md", "memory/huge.md"]
+    assert any("huge.md: larger than" in n for n in result.notices)
+    assert any("blob.md: looks binary" in n for n in result.notices)
+    assert "memory/2026-11-27.md" in paths_found(ws, settings, "pgbouncer", mode="text")
+    assert stale_files(ws, store.Manifest.load(store.current_generation(ws))) == []
+    again = reindex(ws, settings)
+    assert again.up_to_date and sorted(again.files_skipped) == ["memory/blob.md", "memory/huge.md"]
+    # a file that was indexed and then became binary drops out of the index
+    (memory / "2026-11-27.md").write_bytes(b"\x00" * 64 + b"pgbouncer")
+    changed = reindex(ws, settings)
+    assert "memory/2026-11-27.md" in changed.files_changed and "memory/2026-11-27.md" in changed.files_skipped
+    assert "memory/2026-11-27.md" not in paths_found(ws, settings, "pgbouncer", mode="text")
+
+
+def test_reindex_cli_with_a_sparse_1gb_memory_file_is_quick(sample_ws):
+    from conftest import run_cli
+
+    with open(sample_ws / "memory" / "huge.md", "wb") as fh:
+        fh.truncate(1024 ** 3)
+    run = run_cli("-w", str(sample_ws), "reindex", "--embedder", "none", "--json", timeout=60)
+    assert run.code == 0
+    doc = json.loads(run.stdout)
+    assert doc["result"]["files_skipped"] == ["memory/huge.md"] and any("huge.md" in w for w in doc["warnings"])

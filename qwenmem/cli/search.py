@@ -169,7 +169,8 @@ def reindex_cmd(
     for n in result.notices:
         output.note(n)
     changes = (f"{len(result.files_added)} added, {len(result.files_changed)} changed, "
-               f"{len(result.files_removed)} removed of {result.files_total} file(s)")
+               f"{len(result.files_removed)} removed of {result.files_total} file(s)"
+               + (f", {len(result.files_skipped)} skipped" if result.files_skipped else ""))
     if result.up_to_date:
         output.out().print(f"index is up to date ({result.files_total} file(s), {result.chunks_total} chunks)")
         return

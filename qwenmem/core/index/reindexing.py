@@ -12,7 +12,7 @@ from qwenmem.core.fsio import exclusive_lock
 from qwenmem.core.index import fulltext, store
 from qwenmem.core.index.chunking import Chunk, ChunkSpec, chunk_text
 from qwenmem.core.index.embedders import EmbedderChoice, load_embedder
-from qwenmem.core.index.sources import SourceFile, discover, parse_sources, read_source
+from qwenmem.core.index.sources import SkippedSource, SourceFile, discover, parse_sources, read_source
 
 Progress = Callable[[str, int, int], None]
 
@@ -27,6 +27,7 @@ class ReindexResult:
     files_added: list[str] = field(default_factory=list)
     files_changed: list[str] = field(default_factory=list)
     files_removed: list[str] = field(default_factory=list)
+    files_skipped: list[str] = field(default_factory=list)  # too large, binary or unreadable (reasons in notices)
     chunks_total: int = 0
     chunks_new: int = 0
     pieces_embedded: int = 0
@@ -135,8 +136,21 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
         if old and old.get("size") == src.size and old.get("mtime_ns") == src.mtime_ns:
             manifest_files[src.rel] = old
             kept_rows[src.rel] = rows_by_path.get(src.rel, [])
+            if old.get("skipped"):
+                result.files_skipped.append(src.rel)
+                result.notices.append(old["skipped"])
             continue
-        digest, text = read_source(src)
+        try:
+            digest, text = read_source(src)
+        except SkippedSource as skipped:
+            manifest_files[src.rel] = {"size": src.size, "mtime_ns": src.mtime_ns, "kind": src.kind, "chunks": 0,
+                                       "skipped": str(skipped)}
+            result.files_skipped.append(src.rel)
+            result.notices.append(str(skipped))
+            if old:  # whatever it held before drops out of the index
+                result.files_changed.append(src.rel)
+                new_rows[src.rel] = []
+            continue
         entry = {"sha256": digest, "size": src.size, "mtime_ns": src.mtime_ns, "kind": src.kind}
         if old and old.get("sha256") == digest:
             manifest_files[src.rel] = dict(entry, chunks=old.get("chunks", 0))
@@ -156,8 +170,11 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
     changed_paths = set(result.files_changed) | set(result.files_removed)
     model_changed = emb is not None and plan.previous is not None and not plan.reuse_vectors
     meta_changed = plan.previous is None or plan.previous.sources != plan.sources or plan.previous.recursive != plan.recursive
+    # The manifest must also be unchanged: a new empty or skipped file, or a touched one, adds no chunks but would
+    # look stale to every later search (which would then rescan it each time) if its entry were not recorded.
     nothing_to_do = (prev is not None and not new_chunks and not changed_paths and not model_changed
-                     and not meta_changed and (plan.previous.embedder.get("model_id") == (emb.model_id if emb else None)))
+                     and not meta_changed and manifest_files == prev_files
+                     and (plan.previous.embedder.get("model_id") == (emb.model_id if emb else None)))
     ordered: list[tuple[store.ChunkRow, Chunk | None]] = []
     for rel in sorted(manifest_files):
         if rel in new_rows:

@@ -17,6 +17,13 @@ from pathlib import Path
 from qwenmem.core.errors import UsageError
 
 SOURCES = ("memory", "dialog", "sessions")
+# A memory file this large is not memory (a pasted dump, a runaway log): skipped with a notice, never loaded.
+MAX_SOURCE_BYTES = 64 * 1024 * 1024
+BINARY_SNIFF_BYTES = 8192  # like git: a NUL byte near the start means binary
+
+
+class SkippedSource(Exception):
+    """A source file that is listed in the manifest (so it does not look stale) but not indexed, and why."""
 DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
 
@@ -79,8 +86,17 @@ def discover(ws, sources: list[str], recursive: bool) -> list[SourceFile]:
 
 
 def read_source(src: SourceFile) -> tuple[str, str]:
-    """(content sha256, text to index). Bad bytes never stop indexing: they become U+FFFD."""
-    data = src.path.read_bytes()
+    """(content sha256, text to index). Bad bytes never stop indexing: they become U+FFFD. Raises SkippedSource for
+    a file that is too large, binary or unreadable."""
+    try:
+        with src.path.open("rb") as fh:
+            data = fh.read(MAX_SOURCE_BYTES + 1)
+    except OSError as exc:
+        raise SkippedSource(f"{src.rel}: cannot be read ({exc.strerror or exc}); not indexed") from None
+    if len(data) > MAX_SOURCE_BYTES:
+        raise SkippedSource(f"{src.rel}: larger than the {MAX_SOURCE_BYTES // 2**20} MiB index limit; not indexed")
+    if src.kind != "sessions" and b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        raise SkippedSource(f"{src.rel}: looks binary (NUL bytes); not indexed")
     digest = hashlib.sha256(data).hexdigest()
     text = data.decode("utf-8", "replace").removeprefix("\ufeff")
     if src.kind == "memory":
