@@ -299,3 +299,22 @@ def test_prune_only_cuts_tool_outputs_and_keeps_every_message(sample_ws):
     after = _messages(sample_ws / CONSOLE)
     assert [m["id"] for m in after] == [m["id"] for m in before]
     assert "<<<TRUNCATED>>>" in json.dumps(after, ensure_ascii=False) and not (sample_ws / "dialog").exists()
+
+
+def test_a_huge_daily_log_stops_compaction_before_any_write(sample_ws, llm_server):
+    from datetime import date, timedelta
+
+    for offset in (-1, 0, 1):  # whichever day the user's time zone says it is
+        with open(sample_ws / "memory" / f"{date.today() + timedelta(days=offset)}.md", "wb") as fh:
+            fh.truncate(1024 ** 3)  # sparse 1 GiB
+
+    def state():  # the sparse files by size and mtime: reading 3 GiB to compare them would be the test's own bug
+        return {str(p.relative_to(sample_ws)): (p.read_bytes() if p.stat().st_size < 2**20 else p.stat().st_mtime_ns)
+                for p in sorted(sample_ws.rglob("*")) if p.is_file() and ".qwenmem" not in p.parts}
+
+    before = state()
+    llm_server.set_script([{"content": GOOD}, {"content": GOOD}])
+    run = invoke("compact", KEY, *SMALL, *_llm(llm_server), "-w", str(sample_ws))
+    assert run.code == 3 and "--no-longterm" in run.stderr and "Traceback" not in run.stderr
+    assert state() == before
+    assert invoke("compact", KEY, *SMALL, *_llm(llm_server), "--no-longterm", "-w", str(sample_ws)).code == 0

@@ -32,6 +32,9 @@ class DailyNote:
     duplicate: bool = False
 
 
+MAX_NOTE_FILE_BYTES = 64 * 1024 * 1024
+
+
 def plan_note(ws: Workspace, now: datetime, session_key: str, first_id: str, last_id: str, count: int,
               body: str) -> DailyNote:
     path = ws.memory_dir / f"{now.strftime('%Y-%m-%d')}.md"
@@ -41,6 +44,13 @@ def plan_note(ws: Workspace, now: datetime, session_key: str, first_id: str, las
         raise WorkspaceError(f"{path} leads outside the workspace (a symlinked memory/?); qwenmem will not write "
                              "there: run with --no-longterm to skip the daily-log note") from None
     mark = marker(session_key, first_id, last_id, count)
+    try:
+        size = path.stat().st_size if path.is_file() else 0
+    except OSError:
+        size = 0
+    if size > MAX_NOTE_FILE_BYTES:  # appending rewrites (and backs up) the whole file: refuse before any write
+        raise WorkspaceError(f"{ws.relative(path)} is {size:,} bytes, over the {MAX_NOTE_FILE_BYTES // 2**20} MiB "
+                             "limit for a daily log qwenmem appends to; run with --no-longterm to skip the note")
     existing = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
     if mark in existing:
         return DailyNote(path, mark, "", duplicate=True)
