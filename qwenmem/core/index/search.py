@@ -66,7 +66,10 @@ def parse_day(value: str | None, today: date | None = None) -> str | None:
     m = re.fullmatch(r"(\d+)([dw])", v)
     if m:
         days = int(m.group(1)) * (7 if m.group(2) == "w" else 1)
-        return ((today or date.today()) - timedelta(days=days)).isoformat()
+        try:
+            return ((today or date.today()) - timedelta(days=days)).isoformat()
+        except OverflowError:  # further back than year 1: every dated file is after it
+            return date.min.isoformat()
     try:
         return date.fromisoformat(v).isoformat()
     except ValueError:
