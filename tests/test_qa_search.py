@@ -19,3 +19,12 @@ def test_search_since_an_absurdly_long_duration_covers_every_daily_log(sample_ws
         assert sorted(_paths(run)) == sorted(_paths(everything)) != []
     until = invoke("search", "数据库", "-w", str(sample_ws), "--json", "--until", "99999999d")
     assert _paths(until) == []
+
+
+def test_since_after_until_is_a_usage_error_not_an_empty_answer(sample_ws):
+    invoke("reindex", "-w", str(sample_ws), "--embedder", "none")
+    run = invoke("search", "数据库", "-w", str(sample_ws), "--since", "2026-11-28", "--until", "2026-11-26")
+    assert run.code == 2 and run.stdout == ""
+    assert len(run.stderr.strip().splitlines()) == 1 and "after --until" in run.stderr
+    same_day = invoke("search", "数据库", "-w", str(sample_ws), "--json", "--since", "2026-11-28", "--until", "2026-11-28")
+    assert _paths(same_day) == ["memory/2026-11-28.md"]

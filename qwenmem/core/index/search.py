@@ -98,6 +98,9 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
     if not 0.0 <= vector_weight <= 1.0:
         raise UsageError("--vector-weight must be between 0 and 1")
     max_results = max(1, min(int(max_results), 1000))
+    since_d, until_d = parse_day(since), parse_day(until)
+    if since_d and until_d and since_d > until_d:
+        raise UsageError(f"--since {since_d} is after --until {until_d}: no daily log can match")
     notices: list[str] = []
     reindexed = _ensure_fresh(ws, settings, auto_reindex, notices, progress)
     gen = store.current_generation(ws)
@@ -106,7 +109,6 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
     manifest = store.Manifest.load(gen)
     # Text mode needs no chunk table: Whoosh stores each hit's path, lines and text.
     rows = store.load_chunks(gen) if mode != "text" else []
-    since_d, until_d = parse_day(since), parse_day(until)
     allowed_paths = None
     if since_d or until_d:
         allowed_paths = {p for p in manifest.files if (d := file_date(p)) and (not since_d or d >= since_d)
