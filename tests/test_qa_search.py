@@ -28,3 +28,14 @@ def test_since_after_until_is_a_usage_error_not_an_empty_answer(sample_ws):
     assert len(run.stderr.strip().splitlines()) == 1 and "after --until" in run.stderr
     same_day = invoke("search", "数据库", "-w", str(sample_ws), "--json", "--since", "2026-11-28", "--until", "2026-11-28")
     assert _paths(same_day) == ["memory/2026-11-28.md"]
+
+
+def test_a_query_with_bytes_that_are_not_utf8_is_searched_not_an_internal_error(sample_ws):
+    # `qwenmem search $'pool\xff'`: Python hands the byte over as the lone surrogate \udcff, which no embedding model
+    # can encode; it is searched as U+FFFD, like an invalid byte in a memory file.
+    assert invoke("reindex", "-w", str(sample_ws)).code == 0
+    for mode in ("hybrid", "vector", "text"):
+        run = invoke("search", "database pool\udcff", "-w", str(sample_ws), "--json", "--mode", mode)
+        assert "internal error" not in run.stderr, (mode, run.stderr)
+        assert "memory/2026-11-27.md" in _paths(run), mode
+        assert run.json()["result"]["query"] == "database pool\ufffd"
