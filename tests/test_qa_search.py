@@ -39,3 +39,23 @@ def test_a_query_with_bytes_that_are_not_utf8_is_searched_not_an_internal_error(
         assert "internal error" not in run.stderr, (mode, run.stderr)
         assert "memory/2026-11-27.md" in _paths(run), mode
         assert run.json()["result"]["query"] == "database pool\ufffd"
+
+
+def test_dialog_and_session_messages_with_lone_surrogates_are_indexed_for_every_embedder(sample_ws):
+    # QwenPaw writes a cut emoji as the JSON escape \ud83d; json.loads turns it into a lone surrogate, which the
+    # embedders cannot encode: the whole reindex failed with an internal error and nothing new was indexed.
+    (sample_ws / "dialog").mkdir()
+    (sample_ws / "dialog" / "2026-11-27.jsonl").write_text(
+        '{"role": "user", "content": "a cut emoji \\ud83d next to the zebra enclosure", '
+        '"timestamp": "2026-11-27 10:00:00"}\n', encoding="utf-8")
+    session = sample_ws / "sessions" / "console" / "default_1764235442381.json"
+    session.write_text(session.read_text(encoding="utf-8").replace(
+        "Can you check the logs?", "Can you check the logs? \\udc80 okapi", 1), encoding="utf-8")
+    for args in ([], ["--model", "all-MiniLM-L6-v2"]):
+        run = invoke("reindex", "-w", str(sample_ws), "--sources", "all", "--full", "--json", *args)
+        assert run.code == 0, (args, run.stderr)
+        zebra = invoke("search", "zebra enclosure", "-w", str(sample_ws), "--json", "--no-reindex")
+        assert _paths(zebra)[0] == "dialog/2026-11-27.jsonl", args
+        assert "\ufffd" in zebra.json()["result"]["hits"][0]["snippet"]
+        okapi = invoke("search", "okapi", "-w", str(sample_ws), "--json", "--no-reindex")
+        assert _paths(okapi)[0] == "sessions/console/default_1764235442381.json", args

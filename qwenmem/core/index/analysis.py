@@ -27,8 +27,10 @@ SURROGATE = re.compile("[\ud800-\udfff]")
 def valid_text(text: str) -> str:
     """`text` with every lone surrogate replaced by U+FFFD, as invalid bytes are when a file is read. They come from
     command-line bytes that are not UTF-8 and from JSON escapes such as \\ud83d in dialog and session files, and no
-    embedding model, tokenizer or HTTP client can encode them."""
-    return SURROGATE.sub("\ufffd", text)
+    embedding model, tokenizer or HTTP client can encode them. A split pair (high then low) is joined instead."""
+    if not SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def spans(text: str, query: bool = False) -> Iterator[tuple[str, int, int, bool]]:
