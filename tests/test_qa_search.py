@@ -59,3 +59,19 @@ def test_dialog_and_session_messages_with_lone_surrogates_are_indexed_for_every_
         assert "\ufffd" in zebra.json()["result"]["hits"][0]["snippet"]
         okapi = invoke("search", "okapi", "-w", str(sample_ws), "--json", "--no-reindex")
         assert _paths(okapi)[0] == "sessions/console/default_1764235442381.json", args
+
+
+def test_json_gets_an_error_envelope_for_parser_errors_and_internal_errors_too(sample_ws):
+    for args in (["search", "x", "-n", "0"], ["search", "x", "--min-score", "2"], ["search"], ["reindex", "--bogus"]):
+        run = invoke(*args, "-w", str(sample_ws), "--json")
+        assert run.code == 2, args
+        doc = run.json()
+        assert doc["status"] == "error" and doc["result"] is None and doc["command"] == args[0], args
+        assert doc["errors"][0]["code"] == "usage"
+    # an internal error (here: qwenmem's index directory is a plain file) still answers with one document
+    (sample_ws / ".qwenmem").mkdir()
+    (sample_ws / ".qwenmem" / "index").write_text("not a directory\n")
+    run = invoke("reindex", "-w", str(sample_ws), "--json")
+    assert run.code != 0 and "Traceback" not in run.stderr
+    doc = run.json()
+    assert doc["status"] == "error" and doc["command"] == "reindex" and doc["errors"][0]["message"]

@@ -54,6 +54,15 @@ def _json_requested(argv: list[str]) -> bool:
     return "--json" in argv
 
 
+def _json_error(argv: list[str], command: str | None, name: str, message: str) -> None:
+    """With --json, every failure (a bad option caught by the parser, a domain error, an internal error) still
+    prints the error envelope on stdout, so a script always has one document to parse."""
+    if _json_requested(argv):
+        from qwenmem.cli import output
+
+        output.print_json(command or "qwenmem", None, "error", errors=[{"code": name, "message": message}])
+
+
 def run(argv: list[str]) -> int:
     """Run one command line and return its exit code; every error becomes one line on stderr (or a traceback
     with --debug / $QWENMEM_DEBUG)."""
@@ -79,6 +88,8 @@ def run(argv: list[str]) -> int:
     except ClickException as exc:
         exc.show()
         code = ExitCode.USAGE
+        ctx = getattr(exc, "ctx", None)
+        _json_error(argv, ctx.command_path.partition(" ")[2] if ctx is not None else None, "usage", exc.format_message())
     except (typer.Abort, KeyboardInterrupt):
         output.err().print("interrupted")
         code = ExitCode.INTERRUPTED
@@ -87,11 +98,7 @@ def run(argv: list[str]) -> int:
             raise
         code, name = classify(exc)
         output.error_line(str(exc))
-        if _json_requested(argv):
-            from qwenmem.cli.context import current_command
-
-            output.print_json(current_command["path"] or "qwenmem", None, "error",
-                              errors=[{"code": name, "message": str(exc)}])
+        _json_error(argv, current_command["path"], name, str(exc))
     except BrokenPipeError:
         # `qwenmem sessions list | head`: the reader went away; that is not an error of ours
         sys.stderr.close()
@@ -99,7 +106,9 @@ def run(argv: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
         if debug:
             raise
-        output.error_line(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        output.error_line(f"{message} (run with --debug for the traceback)")
+        _json_error(argv, current_command["path"], "internal_error", message)
         code = ExitCode.PROBLEMS
     return int(code or 0)
 
