@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+
 from conftest import invoke
+from search_fixtures import open_ws
+
+from qwenmem.core.index import store
 
 
 def _paths(run) -> list[str]:
@@ -75,3 +80,52 @@ def test_json_gets_an_error_envelope_for_parser_errors_and_internal_errors_too(s
     assert run.code != 0 and "Traceback" not in run.stderr
     doc = run.json()
     assert doc["status"] == "error" and doc["command"] == "reindex" and doc["errors"][0]["message"]
+
+
+def _damage(gen, how: str) -> None:
+    if how == "chunks.json truncated":
+        (gen / "chunks.json").write_bytes((gen / "chunks.json").read_bytes()[:60])
+    elif how == "manifest.json truncated":
+        (gen / "manifest.json").write_bytes((gen / "manifest.json").read_bytes()[:50])
+    elif how == "vectors.npy missing":
+        (gen / "vectors.npy").unlink()
+    elif how == "vectors.npy truncated":
+        (gen / "vectors.npy").write_bytes((gen / "vectors.npy").read_bytes()[:200])
+    elif how == "owners.npy short":
+        import numpy as np
+
+        np.save(gen / "owners.npy", np.load(gen / "owners.npy")[:1])
+    elif how == "full-text table of contents missing":
+        for toc in (gen / "fulltext").glob("*.toc"):
+            toc.unlink()
+
+
+DAMAGE = ("chunks.json truncated", "manifest.json truncated", "vectors.npy missing", "vectors.npy truncated",
+          "owners.npy short", "full-text table of contents missing")
+
+
+def test_a_damaged_index_is_rebuilt_by_search_and_reindex_and_never_an_internal_error(sample_ws):
+    ws, _ = open_ws(sample_ws)
+    assert invoke("reindex", "-w", str(sample_ws)).code == 0
+    pristine = sample_ws.parent / "pristine-index"
+    shutil.copytree(sample_ws / ".qwenmem" / "index", pristine)
+
+    def damaged(how: str):
+        shutil.rmtree(sample_ws / ".qwenmem" / "index")
+        shutil.copytree(pristine, sample_ws / ".qwenmem" / "index")
+        _damage(store.current_generation(ws), how)
+
+    for how in DAMAGE:
+        damaged(how)
+        as_is = invoke("search", "database pool", "-w", str(sample_ws), "--json", "--no-reindex")
+        assert as_is.code == 0, (how, as_is.stderr)
+        assert as_is.json()["result"]["hits"] == [] and any("damaged" in w for w in as_is.json()["warnings"]), how
+        run = invoke("search", "database pool", "-w", str(sample_ws), "--json")
+        assert run.code == 0, (how, run.stderr)
+        assert _paths(run)[0] == "memory/2026-11-27.md", how
+        assert any("rebuilt" in w for w in run.json()["warnings"]), how
+        assert run.json()["result"]["embedder"], how  # the vectors are back, not a silent full-text fallback
+        damaged(how)
+        again = invoke("reindex", "-w", str(sample_ws), "--json")
+        assert again.code == 0 and not again.json()["result"]["up_to_date"], how
+        assert again.json()["result"]["reason"] == "no usable index", how

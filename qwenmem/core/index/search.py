@@ -103,10 +103,12 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
     if since_d and until_d and since_d > until_d:
         raise UsageError(f"--since {since_d} is after --until {until_d}: no daily log can match")
     notices: list[str] = []
-    reindexed = _ensure_fresh(ws, settings, auto_reindex, notices, progress)
+    reindexed, damaged = _ensure_fresh(ws, settings, auto_reindex, notices, progress)
     gen = store.current_generation(ws)
     if gen is None:
         return SearchResult(query, mode, fusion, [], None, None, notices + ["the index is empty"], reindexed)
+    if damaged:  # --no-reindex, or another process holds the index lock: reading it would fail halfway
+        return SearchResult(query, mode, fusion, [], None, gen.name, notices, reindexed)
     manifest = store.Manifest.load(gen)
     # Text mode needs no chunk table: Whoosh stores each hit's path, lines and text.
     rows = store.load_chunks(gen) if mode != "text" else []
@@ -162,29 +164,36 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
 
 def _ensure_fresh(ws, settings, auto_reindex: bool, notices: list[str], progress):
     """Stale index policy: bring it up to date incrementally before searching (cheap: only changed files are
-    re-chunked and re-embedded). With auto_reindex off, or when another process is reindexing, search the
-    index as it is and say so."""
+    re-chunked and re-embedded), and rebuild a damaged one. With auto_reindex off, or when another process is
+    reindexing, search the index as it is and say so. Returns (ReindexResult or None, whether the live generation
+    is still damaged)."""
     from qwenmem.core.index.reindexing import run_reindex
 
     gen = store.current_generation(ws)
     manifest = store.Manifest.load(gen) if gen else None
-    if manifest is not None:
+    damaged = gen is not None and (manifest is None or not store.usable(gen, manifest))
+    if gen is not None and not damaged:
         stale = stale_files(ws, manifest)
         if not stale:
-            return None
+            return None, False
         if not auto_reindex:
             notices.append(f"index is stale ({len(stale)} file(s) changed since it was built); run `qwenmem reindex`")
-            return None
+            return None, False
     elif not auto_reindex:
-        notices.append("no index yet; run `qwenmem reindex`")
-        return None
+        notices.append("the index is damaged; run `qwenmem reindex` to rebuild it" if damaged else
+                       "no index yet; run `qwenmem reindex`")
+        return None, damaged
     try:
-        result = run_reindex(ws, settings, progress=progress)
+        result = run_reindex(ws, settings, progress=progress)  # a damaged generation is rebuilt from the files
     except BusyError:
         notices.append("another process is updating the index; searching the previous index")
-        return None
+        if damaged:
+            notices.append("the previous index is damaged: no results until it is rebuilt")
+        return None, damaged
+    if damaged:
+        notices.append("the index was damaged: rebuilt it from the memory files")
     notices.extend(result.notices)
-    return result
+    return result, False
 
 
 def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
