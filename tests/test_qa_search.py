@@ -129,3 +129,15 @@ def test_a_damaged_index_is_rebuilt_by_search_and_reindex_and_never_an_internal_
         again = invoke("reindex", "-w", str(sample_ws), "--json")
         assert again.code == 0 and not again.json()["result"]["up_to_date"], how
         assert again.json()["result"]["reason"] == "no usable index", how
+
+
+def test_dream_uses_the_model_the_index_was_built_with_and_none_for_an_index_without_vectors(sample_ws):
+    dream = ("dream", "-w", str(sample_ws), "--mode", "deterministic", "--date", "2026-11-26", "--dry-run", "--json")
+    assert invoke("reindex", "-w", str(sample_ws), "--model", "all-MiniLM-L6-v2").code == 0
+    run = invoke(*dream)
+    assert run.code == 0, run.stderr
+    assert run.json()["result"]["embedding_model"] == "local:sentence-transformers/all-MiniLM-L6-v2"
+    assert invoke("reindex", "-w", str(sample_ws), "--embedder", "none").code == 0
+    run = invoke(*dream)
+    assert run.code == 0, run.stderr
+    assert run.json()["result"]["embedding_model"] is None  # no model is loaded behind the user's back
