@@ -141,3 +141,15 @@ def test_dream_uses_the_model_the_index_was_built_with_and_none_for_an_index_wit
     run = invoke(*dream)
     assert run.code == 0, run.stderr
     assert run.json()["result"]["embedding_model"] is None  # no model is loaded behind the user's back
+
+
+def test_an_eof_error_inside_a_command_is_not_reported_as_an_interruption(sample_ws):
+    # click turns any EOFError into Abort, which qwenmem reported as "interrupted", exit 130 (as for Ctrl-C). A
+    # truncated full-text segment makes Whoosh raise one.
+    ws, _ = open_ws(sample_ws)
+    assert invoke("reindex", "-w", str(sample_ws), "--embedder", "none").code == 0
+    for seg in (store.current_generation(ws) / "fulltext").glob("*.seg"):
+        seg.write_bytes(seg.read_bytes()[:100])
+    run = invoke("search", "database pool", "-w", str(sample_ws), "--json")
+    assert run.code != 130 and "interrupted" not in run.stderr
+    assert run.code == 0 or run.json()["status"] == "error"

@@ -90,9 +90,14 @@ def run(argv: list[str]) -> int:
         code = ExitCode.USAGE
         ctx = getattr(exc, "ctx", None)
         _json_error(argv, ctx.command_path.partition(" ")[2] if ctx is not None else None, "usage", exc.format_message())
-    except (typer.Abort, KeyboardInterrupt):
-        output.err().print("interrupted")
-        code = ExitCode.INTERRUPTED
+    except (typer.Abort, KeyboardInterrupt) as exc:
+        if isinstance(exc.__cause__, EOFError):  # click turns every EOFError into Abort; qwenmem never prompts
+            if debug:
+                raise exc.__cause__ from None
+            code = _internal_error(argv, exc.__cause__, current_command["path"])
+        else:
+            output.err().print("interrupted")
+            code = ExitCode.INTERRUPTED
     except QwenmemError as exc:
         if debug:
             raise
@@ -106,11 +111,18 @@ def run(argv: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
         if debug:
             raise
-        message = f"internal error: {type(exc).__name__}: {exc}"
-        output.error_line(f"{message} (run with --debug for the traceback)")
-        _json_error(argv, current_command["path"], "internal_error", message)
-        code = ExitCode.PROBLEMS
+        code = _internal_error(argv, exc, current_command["path"])
     return int(code or 0)
+
+
+def _internal_error(argv: list[str], exc: BaseException, command: str | None) -> int:
+    from qwenmem.cli import output
+    from qwenmem.cli.errors import ExitCode
+
+    message = f"internal error: {type(exc).__name__}: {exc}"
+    output.error_line(f"{message} (run with --debug for the traceback)")
+    _json_error(argv, command, "internal_error", message)
+    return ExitCode.PROBLEMS
 
 
 def main(argv: list[str] | None = None) -> None:
