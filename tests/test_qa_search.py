@@ -153,3 +153,11 @@ def test_an_eof_error_inside_a_command_is_not_reported_as_an_interruption(sample
     run = invoke("search", "database pool", "-w", str(sample_ws), "--json")
     assert run.code != 130 and "interrupted" not in run.stderr
     assert run.code == 0 or run.json()["status"] == "error"
+
+
+def test_vector_mode_on_an_index_without_vectors_answers_from_full_text_as_its_notice_says(sample_ws):
+    assert invoke("reindex", "-w", str(sample_ws), "--embedder", "none").code == 0
+    run = invoke("search", "database pool", "-w", str(sample_ws), "--json", "--mode", "vector")
+    assert any("full-text search only" in w for w in run.json()["warnings"])
+    assert _paths(run)[0] == "memory/2026-11-27.md"
+    assert run.json()["result"]["mode"] == "text"

@@ -127,11 +127,11 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
     embedder_id = None
     if mode in ("hybrid", "vector"):
         embedder_id, cos_all = _vector_side(ws, settings, manifest, gen, rows, query, notices, mode)
-        if cos_all is None and mode == "hybrid":
+        if cos_all is None:  # no usable vectors: the notice says full text answers, in vector mode too
             mode = "text"
             if not bm25:
                 bm25 = dict(fulltext.search(gen / "fulltext", query, pool, allowed_paths))
-        elif cos_all is not None:
+        else:
             import numpy as np
 
             cos_all[~np.asarray(in_scope, dtype=bool)] = np.nan
