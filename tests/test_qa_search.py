@@ -161,3 +161,13 @@ def test_vector_mode_on_an_index_without_vectors_answers_from_full_text_as_its_n
     assert any("full-text search only" in w for w in run.json()["warnings"])
     assert _paths(run)[0] == "memory/2026-11-27.md"
     assert run.json()["result"]["mode"] == "text"
+
+
+def test_a_workspace_where_qwenmem_cannot_create_its_data_dir_gives_a_one_line_error(sample_ws):
+    # a read-only workspace, or `.qwenmem` taken by a plain file: the index lock cannot be created
+    (sample_ws / ".qwenmem").write_text("not a directory\n")
+    for args in (("reindex",), ("search", "database pool")):
+        run = invoke(*args, "-w", str(sample_ws))
+        assert run.code == 3, (args, run.stderr)
+        assert "internal error" not in run.stderr and "cannot create the index lock" in run.stderr, args
+        assert len(run.stderr.strip().splitlines()) == 1

@@ -96,7 +96,6 @@ def run_reindex(ws, settings, *, full: bool = False, sources=None, progress: Pro
                 chunk_spec: ChunkSpec | None = None, dry_run: bool = False) -> ReindexResult:
     started = time.perf_counter()
     spec = chunk_spec or ChunkSpec()
-    ws.data_dir.mkdir(parents=True, exist_ok=True)
     with exclusive_lock(store.lock_path(ws), "index"):
         plan = _plan(ws, settings, full, sources, recursive, backend, model, spec)
         result = _run(ws, plan, spec, progress, dry_run)
