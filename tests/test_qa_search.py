@@ -171,3 +171,18 @@ def test_a_workspace_where_qwenmem_cannot_create_its_data_dir_gives_a_one_line_e
         assert run.code == 3, (args, run.stderr)
         assert "internal error" not in run.stderr and "cannot create the index lock" in run.stderr, args
         assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_a_single_cjk_character_finds_the_text_that_holds_it(sample_ws):
+    # CJK runs are indexed as bigrams, so the one-character word 猫 (cat) did not match 我的猫叫咪咪 at all.
+    (sample_ws / "memory" / "2026-11-29.md").write_text("# 2026-11-29\n- 用户说：我的猫叫咪咪，今天带它去看兽医。\n",
+                                                         encoding="utf-8")
+    assert invoke("reindex", "-w", str(sample_ws), "--embedder", "none").code == 0
+    run = invoke("search", "猫", "-w", str(sample_ws), "--json", "--mode", "text")
+    hit = run.json()["result"]["hits"][0]
+    assert hit["path"] == "memory/2026-11-29.md"
+    assert [hit["snippet"][s:e] for s, e in hit["highlights"]] == ["猫"]
+    pools = invoke("search", "池", "-w", str(sample_ws), "--json", "--mode", "text", "-n", "10")
+    assert set(_paths(pools)) == {"MEMORY.md", "memory/2026-11-26.md", "memory/2026-11-28.md"}
+    two = invoke("search", "猫 池", "-w", str(sample_ws), "--json", "--mode", "text", "-n", "10")
+    assert "memory/2026-11-29.md" in _paths(two) and "MEMORY.md" in _paths(two)

@@ -282,15 +282,24 @@ def _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, w):
 
 def make_snippet(text: str, terms: set[str], max_chars: int = 240) -> tuple[str, list[tuple[int, int]]]:
     """The densest window of lines around the query terms, with the matched spans marked."""
+    singles = {t for t in terms if len(t) == 1 and IS_CJK.match(t)}  # found inside CJK bigrams (fulltext.build_query)
+
+    def matched(line: str):
+        for t, s, e, _ in spans(line):
+            if t in terms:
+                yield s, e
+            elif singles and len(t) == 2 and IS_CJK.match(t):
+                yield from ((s + i, s + i + 1) for i, ch in enumerate(t) if ch in singles)
+
     lines = text.split("\n")
     best_i, best_hits = 0, -1
     for i, line in enumerate(lines):
-        hits = sum(1 for t, _, _, _ in spans(line) if t in terms)
+        hits = sum(1 for _ in matched(line))
         if hits > best_hits:
             best_i, best_hits = i, hits
     start = best_i
     out = lines[best_i].strip()
-    first = next((s for t, s, _, _ in spans(out) if t in terms), 0)
+    first = next((s for s, _ in matched(out)), 0)
     if first > max_chars // 3:  # a long line whose match is far in: start the window just before it
         out = "… " + out[first - max_chars // 6:]
     j = best_i + 1
@@ -303,10 +312,9 @@ def make_snippet(text: str, terms: set[str], max_chars: int = 240) -> tuple[str,
     if len(out) > max_chars:
         out = out[:max_chars].rstrip() + "…"
     marks: list[tuple[int, int]] = []
-    for t, s, e, _ in spans(out):
-        if t in terms:
-            if marks and s <= marks[-1][1]:
-                marks[-1] = (marks[-1][0], max(marks[-1][1], e))
-            else:
-                marks.append((s, e))
+    for s, e in matched(out):
+        if marks and s <= marks[-1][1]:
+            marks[-1] = (marks[-1][0], max(marks[-1][1], e))
+        else:
+            marks.append((s, e))
     return out, marks
