@@ -54,6 +54,15 @@ def _json_requested(argv: list[str]) -> bool:
     return "--json" in argv
 
 
+def _json_error(argv: list[str], command: str | None, name: str, message: str) -> None:
+    """With --json, every failure (a bad option caught by the parser, a domain error, an internal error) still
+    prints the error envelope on stdout, so a script always has one document to parse."""
+    if _json_requested(argv):
+        from qwenmem.cli import output
+
+        output.print_json(command or "qwenmem", None, "error", errors=[{"code": name, "message": message}])
+
+
 def run(argv: list[str]) -> int:
     """Run one command line and return its exit code; every error becomes one line on stderr (or a traceback
     with --debug / $QWENMEM_DEBUG)."""
@@ -79,19 +88,22 @@ def run(argv: list[str]) -> int:
     except ClickException as exc:
         exc.show()
         code = ExitCode.USAGE
-    except (typer.Abort, KeyboardInterrupt):
-        output.err().print("interrupted")
-        code = ExitCode.INTERRUPTED
+        ctx = getattr(exc, "ctx", None)
+        _json_error(argv, ctx.command_path.partition(" ")[2] if ctx is not None else None, "usage", exc.format_message())
+    except (typer.Abort, KeyboardInterrupt) as exc:
+        if isinstance(exc.__cause__, EOFError):  # click turns every EOFError into Abort; qwenmem never prompts
+            if debug:
+                raise exc.__cause__ from None
+            code = _internal_error(argv, exc.__cause__, current_command["path"])
+        else:
+            output.err().print("interrupted")
+            code = ExitCode.INTERRUPTED
     except QwenmemError as exc:
         if debug:
             raise
         code, name = classify(exc)
         output.error_line(str(exc))
-        if _json_requested(argv):
-            from qwenmem.cli.context import current_command
-
-            output.print_json(current_command["path"] or "qwenmem", None, "error",
-                              errors=[{"code": name, "message": str(exc)}])
+        _json_error(argv, current_command["path"], name, str(exc))
     except BrokenPipeError:
         # `qwenmem sessions list | head`: the reader went away; that is not an error of ours
         sys.stderr.close()
@@ -99,9 +111,18 @@ def run(argv: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
         if debug:
             raise
-        output.error_line(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
-        code = ExitCode.PROBLEMS
+        code = _internal_error(argv, exc, current_command["path"])
     return int(code or 0)
+
+
+def _internal_error(argv: list[str], exc: BaseException, command: str | None) -> int:
+    from qwenmem.cli import output
+    from qwenmem.cli.errors import ExitCode
+
+    message = f"internal error: {type(exc).__name__}: {exc}"
+    output.error_line(f"{message} (run with --debug for the traceback)")
+    _json_error(argv, command, "internal_error", message)
+    return ExitCode.PROBLEMS
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -156,11 +156,12 @@ def unified_diff(old: str, new: str, name: str = "MEMORY.md") -> str:
 
 
 def _load_embedder(ws: Workspace, settings: Settings, warnings: list[str]):
-    """The search index's embedder, only when an index exists (the issue: near-duplicates 'when an index exists')."""
+    """The search index's embedder, only when an index exists (the issue: near-duplicates 'when an index exists'):
+    the model it was built with, none when it was built without vectors."""
     from qwenmem.core import index
 
     try:
-        return index.load_embedder(ws, settings) if index.index_exists(ws) else None
+        return index.index_embedder(ws, settings)
     except Exception as exc:  # noqa: BLE001 - embeddings are an optional refinement; dedupe still runs without
         warnings.append(f"near-duplicate detection skipped: cannot load the index's embedding model ({exc})")
         return None

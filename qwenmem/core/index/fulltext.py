@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from qwenmem.core.index.analysis import query_terms
+from qwenmem.core.index.analysis import IS_CJK, query_terms
 
 
 def schema():
@@ -59,12 +59,16 @@ def build_query(text: str):
     """OR of every query term (BM25 ranks chunks that hold more of them higher) plus, for each CJK run, a
     boosted phrase of its bigrams so the exact substring wins. No query syntax: user text is never parsed as
     operators, so `foo(` or `AND` cannot fail."""
-    from whoosh.query import Or, Phrase, Term
+    from whoosh.query import Or, Phrase, Term, Wildcard
 
     terms, phrases = query_terms(text)
     if not terms:
         return None
-    return Or([Term("text", t) for t in terms] + [Phrase("text", p, boost=2.0) for p in phrases])
+    # A lone CJK character is often a word of its own (猫, 药, 池), but text indexes CJK runs as bigrams: it also
+    # matches every bigram that holds it.
+    singles = [Wildcard("text", pattern, constantscore=False)
+               for t in terms if len(t) == 1 and IS_CJK.match(t) for pattern in (t + "?", "?" + t)]
+    return Or([Term("text", t) for t in terms] + singles + [Phrase("text", p, boost=2.0) for p in phrases])
 
 
 _OPEN: dict[str, object] = {}

@@ -56,14 +56,6 @@ def chunk_id(c: Chunk) -> str:
     return hashlib.sha256(f"{c.path}:{c.start_line}:{c.end_line}:{c.hash}".encode()).hexdigest()[:24]
 
 
-def _usable(gen) -> bool:
-    try:
-        store.load_chunks(gen)
-    except (OSError, ValueError, TypeError):
-        return False
-    return (gen / "fulltext").is_dir()
-
-
 def _choose_embedder(ws, settings, previous, backend, model) -> EmbedderChoice:
     if backend is None and model is None and previous is not None and previous.embedder.get("backend"):
         spec = previous.embedder
@@ -75,7 +67,7 @@ def _plan(ws, settings, full, sources, recursive, backend, model, spec: ChunkSpe
     prev_gen = store.current_generation(ws)
     recorded = store.Manifest.load(prev_gen) if prev_gen else None
     # A damaged generation is rebuilt from the files, never patched; its settings are still honoured.
-    previous = recorded if recorded is not None and _usable(prev_gen) else None
+    previous = recorded if recorded is not None and store.usable(prev_gen, recorded) else None
     chosen_sources = parse_sources(sources) if sources is not None else (recorded.sources if recorded else ["memory"])
     rec = recursive if recursive is not None else (recorded.recursive if recorded else settings.recursive_file_watcher)
     choice = _choose_embedder(ws, settings, recorded, backend, model)
@@ -104,7 +96,6 @@ def run_reindex(ws, settings, *, full: bool = False, sources=None, progress: Pro
                 chunk_spec: ChunkSpec | None = None, dry_run: bool = False) -> ReindexResult:
     started = time.perf_counter()
     spec = chunk_spec or ChunkSpec()
-    ws.data_dir.mkdir(parents=True, exist_ok=True)
     with exclusive_lock(store.lock_path(ws), "index"):
         plan = _plan(ws, settings, full, sources, recursive, backend, model, spec)
         result = _run(ws, plan, spec, progress, dry_run)

@@ -22,7 +22,7 @@ from datetime import date, timedelta
 
 from qwenmem.core.errors import BusyError, UsageError
 from qwenmem.core.index import fulltext, store
-from qwenmem.core.index.analysis import IS_CJK, query_terms, spans
+from qwenmem.core.index.analysis import IS_CJK, query_terms, spans, valid_text
 from qwenmem.core.index.sources import discover, file_date
 
 MODES = ("hybrid", "text", "vector")
@@ -66,7 +66,10 @@ def parse_day(value: str | None, today: date | None = None) -> str | None:
     m = re.fullmatch(r"(\d+)([dw])", v)
     if m:
         days = int(m.group(1)) * (7 if m.group(2) == "w" else 1)
-        return ((today or date.today()) - timedelta(days=days)).isoformat()
+        try:
+            return ((today or date.today()) - timedelta(days=days)).isoformat()
+        except OverflowError:  # further back than year 1: every dated file is after it
+            return date.min.isoformat()
     try:
         return date.fromisoformat(v).isoformat()
     except ValueError:
@@ -88,6 +91,7 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
            candidates: int | None = None, auto_reindex: bool = True, progress=None) -> SearchResult:
     if not query or not query.strip():
         raise UsageError("empty query")
+    query = valid_text(query)
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}; choose {', '.join(MODES)}")
     if fusion not in FUSIONS:
@@ -95,15 +99,19 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
     if not 0.0 <= vector_weight <= 1.0:
         raise UsageError("--vector-weight must be between 0 and 1")
     max_results = max(1, min(int(max_results), 1000))
+    since_d, until_d = parse_day(since), parse_day(until)
+    if since_d and until_d and since_d > until_d:
+        raise UsageError(f"--since {since_d} is after --until {until_d}: no daily log can match")
     notices: list[str] = []
-    reindexed = _ensure_fresh(ws, settings, auto_reindex, notices, progress)
+    reindexed, damaged = _ensure_fresh(ws, settings, auto_reindex, notices, progress)
     gen = store.current_generation(ws)
     if gen is None:
         return SearchResult(query, mode, fusion, [], None, None, notices + ["the index is empty"], reindexed)
+    if damaged:  # --no-reindex, or another process holds the index lock: reading it would fail halfway
+        return SearchResult(query, mode, fusion, [], None, gen.name, notices, reindexed)
     manifest = store.Manifest.load(gen)
     # Text mode needs no chunk table: Whoosh stores each hit's path, lines and text.
     rows = store.load_chunks(gen) if mode != "text" else []
-    since_d, until_d = parse_day(since), parse_day(until)
     allowed_paths = None
     if since_d or until_d:
         allowed_paths = {p for p in manifest.files if (d := file_date(p)) and (not since_d or d >= since_d)
@@ -119,11 +127,11 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
     embedder_id = None
     if mode in ("hybrid", "vector"):
         embedder_id, cos_all = _vector_side(ws, settings, manifest, gen, rows, query, notices, mode)
-        if cos_all is None and mode == "hybrid":
+        if cos_all is None:  # no usable vectors: the notice says full text answers, in vector mode too
             mode = "text"
             if not bm25:
                 bm25 = dict(fulltext.search(gen / "fulltext", query, pool, allowed_paths))
-        elif cos_all is not None:
+        else:
             import numpy as np
 
             cos_all[~np.asarray(in_scope, dtype=bool)] = np.nan
@@ -156,29 +164,36 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
 
 def _ensure_fresh(ws, settings, auto_reindex: bool, notices: list[str], progress):
     """Stale index policy: bring it up to date incrementally before searching (cheap: only changed files are
-    re-chunked and re-embedded). With auto_reindex off, or when another process is reindexing, search the
-    index as it is and say so."""
+    re-chunked and re-embedded), and rebuild a damaged one. With auto_reindex off, or when another process is
+    reindexing, search the index as it is and say so. Returns (ReindexResult or None, whether the live generation
+    is still damaged)."""
     from qwenmem.core.index.reindexing import run_reindex
 
     gen = store.current_generation(ws)
     manifest = store.Manifest.load(gen) if gen else None
-    if manifest is not None:
+    damaged = gen is not None and (manifest is None or not store.usable(gen, manifest))
+    if gen is not None and not damaged:
         stale = stale_files(ws, manifest)
         if not stale:
-            return None
+            return None, False
         if not auto_reindex:
             notices.append(f"index is stale ({len(stale)} file(s) changed since it was built); run `qwenmem reindex`")
-            return None
+            return None, False
     elif not auto_reindex:
-        notices.append("no index yet; run `qwenmem reindex`")
-        return None
+        notices.append("the index is damaged; run `qwenmem reindex` to rebuild it" if damaged else
+                       "no index yet; run `qwenmem reindex`")
+        return None, damaged
     try:
-        result = run_reindex(ws, settings, progress=progress)
+        result = run_reindex(ws, settings, progress=progress)  # a damaged generation is rebuilt from the files
     except BusyError:
         notices.append("another process is updating the index; searching the previous index")
-        return None
+        if damaged:
+            notices.append("the previous index is damaged: no results until it is rebuilt")
+        return None, damaged
+    if damaged:
+        notices.append("the index was damaged: rebuilt it from the memory files")
     notices.extend(result.notices)
-    return result
+    return result, False
 
 
 def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
@@ -267,15 +282,24 @@ def _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, w):
 
 def make_snippet(text: str, terms: set[str], max_chars: int = 240) -> tuple[str, list[tuple[int, int]]]:
     """The densest window of lines around the query terms, with the matched spans marked."""
+    singles = {t for t in terms if len(t) == 1 and IS_CJK.match(t)}  # found inside CJK bigrams (fulltext.build_query)
+
+    def matched(line: str):
+        for t, s, e, _ in spans(line):
+            if t in terms:
+                yield s, e
+            elif singles and len(t) == 2 and IS_CJK.match(t):
+                yield from ((s + i, s + i + 1) for i, ch in enumerate(t) if ch in singles)
+
     lines = text.split("\n")
     best_i, best_hits = 0, -1
     for i, line in enumerate(lines):
-        hits = sum(1 for t, _, _, _ in spans(line) if t in terms)
+        hits = sum(1 for _ in matched(line))
         if hits > best_hits:
             best_i, best_hits = i, hits
     start = best_i
     out = lines[best_i].strip()
-    first = next((s for t, s, _, _ in spans(out) if t in terms), 0)
+    first = next((s for s, _ in matched(out)), 0)
     if first > max_chars // 3:  # a long line whose match is far in: start the window just before it
         out = "… " + out[first - max_chars // 6:]
     j = best_i + 1
@@ -288,10 +312,9 @@ def make_snippet(text: str, terms: set[str], max_chars: int = 240) -> tuple[str,
     if len(out) > max_chars:
         out = out[:max_chars].rstrip() + "…"
     marks: list[tuple[int, int]] = []
-    for t, s, e, _ in spans(out):
-        if t in terms:
-            if marks and s <= marks[-1][1]:
-                marks[-1] = (marks[-1][0], max(marks[-1][1], e))
-            else:
-                marks.append((s, e))
+    for s, e in matched(out):
+        if marks and s <= marks[-1][1]:
+            marks[-1] = (marks[-1][0], max(marks[-1][1], e))
+        else:
+            marks.append((s, e))
     return out, marks

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qwenmem.core.errors import UsageError
+from qwenmem.core.index.analysis import valid_text
 
 SOURCES = ("memory", "dialog", "sessions")
 # A memory file this large is not memory (a pasted dump, a runaway log): skipped with a notice, never loaded.
@@ -86,8 +87,8 @@ def discover(ws, sources: list[str], recursive: bool) -> list[SourceFile]:
 
 
 def read_source(src: SourceFile) -> tuple[str, str]:
-    """(content sha256, text to index). Bad bytes never stop indexing: they become U+FFFD. Raises SkippedSource for
-    a file that is too large, binary or unreadable."""
+    """(content sha256, text to index). Bad bytes and lone surrogates (JSON escapes in dialog and session messages)
+    never stop indexing: they become U+FFFD. Raises SkippedSource for a file that is too large, binary or unreadable."""
     try:
         with src.path.open("rb") as fh:
             data = fh.read(MAX_SOURCE_BYTES + 1)
@@ -102,12 +103,12 @@ def read_source(src: SourceFile) -> tuple[str, str]:
     if src.kind == "memory":
         return digest, text
     if src.kind == "dialog":
-        return digest, "\n".join(_message_line(_json_or_none(line)) for line in text.split("\n"))
+        return digest, valid_text("\n".join(_message_line(_json_or_none(line)) for line in text.split("\n")))
     from qwenmem.core.sessions import parse_session_bytes
 
     session, _, _ = parse_session_bytes(data)
     msgs = session.messages() if session else []
-    return digest, "\n".join(_message_line(m) for m in msgs)
+    return digest, valid_text("\n".join(_message_line(m) for m in msgs))
 
 
 def _json_or_none(line: str):

@@ -102,6 +102,27 @@ class Manifest:
             return None
 
 
+def usable(gen: Path, manifest: "Manifest | None" = None) -> bool:
+    """Whether every part of a generation loads and the parts agree: chunks.json parses, the full-text index has
+    its table of contents, and an index built with a model has one owner per piece vector, each naming a chunk.
+    A generation that fails is rebuilt from the files (truncated by a full disk, or files deleted by hand)."""
+    manifest = manifest or Manifest.load(gen)
+    if manifest is None or not any((gen / "fulltext").glob("*.toc")):
+        return False
+    try:
+        rows = load_chunks(gen)
+        if not (manifest.embedder or {}).get("model_id"):
+            return True
+        loaded = load_vectors(gen)
+        if loaded is None:
+            return False
+        vectors, owners = loaded
+        return (vectors.ndim == 2 and owners.ndim == 1 and len(vectors) == len(owners)
+                and (len(owners) == 0 or (int(owners.min()) >= 0 and int(owners.max()) < len(rows))))
+    except (OSError, ValueError, TypeError, EOFError):
+        return False
+
+
 @dataclass
 class ChunkRow:
     id: str
