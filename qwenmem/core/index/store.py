@@ -104,23 +104,41 @@ class Manifest:
 
 def usable(gen: Path, manifest: "Manifest | None" = None) -> bool:
     """Whether every part of a generation loads and the parts agree: chunks.json parses, the full-text index has
-    its table of contents, and an index built with a model has one owner per piece vector, each naming a chunk.
-    A generation that fails is rebuilt from the files (truncated by a full disk, or files deleted by hand)."""
+    its table of contents, and an index built with a model has one owner per piece vector, both files whole.
+    A generation that fails is rebuilt from the files (truncated by a full disk, or files deleted by hand).
+    Runs before every search, so it reads only .npy headers (no numpy import: text search stays light)."""
     manifest = manifest or Manifest.load(gen)
     if manifest is None or not any((gen / "fulltext").glob("*.toc")):
         return False
     try:
-        rows = load_chunks(gen)
+        load_chunks(gen)
         if not (manifest.embedder or {}).get("model_id"):
             return True
-        loaded = load_vectors(gen)
-        if loaded is None:
-            return False
-        vectors, owners = loaded
-        return (vectors.ndim == 2 and owners.ndim == 1 and len(vectors) == len(owners)
-                and (len(owners) == 0 or (int(owners.min()) >= 0 and int(owners.max()) < len(rows))))
-    except (OSError, ValueError, TypeError, EOFError):
+        vectors, owners = npy_shape(gen / "vectors.npy"), npy_shape(gen / "owners.npy")
+    except (OSError, ValueError, TypeError, SyntaxError):
         return False
+    return (vectors is not None and owners is not None and len(vectors) == 2 and len(owners) == 1
+            and vectors[0] == owners[0])
+
+
+def npy_shape(path: Path) -> tuple[int, ...] | None:
+    """The shape an .npy file declares, or None when the file is shorter or longer than that shape needs."""
+    import ast
+
+    with path.open("rb") as fh:
+        head = fh.read(12)
+        if len(head) < 10 or head[:6] != b"\x93NUMPY":
+            return None
+        width = 2 if head[6] == 1 else 4
+        header_len = int.from_bytes(head[8:8 + width], "little")
+        fh.seek(8 + width)
+        header = ast.literal_eval(fh.read(header_len).decode("latin-1"))
+    shape = tuple(int(n) for n in header["shape"])
+    itemsize = int(header["descr"][2:])  # '<f2', '<i4'
+    count = 1
+    for n in shape:
+        count *= n
+    return shape if path.stat().st_size == 8 + width + header_len + count * itemsize else None
 
 
 @dataclass
