@@ -256,3 +256,32 @@ def test_reindex_cli_with_a_sparse_1gb_memory_file_is_quick(sample_ws):
     assert run.code == 0
     doc = json.loads(run.stdout)
     assert doc["result"]["files_skipped"] == ["memory/huge.md"] and any("huge.md" in w for w in doc["warnings"])
+
+
+def test_symlinks_leaving_the_workspace_are_named_and_never_read_inside_ones_count_once(sample_ws, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "secret.md").write_text("- zeppelin launch codes\n")
+    for i in range(8):
+        (outside / f"2026-01-0{i + 1}.md").write_text(f"- zeppelin note {i}\n")
+    memory_md = sample_ws / "MEMORY.md"
+    memory_md.unlink()
+    memory_md.symlink_to(outside / "secret.md")
+    (sample_ws / "memory" / "latest.md").symlink_to(sample_ws / "memory" / "2026-11-27.md")
+    ws, settings = open_ws(sample_ws)
+    result = reindex(ws, settings, backend="none")
+    assert result.files_skipped == ["MEMORY.md"]
+    assert any("MEMORY.md: a symlink leading outside the workspace" in n for n in result.notices)
+    assert paths_found(ws, settings, "zeppelin", mode="text") == []
+    assert paths_found(ws, settings, "pgbouncer", mode="text").count("memory/2026-11-27.md") >= 1
+    assert "memory/latest.md" not in paths_found(ws, settings, "pgbouncer", mode="text")  # the same inode, once
+    # memory/ itself linked away: every file in it is outside
+    (sample_ws / "memory" / "latest.md").unlink()
+    (sample_ws / "memory").rename(tmp_path / "old-memory")
+    (sample_ws / "memory").symlink_to(outside, target_is_directory=True)
+    linked = reindex(ws, settings)
+    assert len(linked.files_skipped) == 10 and "memory/secret.md" in linked.files_skipped
+    skip_notes = [n for n in linked.notices if "outside the workspace" in n or "more files skipped" in n]
+    assert len(skip_notes) == 6  # five named, then a pointer to --json
+    assert paths_found(ws, settings, "zeppelin", mode="text") == []
+    assert reindex(ws, settings).up_to_date  # skipped links are recorded: the index does not look stale

@@ -52,6 +52,17 @@ class _Plan:
     reason: str
 
 
+MAX_SKIP_NOTICES = 5
+
+
+def _skip_notice(result: ReindexResult, text: str) -> None:
+    """One notice per skipped file, up to a few; then a count (a linked-away memory/ would skip every file)."""
+    if len(result.files_skipped) <= MAX_SKIP_NOTICES:
+        result.notices.append(text)
+    elif len(result.files_skipped) == MAX_SKIP_NOTICES + 1:
+        result.notices.append("more files skipped: `files_skipped` in `qwenmem reindex --json` lists them all")
+
+
 def chunk_id(c: Chunk) -> str:
     return hashlib.sha256(f"{c.path}:{c.start_line}:{c.end_line}:{c.hash}".encode()).hexdigest()[:24]
 
@@ -129,7 +140,7 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
             kept_rows[src.rel] = rows_by_path.get(src.rel, [])
             if old.get("skipped"):
                 result.files_skipped.append(src.rel)
-                result.notices.append(old["skipped"])
+                _skip_notice(result, old["skipped"])
             continue
         try:
             digest, text = read_source(src)
@@ -137,7 +148,7 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
             manifest_files[src.rel] = {"size": src.size, "mtime_ns": src.mtime_ns, "kind": src.kind, "chunks": 0,
                                        "skipped": str(skipped)}
             result.files_skipped.append(src.rel)
-            result.notices.append(str(skipped))
+            _skip_notice(result, str(skipped))
             if old:  # whatever it held before drops out of the index
                 result.files_changed.append(src.rel)
                 new_rows[src.rel] = []

@@ -35,6 +35,7 @@ class SourceFile:
     kind: str  # memory | dialog | sessions
     size: int
     mtime_ns: int
+    outside: bool = False  # reached through a symlink that leaves the workspace: listed, never read
 
 
 def parse_sources(value) -> list[str]:
@@ -53,18 +54,39 @@ def parse_sources(value) -> list[str]:
 def discover(ws, sources: list[str], recursive: bool) -> list[SourceFile]:
     found: dict[str, SourceFile] = {}
     seen_real: set[tuple[int, int]] = set()
+    root = ws.path.resolve()
+    dir_inside: dict[Path, bool] = {}
+
+    def inside(path: Path) -> bool:
+        try:
+            return path.resolve().is_relative_to(root)
+        except (OSError, RuntimeError):  # a symlink loop
+            return False
 
     def add(p: Path, kind: str) -> None:
-        # One lstat per file (search runs this on every query to spot a stale index): symlinks are skipped,
-        # and files are keyed by inode so MEMORY.md and memory.md on a case-insensitive filesystem count once.
+        # About one lstat per file (search runs this on every query to spot a stale index). Files are keyed by
+        # inode, so MEMORY.md and memory.md on a case-insensitive filesystem, or a link to a file we index
+        # anyway, count once. A link (of the file or of a directory above it) that leaves the workspace is
+        # listed as outside: reindex names it and never reads it, as sessions and compaction do.
         try:
             st = p.lstat()
         except OSError:
             return
+        if p.parent not in dir_inside:
+            dir_inside[p.parent] = inside(p.parent)
+        is_link = stat.S_ISLNK(st.st_mode)
+        rel = p.relative_to(ws.path).as_posix()
+        if not dir_inside[p.parent] or (is_link and not inside(p)):
+            found[rel] = SourceFile(p, rel, kind, st.st_size, st.st_mtime_ns, outside=True)
+            return
+        if is_link:
+            try:
+                st = p.stat()
+            except OSError:  # dangling
+                return
         if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen_real:
             return
         seen_real.add((st.st_dev, st.st_ino))
-        rel = p.relative_to(ws.path).as_posix()
         found[rel] = SourceFile(p, rel, kind, st.st_size, st.st_mtime_ns)
 
     if "memory" in sources:
@@ -89,6 +111,8 @@ def discover(ws, sources: list[str], recursive: bool) -> list[SourceFile]:
 def read_source(src: SourceFile) -> tuple[str, str]:
     """(content sha256, text to index). Bad bytes and lone surrogates (JSON escapes in dialog and session messages)
     never stop indexing: they become U+FFFD. Raises SkippedSource for a file that is too large, binary or unreadable."""
+    if src.outside:
+        raise SkippedSource(f"{src.rel}: a symlink leading outside the workspace; not indexed")
     try:
         with src.path.open("rb") as fh:
             data = fh.read(MAX_SOURCE_BYTES + 1)
