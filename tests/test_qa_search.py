@@ -73,13 +73,24 @@ def test_json_gets_an_error_envelope_for_parser_errors_and_internal_errors_too(s
         doc = run.json()
         assert doc["status"] == "error" and doc["result"] is None and doc["command"] == args[0], args
         assert doc["errors"][0]["code"] == "usage"
-    # an internal error (here: qwenmem's index directory is a plain file) still answers with one document
+    # an internal error (here: Whoosh reading a truncated segment) still answers with one document
+    assert invoke("reindex", "-w", str(sample_ws), "--embedder", "none").code == 0
+    gen = store.current_generation(open_ws(sample_ws)[0])
+    for seg in (gen / "fulltext").glob("*.seg"):
+        seg.write_bytes(seg.read_bytes()[:100])
+    run = invoke("search", "database pool", "--mode", "text", "--no-reindex", "-w", str(sample_ws), "--json")
+    assert run.code == 1 and "Traceback" not in run.stderr
+    doc = run.json()
+    assert doc["status"] == "error" and doc["command"] == "search" and doc["errors"][0]["code"] == "internal_error"
+
+
+def test_an_index_directory_that_is_a_plain_file_is_a_workspace_error_not_an_internal_one(sample_ws):
     (sample_ws / ".qwenmem").mkdir()
     (sample_ws / ".qwenmem" / "index").write_text("not a directory\n")
-    run = invoke("reindex", "-w", str(sample_ws), "--json")
-    assert run.code != 0 and "Traceback" not in run.stderr
-    doc = run.json()
-    assert doc["status"] == "error" and doc["command"] == "reindex" and doc["errors"][0]["message"]
+    for args in (("reindex",), ("search", "database pool")):
+        run = invoke(*args, "-w", str(sample_ws), "--json")
+        assert run.code == 3 and "internal error" not in run.stderr, (args, run.stderr)
+        assert "cannot create the index directory" in run.json()["errors"][0]["message"]
 
 
 def _damage(gen, how: str) -> None:

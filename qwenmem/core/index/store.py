@@ -50,7 +50,13 @@ def current_generation(ws) -> Path | None:
 
 def new_generation_dir(ws) -> Path:
     root = index_dir(ws)
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # e.g. a plain file named index, or a read-only .qwenmem/
+        from qwenmem.core.errors import WorkspaceError
+
+        raise WorkspaceError(f"cannot create the index directory {root} ({exc.strerror or exc}); move whatever is "
+                             "there aside and run `qwenmem reindex` again") from None
     numbers = [int(p.name[4:]) for p in root.glob("gen-*") if p.name[4:].isdigit()]
     gen = root / f"gen-{max(numbers, default=0) + 1:06d}"
     gen.mkdir()
