@@ -12,6 +12,7 @@ import re
 from qwenmem.core.dream.changelog import Change
 from qwenmem.core.dream.markdown import _front_matter_length, split_lines
 from qwenmem.core.errors import ValidationError
+from qwenmem.core.surrogates import without_surrogates
 
 ACTIONS = ("removed", "merged", "replaced", "added")
 
@@ -59,7 +60,7 @@ def split_front_matter(text: str) -> tuple[str, str]:
 
 def _clean(text: str | None) -> str | None:
     """Lone surrogates in the model's change notes become U+FFFD, so they can be printed and logged as UTF-8."""
-    return None if text is None else text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return None if text is None else without_surrogates(text)
 
 
 def parse_reply(reply: str) -> tuple[str, list[Change]]:

@@ -21,16 +21,6 @@ CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 RUN = re.compile(r"[%s]+|[^\W%s]+" % (CJK_RANGES, CJK_RANGES))
 IS_CJK = re.compile(r"[%s]" % CJK_RANGES)
 PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^\W\d_A-Za-z]+")
-SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def valid_text(text: str) -> str:
-    """`text` with every lone surrogate replaced by U+FFFD, as invalid bytes are when a file is read. They come from
-    command-line bytes that are not UTF-8 and from JSON escapes such as \\ud83d in dialog and session files, and no
-    embedding model, tokenizer or HTTP client can encode them. A split pair (high then low) is joined instead."""
-    if not SURROGATE.search(text):
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def spans(text: str, query: bool = False) -> Iterator[tuple[str, int, int, bool]]:

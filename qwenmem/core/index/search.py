@@ -22,7 +22,8 @@ from datetime import date, timedelta
 
 from qwenmem.core.errors import BusyError, UsageError
 from qwenmem.core.index import fulltext, store
-from qwenmem.core.index.analysis import IS_CJK, query_terms, spans, valid_text
+from qwenmem.core.index.analysis import IS_CJK, query_terms, spans
+from qwenmem.core.surrogates import without_surrogates
 from qwenmem.core.index.sources import discover, file_date
 
 MODES = ("hybrid", "text", "vector")
@@ -94,7 +95,7 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
            candidates: int | None = None, auto_reindex: bool = True, progress=None) -> SearchResult:
     if not query or not query.strip():
         raise UsageError("empty query")
-    query = valid_text(query)
+    query = without_surrogates(query)
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}; choose {', '.join(MODES)}")
     if fusion not in FUSIONS:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qwenmem.core.errors import UsageError
-from qwenmem.core.index.analysis import valid_text
+from qwenmem.core.surrogates import without_surrogates
 
 SOURCES = ("memory", "dialog", "sessions")
 # A memory file this large is not memory (a pasted dump, a runaway log): skipped with a notice, never loaded.
@@ -127,12 +127,12 @@ def read_source(src: SourceFile) -> tuple[str, str]:
     if src.kind == "memory":
         return digest, text
     if src.kind == "dialog":
-        return digest, valid_text("\n".join(_message_line(_json_or_none(line)) for line in text.split("\n")))
+        return digest, without_surrogates("\n".join(_message_line(_json_or_none(line)) for line in text.split("\n")))
     from qwenmem.core.sessions import parse_session_bytes
 
     session, _, _ = parse_session_bytes(data)
     msgs = session.messages() if session else []
-    return digest, valid_text("\n".join(_message_line(m) for m in msgs))
+    return digest, without_surrogates("\n".join(_message_line(m) for m in msgs))
 
 
 def _json_or_none(line: str):

@@ -13,8 +13,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from qwenmem.core.surrogates import REPLACEMENT, fix_surrogates
+
 BOM = b"\xef\xbb\xbf"
-REPLACEMENT = "\ufffd"
 _HANDLER = "qwenmem-counting"
 _state = threading.local()
 
@@ -60,35 +61,6 @@ def decode_counting(data: bytes) -> Decoded:
     return Decoded(text, bom, [o + offset for o in _state.invalid], _state.encoded_surrogates)
 
 
-def _is_high(ch: str) -> bool:
-    return "\ud800" <= ch <= "\udbff"
-
-
-def _is_low(ch: str) -> bool:
-    return "\udc00" <= ch <= "\udfff"
-
-
-def fix_surrogates_in_str(text: str) -> tuple[str, int, int]:
-    """(fixed text, lone surrogates replaced, pairs joined)."""
-    out: list[str] = []
-    lone = joined = 0
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if _is_high(ch) and i + 1 < n and _is_low(text[i + 1]):
-            out.append(chr(0x10000 + ((ord(ch) - 0xD800) << 10) + (ord(text[i + 1]) - 0xDC00)))
-            joined += 1
-            i += 2
-            continue
-        if _is_high(ch) or _is_low(ch):
-            out.append(REPLACEMENT)
-            lone += 1
-        else:
-            out.append(ch)
-        i += 1
-    return "".join(out), lone, joined
-
-
 def has_surrogates(obj: Any) -> bool:
     try:
         json.dumps(obj, ensure_ascii=False).encode("utf-8")
@@ -114,7 +86,7 @@ def replace_surrogates(obj: Any) -> SurrogateFix:
         if isinstance(value, str):
             if not any("\ud800" <= c <= "\udfff" for c in value):
                 return value
-            fixed, lone, joined = fix_surrogates_in_str(value)
+            fixed, lone, joined = fix_surrogates(value)
             fix.lone += lone
             fix.joined += joined
             return fixed
