@@ -78,7 +78,7 @@ def list_runs(ws: Workspace) -> list[RunInfo]:
     runs = []
     for d in sorted(p for p in base.iterdir() if p.is_dir()):
         manifest = read_manifest(d)
-        files = sorted(originals_in_run(d))
+        files = sorted(originals_in_run(d, manifest))
         if manifest is not None:
             runs.append(RunInfo(d.name, str(manifest.get("kind", "?")), str(manifest.get("created", "")), files,
                                 ws.relative(d)))
@@ -87,11 +87,11 @@ def list_runs(ws: Workspace) -> list[RunInfo]:
     return runs
 
 
-def originals_in_run(run_dir: Path) -> dict[str, Path]:
+def originals_in_run(run_dir: Path, manifest: dict | None = None) -> dict[str, Path]:
     """{workspace-relative path: kept original} for one run. The manifest names them, but an original is copied
     aside before its entry is recorded, so a run killed in between holds a file the manifest does not mention:
     such files count too (restore must never lose track of kept bytes)."""
-    manifest = read_manifest(run_dir)
+    manifest = manifest if manifest is not None else read_manifest(run_dir)
     listed = {e["path"]: run_dir / e["original"] for e in (manifest or {}).get("files", [])
               if isinstance(e, dict) and e.get("original")}
     claimed = {p.resolve() for p in listed.values()}
