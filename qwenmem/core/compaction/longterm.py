@@ -44,14 +44,10 @@ def plan_note(ws: Workspace, now: datetime, session_key: str, first_id: str, las
         raise WorkspaceError(f"{path} leads outside the workspace (a symlinked memory/?); qwenmem will not write "
                              "there: run with --no-longterm to skip the daily-log note") from None
     mark = marker(session_key, first_id, last_id, count)
-    try:
-        size = path.stat().st_size if path.is_file() else 0
-    except OSError:
-        size = 0
-    if size > MAX_NOTE_FILE_BYTES:  # appending rewrites (and backs up) the whole file: refuse before any write
-        raise WorkspaceError(f"{ws.relative(path)} is {size:,} bytes, over the {MAX_NOTE_FILE_BYTES // 2**20} MiB "
-                             "limit for a daily log qwenmem appends to; run with --no-longterm to skip the note")
-    existing = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    try:  # appending rewrites (and backs up) the whole file: a huge one is refused here, before any write
+        existing = read_with_snapshot(path, MAX_NOTE_FILE_BYTES)[0].decode("utf-8", "replace") if path.exists() else ""
+    except WorkspaceError as exc:
+        raise WorkspaceError(f"{exc}; run with --no-longterm to skip the daily-log note") from None
     if mark in existing:
         return DailyNote(path, mark, "", duplicate=True)
     if not body.strip():

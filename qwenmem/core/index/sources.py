@@ -7,17 +7,18 @@ sessions: session files, one line of text per message: "line" numbers are messag
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from qwenmem.core.errors import UsageError
+from qwenmem.core.errors import UsageError, WorkspaceError
+from qwenmem.core.fsio import read_with_snapshot
 from qwenmem.core.surrogates import without_surrogates
 
 SOURCES = ("memory", "dialog", "sessions")
+DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 # A memory file this large is not memory (a pasted dump, a runaway log): skipped with a notice, never loaded.
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192  # like git: a NUL byte near the start means binary
@@ -25,7 +26,6 @@ BINARY_SNIFF_BYTES = 8192  # like git: a NUL byte near the start means binary
 
 class SkippedSource(Exception):
     """A source file that is listed in the manifest (so it does not look stale) but not indexed, and why."""
-DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
 
 @dataclass
@@ -113,16 +113,16 @@ def read_source(src: SourceFile) -> tuple[str, str]:
     never stop indexing: they become U+FFFD. Raises SkippedSource for a file that is too large, binary or unreadable."""
     if src.outside:
         raise SkippedSource(f"{src.rel}: a symlink leading outside the workspace; not indexed")
-    try:
-        with src.path.open("rb") as fh:
-            data = fh.read(MAX_SOURCE_BYTES + 1)
-    except OSError as exc:
-        raise SkippedSource(f"{src.rel}: cannot be read ({exc.strerror or exc}); not indexed") from None
-    if len(data) > MAX_SOURCE_BYTES:
+    if src.size > MAX_SOURCE_BYTES:
         raise SkippedSource(f"{src.rel}: larger than the {MAX_SOURCE_BYTES // 2**20} MiB index limit; not indexed")
+    try:  # the shared reader: refuses FIFOs and devices, and the limit again in case the file grew since discover
+        data, snap = read_with_snapshot(src.path, MAX_SOURCE_BYTES)
+    except WorkspaceError as exc:
+        reason = str(exc).removeprefix(f"{src.path}: ")
+        raise SkippedSource(f"{src.rel}: cannot be read ({reason}); not indexed") from None
     if src.kind != "sessions" and b"\x00" in data[:BINARY_SNIFF_BYTES]:
         raise SkippedSource(f"{src.rel}: looks binary (NUL bytes); not indexed")
-    digest = hashlib.sha256(data).hexdigest()
+    digest = snap.sha256
     text = data.decode("utf-8", "replace").removeprefix("\ufeff")
     if src.kind == "memory":
         return digest, text
