@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from qwenmem.core.fsio import atomic_write_bytes, fsync_dir
@@ -147,7 +148,7 @@ def npy_shape(path: Path) -> tuple[int, ...] | None:
     return shape if path.stat().st_size == 8 + width + header_len + count * itemsize else None
 
 
-@dataclass
+@dataclass(frozen=True)  # shared by the load_chunks cache
 class ChunkRow:
     id: str
     path: str
@@ -157,8 +158,16 @@ class ChunkRow:
 
 
 def load_chunks(gen: Path) -> list[ChunkRow]:
-    rows = json.loads((gen / "chunks.json").read_text(encoding="utf-8"))
-    return [ChunkRow(*r) for r in rows]
+    """The chunk table, parsed once per process: a search checks the generation (usable) and then scores it, and a
+    reindex reads the previous table twice. Keyed by size and mtime too, so a rebuilt table is never served stale."""
+    path = gen / "chunks.json"
+    st = path.stat()
+    return list(_parsed_chunks(str(path), st.st_size, st.st_mtime_ns))
+
+
+@lru_cache(maxsize=4)
+def _parsed_chunks(path: str, size: int, mtime_ns: int) -> tuple[ChunkRow, ...]:
+    return tuple(ChunkRow(*r) for r in json.loads(Path(path).read_text(encoding="utf-8")))
 
 
 def write_chunks(gen: Path, rows: list[ChunkRow]) -> None:
