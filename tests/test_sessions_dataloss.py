@@ -98,3 +98,42 @@ def test_a_json_value_without_any_message_stays_unrecoverable_and_untouched(tmp_
     run = invoke("-w", str(root), "sessions", "repair", "--all", "--json")
     assert run.json()["result"]["files"][0]["status"] == "unrecoverable"
     assert (root / "sessions/console/u_s.json").read_bytes() == b'[1, 2, {"a": [true]}]'
+
+
+# ---------------------------------------------------------------------------------------------- item 8: flat layout
+
+
+def _flat_workspace(root: Path, telegram: bytes) -> Path:
+    session = json.dumps(_synthetic_session()).encode()
+    return make_workspace(root, {"8301437789_telegram--8301437789.json": telegram, "default_1773379549580.json": session,
+                                 "42_discord--dm--42.json": session})
+
+
+@pytest.mark.parametrize("source", ["synthetic", "real"])
+def test_flat_legacy_files_carry_their_channel_in_the_session_id(tmp_path, source):
+    telegram = (json.dumps(_synthetic_session()).encode() if source == "synthetic" else
+                corpus_file("ssaputralo__*/sessions/8301437789_telegram--8301437789.json").read_bytes())
+    root = _flat_workspace(tmp_path / "ws", telegram)
+    run = invoke("-w", str(root), "sessions", "list", "--channel", "telegram", "--json")
+    assert [(r["key"], r["channel"], r["user_id"]) for r in run.json()["result"]["sessions"]] == [
+        ("8301437789_telegram--8301437789", "telegram", "8301437789")]
+    rows = {r["key"]: r["channel"] for r in invoke("-w", str(root), "sessions", "list", "--json").json()["result"]["sessions"]}
+    assert rows == {"8301437789_telegram--8301437789": "telegram", "42_discord--dm--42": "discord",
+                    "default_1773379549580": None}  # a console session's name carries no channel
+
+
+def test_a_user_filter_that_matches_nothing_says_so_and_names_the_users(tmp_path):
+    root = _flat_workspace(tmp_path / "ws", json.dumps(_synthetic_session()).encode())
+    run = invoke("-w", str(root), "sessions", "list", "--user", "nobody")
+    assert run.code == 0 and run.stdout == ""
+    assert "no session matches --user nobody" in run.stderr and "no session files" not in run.stderr
+    assert "users: 42, 8301437789, default" in run.stderr
+    as_json = invoke("-w", str(root), "sessions", "list", "--user", "nobody", "--json").json()
+    assert as_json["result"]["count"] == 0 and "no session matches --user nobody" in as_json["warnings"][0]
+
+
+def test_a_user_filter_matches_every_way_an_ambiguous_name_splits(tmp_path):
+    root = make_workspace(tmp_path / "ws", {"ou_9756_6fb98df9.json": json.dumps(_synthetic_session()).encode()})
+    for user in ("ou", "ou_9756"):
+        rows = invoke("-w", str(root), "sessions", "list", "--user", user, "--json").json()["result"]["sessions"]
+        assert [r["key"] for r in rows] == ["ou_9756_6fb98df9"], user

@@ -49,12 +49,16 @@ def list_cmd(
     counter = get_counter(tokenizer, settings.token_count_estimate_divisor)
     rows = list_sessions(ws, counter, channel, user, parse_since(since) if since else None, sort, reverse, limit)
     notes = _list_notes(rows)
+    if not rows:
+        from qwenmem.core.listing import no_match_note
+
+        notes.append(no_match_note(ws, channel, user, parse_since(since) if since else None))
     if json_out:
         output.print_json("sessions list", {"workspace": str(ws.path), "tokenizer": counter.name,
                                             "count": len(rows), "sessions": rows}, warnings=notes)
         return
     if not rows:
-        output.note(f"no session files under {ws.sessions_dir}")
+        output.note(notes[-1])
         return
     from rich.table import Table
 

@@ -112,6 +112,36 @@ def parse_since(value: str, now: datetime | None = None) -> datetime:
     return parsed if parsed.tzinfo else parsed.astimezone()
 
 
+def matches_user(ref, user: str) -> bool:
+    """The user id, or any user id an ambiguous file name could split into (`ou_x_y.json` may be user `ou_x`)."""
+    return ref.user_id == user or any(u == user for u, _ in ref.alternatives)
+
+
+def _names(values) -> str:
+    names = sorted(v for v in set(values) if v)
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    return shown or "none"
+
+
+def no_match_note(ws: Workspace, channel: str | None = None, user: str | None = None, since: datetime | None = None) -> str:
+    """Why `sessions list` printed nothing: no files at all, or filters that match none of them (and what exists)."""
+    refs = list(iter_session_refs(ws))
+    if not refs:
+        return f"no session files under {ws.sessions_dir}"
+    given = [f"--{name} {value}" for name, value in (("channel", channel), ("user", user)) if value is not None]
+    if since is not None:
+        given.append(f"--since {since.isoformat(timespec='seconds')}")
+    hints = []
+    if channel is not None:
+        hints.append(f"channels: {_names(r.channel for r in refs)}")
+    if user is not None:
+        scope = [r for r in refs if channel is None or (r.channel or "") == channel]
+        users = (u for r in scope for u in ([r.user_id] if not r.ambiguous else [a for a, _ in r.alternatives]))
+        hints.append(f"users{' in ' + channel if channel is not None else ''}: {_names(users)}")
+    return (f"no session matches {' '.join(given) or 'the filters'} ({len(refs)} session file(s) in "
+            f"{ws.sessions_dir}" + ("; " + "; ".join(hints) if hints else "") + ")")
+
+
 def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = None, user: str | None = None,
                   since: datetime | None = None, sort: str = "modified", reverse: bool = False,
                   limit: int | None = None) -> list[SessionRow]:
@@ -121,7 +151,7 @@ def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = No
     for ref in iter_session_refs(ws, include_backups=True):
         if channel is not None and (ref.channel or "") != channel:
             continue
-        if user is not None and ref.user_id != user:
+        if user is not None and not matches_user(ref, user):
             continue
         if since is not None:
             try:

@@ -125,10 +125,23 @@ def _identify(path: Path, ws: Workspace, chats_by_location: dict[tuple[str | Non
     stem = stem[:-5] if stem.endswith(".json") else stem
     splits = _split_candidates(stem)
     if not splits:
-        return SessionRef(path, rel, channel, None, stem, "filename", stale_flat_copy=stale)
+        return SessionRef(path, rel, channel if channel is not None else channel_from_session_id(stem), None, stem,
+                          "filename", stale_flat_copy=stale)
     user, sid = splits[0]
+    if channel is None:
+        channel = next((c for _, s in splits if (c := channel_from_session_id(s))), None)
     return SessionRef(path, rel, channel, user, sid, "filename (ambiguous)" if len(splits) > 1 else "filename",
                       alternatives=splits, stale_flat_copy=stale)
+
+
+_CHANNEL_PREFIX = re.compile(r"^([A-Za-z][A-Za-z0-9]*)--.")
+
+
+def channel_from_session_id(sanitized_sid: str) -> str | None:
+    """The channel a flat legacy file belongs to, when its name carries it: channels name their sessions
+    `<channel>:<sender>` (spec §2.1), which the file name holds as `<channel>--<sender>`. Console sessions carry none."""
+    m = _CHANNEL_PREFIX.match(sanitized_sid)
+    return m.group(1) if m else None
 
 
 def _channel_dirs(ws: Workspace) -> list[str]:
