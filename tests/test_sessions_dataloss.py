@@ -137,3 +137,54 @@ def test_a_user_filter_matches_every_way_an_ambiguous_name_splits(tmp_path):
     for user in ("ou", "ou_9756"):
         rows = invoke("-w", str(root), "sessions", "list", "--user", user, "--json").json()["result"]["sessions"]
         assert [r["key"] for r in rows] == ["ou_9756_6fb98df9"], user
+
+
+# ------------------------------------------------------------------------------- item 9: backups under their session
+
+
+def _backup_bytes(source: str) -> bytes:
+    if source == "real":
+        return corpus_file("ziwei-control__*/sessions/main_main.json.backup_20260316_203609").read_bytes()
+    return json.dumps(_synthetic_session()).encode()[:-200]  # like the real one: cut off by a crash
+
+
+@pytest.mark.parametrize("source", ["synthetic", "real"])
+def test_a_backup_sibling_is_listed_under_its_session_not_as_a_row(tmp_path, source):
+    backup = _backup_bytes(source)
+    root = make_workspace(tmp_path / "ws", {"main_main.json": json.dumps(_synthetic_session()).encode(),
+                                            "main_main.json.backup_20260316_203609": backup,
+                                            "console/default_1.json": json.dumps(_synthetic_session()).encode()})
+    run = invoke("-w", str(root), "sessions", "list", "--json")
+    rows = {r["key"]: r for r in run.json()["result"]["sessions"]}
+    assert sorted(rows) == ["console/default_1", "main_main"]
+    [entry] = rows["main_main"]["backups"]
+    assert entry["path"] == "sessions/main_main.json.backup_20260316_203609" and entry["size"] == len(backup)
+    assert entry["health"] == "corrupt" and entry["messages"] > 0
+    assert rows["console/default_1"]["backups"] == []
+    assert not any("-1" in w for w in run.json()["warnings"])
+    assert any("damaged backup" in w for w in run.json()["warnings"])
+    table = invoke("-w", str(root), "sessions", "list", "--sort", "name")
+    lines = table.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("main_main "))
+    assert "backup_20260316_203609" in lines[at + 1] and "corrupt" in lines[at + 1]
+
+
+def test_a_backup_whose_session_is_gone_keeps_its_own_row(tmp_path):
+    root = make_workspace(tmp_path / "ws", {"main_main.json.backup_20260316_203609": _backup_bytes("synthetic")})
+    [row] = invoke("-w", str(root), "sessions", "list", "--json").json()["result"]["sessions"]
+    assert row["key"] == "main_main.json.backup_20260316_203609"
+    assert "a backup copy of main_main.json, which does not exist" in row["problems"]
+
+
+@pytest.mark.parametrize("source", ["synthetic", "real"])
+def test_backup_siblings_are_never_index_sources(tmp_path, source):
+    from qwenmem.core.index.sources import discover
+    from qwenmem.core.sessions import is_session_backup
+    from qwenmem.core.workspace import discover_workspace
+
+    root = make_workspace(tmp_path / "ws", {"main_main.json": json.dumps(_synthetic_session()).encode(),
+                                            "main_main.json.backup_20260316_203609": _backup_bytes(source),
+                                            "console/u_s.json.backup_20260101_000000": _backup_bytes(source)})
+    found = [f.rel for f in discover(discover_workspace(root), ["sessions"], recursive=False)]
+    assert found == ["sessions/main_main.json"]
+    assert is_session_backup("main_main.json.backup_20260316_203609") and not is_session_backup("main_main.json")

@@ -9,7 +9,7 @@ import os
 import re
 
 from qwenmem.core.errors import UsageError
-from qwenmem.core.sessions import LoadedSession, iter_session_refs, load_session
+from qwenmem.core.sessions import LoadedSession, backed_up_name, is_session_backup, iter_session_refs, load_session
 from qwenmem.core.tokens import EstimateCounter, TokenCounter, get_counter, message_tokens
 from qwenmem.core.workspace import Workspace
 
@@ -37,6 +37,31 @@ class SessionRow:
     health: str
     problems: list[str] = field(default_factory=list)
     stale_flat_copy: bool = False
+    backups: list[dict] = field(default_factory=list)  # this session's *.json.backup_* siblings (BACKUP_FIELDS)
+
+
+BACKUP_FIELDS = ("key", "path", "messages", "size", "modified", "health", "problems")
+
+
+def fold_backups(rows: list[SessionRow]) -> list[SessionRow]:
+    """A backup sibling goes under the session it backs up, not in a row of its own; one whose session file is
+    gone keeps its row (it may be all that is left: `repair --from-backup` rebuilds the session from it)."""
+    live = {r.path: r for r in rows if not is_session_backup(r.path.rsplit("/", 1)[-1])}
+    out = []
+    for row in rows:
+        head, _, name = row.path.rpartition("/")
+        if not is_session_backup(name):
+            out.append(row)
+            continue
+        owner = live.get(f"{head}/{backed_up_name(name)}" if head else backed_up_name(name))
+        if owner is None:
+            row.problems = row.problems + [f"a backup copy of {backed_up_name(name)}, which does not exist"]
+            out.append(row)
+        else:
+            owner.backups.append({k: getattr(row, k) for k in BACKUP_FIELDS})
+    for row in out:
+        row.backups.sort(key=lambda b: b["path"])
+    return out
 
 
 def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
@@ -160,7 +185,7 @@ def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = No
             except OSError:
                 pass
         refs.append(ref)
-    rows = _rows(refs, counter)
+    rows = fold_backups(_rows(refs, counter))
     keyfunc = {
         "modified": lambda r: r.modified or "",
         "name": lambda r: r.key,

@@ -64,7 +64,7 @@ class SessionRef:
 
     @property
     def is_backup(self) -> bool:
-        return bool(BACKUP_RE.search(self.path.name))
+        return is_session_backup(self.path.name)
 
     @property
     def key(self) -> str:
@@ -154,9 +154,20 @@ def _channel_dirs(ws: Workspace) -> list[str]:
 BACKUP_RE = re.compile(r"\.json\.(backup_[0-9_]+|bak)$")
 
 
+def is_session_backup(name: str) -> bool:
+    """A QwenPaw/CoPaw backup sibling of a session (`*.json.backup_YYYYMMDD_HHMMSS`, `*.json.bak`): evidence that
+    `repair --from-backup` reads, never a live session of its own (not listed as one, never indexed)."""
+    return bool(BACKUP_RE.search(name))
+
+
+def backed_up_name(name: str) -> str:
+    """The session file name a backup sibling is a copy of: `main_main.json.backup_20260316_203609` → `main_main.json`."""
+    return BACKUP_RE.sub(".json", name)
+
+
 def is_session_file_name(name: str, include_backups: bool = True) -> bool:
     """`*.json` sessions, plus CoPaw's `*.json.backup_YYYYMMDD_HHMMSS` copies (listed so damage there shows too)."""
-    return name.endswith(".json") or (include_backups and bool(BACKUP_RE.search(name)))
+    return name.endswith(".json") or (include_backups and is_session_backup(name))
 
 
 def iter_session_files(ws: Workspace, include_legacy_weixin: bool = False, include_backups: bool = False) -> Iterator[Path]:
