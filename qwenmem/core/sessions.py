@@ -431,7 +431,13 @@ def parse_session_bytes(data: bytes) -> tuple[SessionDoc | None, list[str], bool
     try:
         session = session_from_obj(obj)
     except NotASessionError as exc:
-        return None, problems + [str(exc)], True
+        # QwenPaw loads any such value as an empty session and saves that over it: find the messages it holds
+        salvage = recovery.salvage_text(text)
+        if salvage.session is None:
+            return None, problems + [str(exc)] + salvage.notes, True
+        return salvage.session, problems + [
+            f"{exc}; QwenPaw loads it as an empty session (`qwenmem sessions repair` rebuilds one around its "
+            f"{len(salvage.session.content)} message(s))"], True
     problems.extend(recovery.content_warnings(session, text))
     return session, problems, bool(problems and any("cannot load" in p or "empty session" in p for p in problems))
 
