@@ -7,7 +7,7 @@ import typer
 
 def register(app: typer.Typer) -> None:
     from qwenmem.cli import (compact, completion, demo, dream, info, reindex, repair, restore, runner, search,
-                             sessions)
+                             sessions, snapshot)
 
     repair.register(sessions.app)
     restore.register(sessions.app)
@@ -16,6 +16,7 @@ def register(app: typer.Typer) -> None:
     search.register(app)
     reindex.register(app)
     dream.register(app)
+    snapshot.register(app)
     runner.command(app, "info")(info.info)
     runner.command(app, "demo")(demo.demo)
     runner.command(app, "completions")(completion.completions)
