@@ -34,20 +34,34 @@ F = TypeVar("F", bound=Callable[..., Any])
 JSON_PARAMS = ("json_out",)
 
 
+def _learn_json(command: Any, ctx: Any, args: list[str]) -> None:
+    """Ask the command's own option parser (unknown options ignored) whether --json is among its options, before
+    the real parse, so that a parser error (unknown option, bad value, missing argument) gets the envelope too."""
+    if not any(p.name in JSON_PARAMS or p.name == "output_format" for p in command.params):
+        return
+    parser = command.make_parser(ctx)
+    parser.ignore_unknown_options = True
+    try:
+        opts, _, _ = parser.parse_args(list(args))
+    except ClickException:
+        return
+    if any(opts.get(name) for name in JSON_PARAMS) or opts.get("output_format") == "json":
+        state(ctx).json = True
+
+
 class QwenmemCommand(typer.core.TyperCommand):
-    """A command that learns `--json` from its own option parser before the real parse, so that a parser error
-    (unknown option, bad value, missing argument) is answered with the error envelope too."""
+    """A command whose --json is known from its parser (see _learn_json)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        if any(p.name in JSON_PARAMS or p.name == "output_format" for p in self.params):
-            parser = self.make_parser(ctx)
-            parser.ignore_unknown_options = True
-            try:
-                opts, _, _ = parser.parse_args(list(args))
-            except ClickException:
-                opts = {}
-            if any(opts.get(name) for name in JSON_PARAMS) or opts.get("output_format") == "json":
-                state(ctx).json = True
+        _learn_json(self, ctx, args)
+        return super().parse_args(ctx, args)
+
+
+class QwenmemGroup(typer.core.TyperGroup):
+    """A group whose callback is itself a command with --json (`qwenmem snapshot --json`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        _learn_json(self, ctx, args)
         return super().parse_args(ctx, args)
 
 
