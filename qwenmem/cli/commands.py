@@ -6,7 +6,7 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from qwenmem.cli import compact, completion, demo, dream, info, repair, search, sessions
+    from qwenmem.cli import compact, completion, demo, dream, fleet, info, repair, search, sessions
 
     repair.register(sessions.app)
     app.add_typer(sessions.app, name="sessions")
@@ -16,3 +16,4 @@ def register(app: typer.Typer) -> None:
     app.command("info")(info.info)
     app.command("demo")(demo.demo)
     app.command("completions")(completion.completions)
+    fleet.register(app)
