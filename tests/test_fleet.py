@@ -314,3 +314,16 @@ def test_dask_killing_a_worker_mid_run_loses_no_workspace_and_tears_no_file(clus
     for ws, record in records.items():
         if record["status"] == "ok" and record["result"]["quarantine"]:
             assert any((Path(ws) / record["result"]["quarantine"]).iterdir())
+
+
+def test_readme_documents_the_record_format():
+    import re
+
+    from conftest import REPO
+    from qwenmem.cli.fleet import RECORD_KEYS as CLI_KEYS
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- fleet-record[^>]*-->\s*```json\n(.*?)\n```", readme, re.S)
+    assert block, "README: the fleet record example is missing"
+    example = json.loads(block.group(1))
+    assert list(example) == list(CLI_KEYS) and set(CLI_KEYS) == RECORD_KEYS
