@@ -137,6 +137,7 @@ def main() -> None:
         f"Local pool vs the shell loop: **{local_rate / loop_rate:.1f}×** (goal ≥ 5×). Driver peak RSS "
         f"{rss_small:.0f} MiB at {args.small:,} vs {rss_big:.0f} MiB at {args.count:,} workspaces (workspaces are "
         "read lazily and at most 2×jobs are in flight). The loop rate is measured on a sample: it is per workspace.",
+        f"Load average while it ran: {os.getloadavg()[0]:.1f} (another job sharing the 2 cores lowers every rate).",
     ])
     print(text)
     if not args.no_record:
