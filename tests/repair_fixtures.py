@@ -10,10 +10,17 @@ from pathlib import Path
 from conftest import CORPUS_REAL
 
 ROLES = ("user", "assistant", "system")
-TRUNCATED_BACKUP = next(CORPUS_REAL.glob("ziwei-control__*/sessions/main_main.json.backup_*"))
-TELEGRAM = next(CORPUS_REAL.glob("ssaputralo__*/sessions/8301437789_telegram--8301437789.json"))
-WIKI = next(CORPUS_REAL.glob("jownda__*/sessions/default_1775286565823.json"))
-TINY = next(CORPUS_REAL.glob("White-147__*/workspaces/default/sessions/default_1775623352315.json"))
+
+
+def _corpus(pattern: str) -> Path:
+    """A real file, or a path that does not exist when ../shared is absent (importing this module must not fail)."""
+    return next(CORPUS_REAL.glob(pattern), CORPUS_REAL / pattern)
+
+
+TRUNCATED_BACKUP = _corpus("ziwei-control__*/sessions/main_main.json.backup_*")
+TELEGRAM = _corpus("ssaputralo__*/sessions/8301437789_telegram--8301437789.json")
+WIKI = _corpus("jownda__*/sessions/default_1775286565823.json")
+TINY = _corpus("White-147__*/workspaces/default/sessions/default_1775623352315.json")
 
 
 def qwenpaw_strict_load(data: bytes) -> list:
