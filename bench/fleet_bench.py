@@ -10,7 +10,6 @@ The command is `sessions repair --check` (model-free, read-only), so the runs me
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -22,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from _results import update_section  # noqa: E402
+from _results import update_section
 
 SAMPLE = REPO / "qwenmem" / "sample" / "workspace"
 COMMAND = ["sessions", "repair", "--check"]
@@ -129,14 +128,14 @@ def main() -> None:
         table.append(f"| {name} (-j {args.jobs}) | {count:,} | {s:.1f} | {n / s:.1f} | {rss:.0f} MiB |")
     table.append(f"| shell loop, one `qwenmem` per workspace | {loop_n} (sample) | {loop_s:.1f} | {loop_rate:.1f} | - |")
     text = "\n".join([
-        f"`python bench/fleet_bench.py --count {args.count} --loop-sample {args.loop_sample} --jobs {args.jobs}`: "
-        f"`qwenmem fleet DIR -- {' '.join(COMMAND)}` over generated workspaces (two healthy sessions, MEMORY.md each).",
+        (f"`python bench/fleet_bench.py --count {args.count} --loop-sample {args.loop_sample} --jobs {args.jobs}`: "
+        f"`qwenmem fleet DIR -- {' '.join(COMMAND)}` over generated workspaces (two healthy sessions, MEMORY.md each)."),
         "",
         *table,
         "",
-        f"Local pool vs the shell loop: **{local_rate / loop_rate:.1f}×** (goal ≥ 5×). Driver peak RSS "
+        (f"Local pool vs the shell loop: **{local_rate / loop_rate:.1f}×** (goal ≥ 5×). Driver peak RSS "
         f"{rss_small:.0f} MiB at {args.small:,} vs {rss_big:.0f} MiB at {args.count:,} workspaces (workspaces are "
-        "read lazily and at most 2×jobs are in flight). The loop rate is measured on a sample: it is per workspace.",
+        "read lazily and at most 2×jobs are in flight). The loop rate is measured on a sample: it is per workspace."),
         f"Load average while it ran: {os.getloadavg()[0]:.1f} (another job sharing the 2 cores lowers every rate).",
     ])
     print(text)

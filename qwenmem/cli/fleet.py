@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Iterator, Optional
+from typing import Annotated, Any
 
 import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.options import DryRunFlag, QuietFlag
+from qwenmem.cli.result import CommandResult, Status
+from qwenmem.cli.runner import command as register_command
 
 FLEET_JSON_VERSION = 1
 RECORD_KEYS = ("qwenmem_fleet", "workspace", "agent", "command", "status", "exit_code", "attempts", "seconds",
@@ -25,29 +28,29 @@ RECORD_KEYS = ("qwenmem_fleet", "workspace", "agent", "command", "status", "exit
 
 def fleet(
     ctx: typer.Context,
-    words: Annotated[Optional[list[str]], typer.Argument(
+    words: Annotated[list[str] | None, typer.Argument(
         help="Roots, workspaces or directories of them, then `--` and the command.", metavar="[ROOT…] -- COMMAND",
         show_default=False)] = None,
-    from_file: Annotated[Optional[Path], typer.Option("--from", help="Read workspace paths, one a line, from "
+    from_file: Annotated[Path | None, typer.Option("--from", help="Read workspace paths, one a line, from "
                                                       "FILE (`-` for stdin).", show_default=False)] = None,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Worker processes for the local "
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes for the local "
                                                 "engine (default: the CPU count).")] = None,
     engine: Annotated[str, typer.Option("--engine", help="local (a process pool) or dask (an existing cluster).",
                                         )] = "local",
-    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="The Dask scheduler address, e.g. "
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help="The Dask scheduler address, e.g. "
                                                      "tcp://HOST:8786 (with --engine dask).")] = None,
-    timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, help="Seconds one workspace may take "
+    timeout: Annotated[float | None, typer.Option("--timeout", min=0.1, help="Seconds one workspace may take "
                                                      "(default: no limit).")] = None,
     retries: Annotated[int, typer.Option("--retries", min=0, help="Retries, with backoff, for a busy workspace "
                                          "(exit 4: locked, or a file changed underneath).")] = 3,
     backoff: Annotated[float, typer.Option("--backoff", min=0.0, help="Seconds before the first retry; "
                                            "doubled each time.")] = 1.0,
-    resume: Annotated[Optional[Path], typer.Option("--resume", help="Skip the workspaces recorded for the same "
+    resume: Annotated[Path | None, typer.Option("--resume", help="Skip the workspaces recorded for the same "
                                                    "command in this earlier run's JSON Lines.",
                                                    show_default=False)] = None,
     dry_run: DryRunFlag = False,
     quiet: QuietFlag = False,
-) -> None:
+) -> CommandResult | None:
     """Run one maintenance command over many workspaces, in a local process pool or on a Dask cluster.
 
     Inputs are QwenPaw roots (every agent in each), agent workspaces, directories holding them, or a list
@@ -82,9 +85,10 @@ def fleet(
         raise UsageError("name QwenPaw roots or workspaces before `--`, or pass --from FILE")
     targets = _targets(paths, from_file)
     if dry_run:
-        return _plan(targets, command.text)
+        _plan(targets, command.text)
+        return None
     skip = _recorded(resume, command.text) if resume else frozenset()
-    _execute(targets, command, engine, jobs, scheduler, timeout, retries, backoff, skip, quiet)
+    return _execute(targets, command, engine, jobs, scheduler, timeout, retries, backoff, skip, quiet)
 
 
 def _split(words: list[str], command_words: set[str]) -> tuple[list[Path], list[str]]:
@@ -184,7 +188,8 @@ def _write(doc: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def _execute(targets, command, engine_name, jobs, scheduler, timeout, retries, backoff, skip, quiet) -> None:
+def _execute(targets, command, engine_name, jobs, scheduler, timeout, retries, backoff, skip,
+             quiet) -> CommandResult:
     import os
 
     from qwenmem.core.fleet import RetryPolicy, run_fleet
@@ -209,10 +214,11 @@ def _execute(targets, command, engine_name, jobs, scheduler, timeout, retries, b
     except KeyboardInterrupt:
         output.note("fleet: interrupted; workspaces already recorded are done (rerun with --resume to go on)")
         raise
-    if not quiet or summary.total != summary.statuses["ok"]:
-        _summarize(summary, command.text, engine.name, failures)
-    if summary.total != summary.statuses["ok"]:
-        raise typer.Exit(1)
+    all_ok = summary.total == summary.statuses["ok"]
+    # the records on stdout are the data; the summary is for people, on stderr (quiet hides it when all went well)
+    show = not quiet or not all_ok
+    return CommandResult(None, Status.OK if all_ok else Status.PROBLEMS,
+                         render=(lambda: _summarize(summary, command.text, engine.name, failures)) if show else None)
 
 
 def _summarize(summary, command_text: str, engine_name: str, failures: list[str]) -> None:
@@ -230,4 +236,4 @@ def _summarize(summary, command_text: str, engine_name: str, failures: list[str]
 
 
 def register(app: typer.Typer) -> None:
-    app.command("fleet")(fleet)
+    register_command(app, "fleet")(fleet)

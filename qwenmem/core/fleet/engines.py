@@ -12,7 +12,14 @@ from typing import Any, Protocol
 from qwenmem.core.errors import UsageError
 from qwenmem.core.fleet.operations import Command
 from qwenmem.core.fleet.targets import Target
-from qwenmem.core.fleet.tasks import CRASHED, ERROR, TIMEOUT, failure, run_task, run_task_within
+from qwenmem.core.fleet.tasks import (
+    CRASHED,
+    ERROR,
+    TIMEOUT,
+    failure,
+    run_task,
+    run_task_within,
+)
 
 
 class Engine(Protocol):

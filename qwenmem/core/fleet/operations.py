@@ -8,8 +8,9 @@ unchanged. The `result` is the document the command's own `--json` prints under 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from qwenmem.core.errors import UsageError
 from qwenmem.core.fleet.plain import to_plain
@@ -83,7 +84,11 @@ def _compact_validate(ns: argparse.Namespace) -> None:
 
 
 def _compact(ws: Workspace, ns: argparse.Namespace) -> Outcome:
-    from qwenmem.core.compaction.run import CompactOptions, check_session, compact_sessions
+    from qwenmem.core.compaction.run import (
+        CompactOptions,
+        check_session,
+        compact_sessions,
+    )
     from qwenmem.core.errors import WorkspaceError
     from qwenmem.core.sessions import iter_session_refs
     from qwenmem.core.settings import load_settings
@@ -105,11 +110,11 @@ def _compact(ws: Workspace, ns: argparse.Namespace) -> Outcome:
         from qwenmem.core.llm import resolve_llm_config
 
         opts.llm = resolve_llm_config(ws, settings, None, None, None, None)
-    reports, _ = compact_sessions(ws, refs, settings, opts)
-    bad = [r for r in reports if r.status in ("failed", "skipped")]
-    warnings = [f"{r.key}: {w}" for r in reports for w in r.warnings]
+    done, _ = compact_sessions(ws, refs, settings, opts)
+    bad = [r for r in done if r.status in ("failed", "skipped")]
+    warnings = [f"{r.key}: {w}" for r in done for w in r.warnings]
     warnings += [f"{r.key}: {r.status}, {r.error}" for r in bad]
-    result = {"workspace": str(ws.path), "dry_run": ns.dry_run, "sessions": to_plain(reports)}
+    result = {"workspace": str(ws.path), "dry_run": ns.dry_run, "sessions": to_plain(done)}
     return Outcome(PROBLEMS if bad else OK, result, warnings)
 
 

@@ -10,8 +10,9 @@ import heapq
 import itertools
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from qwenmem.core.fleet.engines import Engine
 from qwenmem.core.fleet.operations import Command
@@ -62,10 +63,11 @@ def run_fleet(targets: Iterable[Target], command: Command, engine: Engine, on_re
                 if delayed and delayed[0][0] <= now:
                     _, _, target, attempt = heapq.heappop(delayed)
                 elif not exhausted:
-                    target = next(source, None)  # type: ignore[arg-type]
-                    if target is None:
+                    upcoming = next(source, None)
+                    if upcoming is None:
                         exhausted = True
                         continue
+                    target = upcoming
                     if target.label in skip:
                         summary.skipped += 1
                         continue
