@@ -115,24 +115,38 @@ def test_a_locked_workspace_is_retried_then_reported(tmp_path):
 
 
 def test_a_lock_released_during_backoff_succeeds_on_retry(tmp_path):
+    from qwenmem.core.fleet import RetryPolicy, parse_command, run_fleet
+    from qwenmem.core.fleet.engines import LocalEngine
+    from qwenmem.core.fleet.targets import discover
     from qwenmem.core.fsio import exclusive_lock
 
     ws = _copy_sample(tmp_path / "ws0")
-    release = threading.Event()
+    holding, release = threading.Event(), threading.Event()
 
     def hold() -> None:
         with exclusive_lock(ws / ".qwenmem" / "lock"):
-            release.wait(10)
+            holding.set()
+            release.wait(30)
+
+    class ReleasingAfterFirstBusy(LocalEngine):
+        def outcome(self, future):
+            record = super().outcome(future)
+            if record["status"] == "busy":
+                release.set()  # the other process lets go during the backoff
+                holder.join()
+            return record
 
     holder = threading.Thread(target=hold)
     holder.start()
-    time.sleep(0.2)
-    threading.Timer(0.5, release.set).start()
-    run = run_cli("fleet", str(ws), "--retries", "5", "--backoff", "0.3", "--", "sessions", "repair", "--all")
-    holder.join()
-    [record] = _records(run.stdout)
-    assert record["status"] == "ok" and record["attempts"] > 1, run.stderr
-    assert run.code == 0
+    holding.wait(10)
+    command, _ = parse_command(["sessions", "repair", "--all"])
+    got = []
+    run_fleet(discover([ws]), command, ReleasingAfterFirstBusy(1, None),
+              lambda t, rec, attempts: got.append((rec, attempts)), policy=RetryPolicy(retries=3, backoff=0.1))
+    release.set()
+    [(record, attempts)] = got
+    assert (record["status"], attempts) == ("ok", 2)
+    assert record["result"]["quarantine"]  # the retry did the repair
 
 
 def test_resume_skips_what_a_previous_run_recorded(fleet_dir):
