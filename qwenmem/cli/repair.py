@@ -12,7 +12,8 @@ from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
 
 STATUS_STYLE = {"ok": "green", "warning": "yellow", "repaired": "green", "would_repair": "yellow", "needs_repair": "yellow",
-                "needs_flag": "yellow", "unrecoverable": "bold red", "changed": "bold red", "error": "bold red"}
+                "needs_flag": "yellow", "unrecoverable": "bold red", "changed": "bold red", "busy": "bold red",
+                "error": "bold red"}
 
 
 def register(app: typer.Typer) -> None:
@@ -43,7 +44,8 @@ def repair_cmd(
     """Find and repair damaged session files without losing anything.
 
     --check and --dry-run look at every session unless some are named; a real run needs names or --all. A real run copies each original to <workspace>/.qwenmem/quarantine/<run>/ before an atomic replace, and
-    refuses (exit 4) if a file changed while it worked. Healthy files are never rewritten.
+    refuses (exit 4) if a file changed while it worked or is being written (open for writing, or damaged and
+    modified seconds ago and still changing). Healthy files are never rewritten.
 
     Examples:
 
@@ -106,7 +108,7 @@ def _render(result) -> None:
             continue
         con.print(f"\n[bold]{output.escape(f.path)}[/bold]")
         # a repair that failed or was refused (changed underneath, unwritable) did not do what it planned
-        done_verb = "not done" if verb == "did" and f.status in ("error", "changed") else verb
+        done_verb = "not done" if verb == "did" and f.status in ("error", "changed", "busy") else verb
         for action in f.actions:
             con.print(f"  {done_verb}: {output.escape(action)}")
         for pending in f.pending:
