@@ -272,7 +272,7 @@ def render_blocks(content, full: bool, thinking: bool) -> list[str]:
             lines.append(f"[cyan]← {esc(str(block.get('name')))}[/cyan] [dim]id={esc(str(block.get('id')))}[/dim]\n"
                          f"{esc(_shorten(text, 600, full))}")
         elif kind in ("image", "audio", "video", "file"):
-            src = block.get("source") if isinstance(block.get("source"), dict) else {}
+            src: dict[str, Any] = block["source"] if isinstance(block.get("source"), dict) else {}
             where = src.get("url") or (f"base64 {len(src.get('data') or '')} chars" if src.get("data") else "?")
             lines.append(f"[dim]<{kind}: {esc(str(block.get('filename') or where))}>[/dim]")
         else:
