@@ -19,6 +19,7 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
       qwenmem --agent work info --json
     """
     from qwenmem.core.settings import load_settings
+    from qwenmem.core.workspace import path_exists
 
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
@@ -35,7 +36,7 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
     result = {
         "workspace": str(ws.path), "root": str(ws.root), "agent": ws.agent_id, "found_by": ws.source,
         "notes": list(ws.notes),
-        "files": {name: {"path": str(p), "exists": p.exists()} for name, p in files.items()},
+        "files": {name: {"path": str(p), "exists": path_exists(p)} for name, p in files.items()},
         "settings": [{"name": n, "value": v, "source": s} for n, v, s in settings.as_rows()],
         "derived": {"compact_threshold": settings.compact_threshold, "reserve_tokens": settings.reserve_tokens},
     }
@@ -54,7 +55,7 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
     t.add_column("path", overflow="fold")
     t.add_column("exists")
     for name, p in files.items():
-        t.add_row(name, output.escape(str(p)), "yes" if p.exists() else "-")
+        t.add_row(name, output.escape(str(p)), "yes" if path_exists(p) else "-")
     con.print(t)
     s = Table(box=None, show_edge=False, header_style="bold")
     s.add_column("setting")

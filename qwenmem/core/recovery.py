@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qwenmem.core import sessions as S
+from qwenmem.core.jsonsafe import SESSION_DECODER
 
-_DECODER = json.JSONDecoder()
+_DECODER = SESSION_DECODER  # an oversized integer literal is damage, not a crash
 _WS = " \t\r\n"
 
 

@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 from qwenmem.core.errors import AmbiguousError, NotFoundError, UnsafePathError, WorkspaceError
 from qwenmem.core.fsio import Snapshot, read_with_snapshot
+from qwenmem.core.jsonsafe import loads_session
 from qwenmem.core.workspace import Workspace, read_json_file, resolve_inside
 
 SANITIZE_RE = re.compile(r'[\\/:*?"<>|]')
@@ -441,7 +442,7 @@ def parse_session_bytes(data: bytes) -> tuple[SessionDoc | None, list[str], bool
     if not text.strip():
         return None, problems + ["empty file"], True
     try:
-        obj = json.loads(text)
+        obj = loads_session(text)
     except RecursionError:
         return None, problems + [TOO_DEEP], True
     except json.JSONDecodeError as exc:
