@@ -89,12 +89,15 @@ def search_cmd(
                         since=since, until=until, vector_weight=vector_weight, auto_reindex=not no_reindex,
                         progress=progress)
     if json_out:
+        if not result.hits:
+            result.notices.append(f"no results for {query!r}")
         hits = [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line, "score": h.score,
                  "text_score": h.text_score, "vector_score": h.vector_score, "snippet": h.snippet,
                  "highlights": h.highlights} for h in result.hits]
         output.print_json("search", {"query": result.query, "mode": result.mode, "fusion": result.fusion,
                                      "embedder": result.embedder, "count": len(hits), "hits": hits},
                           warnings=result.notices)
+        _exit_if_nothing_found(result)
         return
     if not quiet:
         for n in result.notices:
@@ -102,6 +105,7 @@ def search_cmd(
     if not result.hits:
         if not quiet:
             output.note(f"no results for {query!r}")
+        _exit_if_nothing_found(result)
         return
     console = output.out()
     for h in result.hits:
@@ -112,6 +116,14 @@ def search_cmd(
             parts.append(f"vector {h.vector_score:.2f}")
         console.print(f"[bold cyan]{output.escape(h.path)}[/]:{h.start_line}-{h.end_line}  [dim]{' · '.join(parts)}[/]")
         console.print("  " + _highlight(h.snippet, h.highlights))
+
+
+def _exit_if_nothing_found(result) -> None:
+    """Like grep: exit 1 (PROBLEMS) when nothing matched, so `qwenmem search X && ...` works in scripts."""
+    if not result.hits:
+        from qwenmem.cli.errors import ExitCode
+
+        raise typer.Exit(ExitCode.PROBLEMS)
 
 
 def _highlight(snippet: str, marks: list[tuple[int, int]]) -> str:
@@ -158,14 +170,27 @@ def reindex_cmd(
 
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
-    with _progress_callback(quiet or json_out) as progress:
-        result = reindex(ws, settings, full=full, sources=sources, progress=progress, recursive=recursive,
-                         backend=embedder, model=model, dry_run=dry_run)
+    from qwenmem.cli.errors import ExitCode
+    from qwenmem.core.index import index_exists
+
+    had_index = index_exists(ws)
+    try:
+        with _progress_callback(quiet or json_out) as progress:
+            result = reindex(ws, settings, full=full, sources=sources, progress=progress, recursive=recursive,
+                             backend=embedder, model=model, dry_run=dry_run)
+    except KeyboardInterrupt:
+        output.err().print("interrupted: the index was not changed; the previous index is still in use" if had_index
+                           else "interrupted: no index was written")
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    # Vectors missing (the embedder failed) is a partial success: full text is indexed, the next run adds them.
+    partial = ExitCode.PROBLEMS if result.chunks_without_vectors else ExitCode.OK
     if json_out:
-        output.print_json("reindex", result, warnings=result.notices)
-        return
+        output.print_json("reindex", result, status="problems" if partial else "ok", warnings=result.notices)
+        raise typer.Exit(partial)
     if quiet:
-        return
+        if partial:  # the one line that says why the exit code is 1
+            output.note(result.notices[-1])
+        raise typer.Exit(partial)
     for n in result.notices:
         output.note(n)
     changes = (f"{len(result.files_added)} added, {len(result.files_changed)} changed, "
@@ -178,3 +203,4 @@ def reindex_cmd(
     output.out().print(f"{verb}: {changes}; {result.chunks_total} chunks ({result.chunks_new} new); "
                        f"{result.pieces_embedded} piece(s) embedded, {result.pieces_reused} reused; "
                        f"embedder {result.embedder or 'none'}; {result.reason}; {result.seconds:.1f} s")
+    raise typer.Exit(partial)

@@ -58,6 +58,9 @@ class Embedder:
     def embed_raw(self, texts: list[str]):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def begin_bulk(self, total: int) -> None:
+        """Reindex is about to embed `total` pieces in many small calls (a runtime may pick its engine by that)."""
+
     def can_read(self, text: str) -> bool:
         """False for mostly-CJK text and an English-only vocabulary (MiniLM maps it to [UNK]; its vectors would
         look similar to everything). Such pieces get a zero vector in the index instead."""
@@ -117,6 +120,7 @@ class LocalEmbedder(Embedder):
         self._st = None
         self._numpy = None
         self._numpy_failed = False
+        self._bulk = False
 
     def _sentence_transformer(self):
         if self._st is None:
@@ -141,8 +145,13 @@ class LocalEmbedder(Embedder):
                 self._numpy_failed = True
         return self._numpy
 
+    def begin_bulk(self, total: int) -> None:
+        # Reindex embeds in small batches (Ctrl-C is checked between them): judge by the whole job, not the batch.
+        self._bulk = total > self.NUMPY_MAX_TEXTS
+
     def embed_raw(self, texts: list[str]):
-        if len(texts) <= self.NUMPY_MAX_TEXTS and self._st is None and self._numpy_runtime() is not None:
+        if (not self._bulk and len(texts) <= self.NUMPY_MAX_TEXTS and self._st is None
+                and self._numpy_runtime() is not None):
             return self._numpy.encode(texts)
         model = self._sentence_transformer()
         vecs = model.encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
