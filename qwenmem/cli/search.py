@@ -52,7 +52,7 @@ def search_cmd(
     query: Annotated[str, typer.Argument(help="What to look for (words, a phrase, an identifier, Chinese text).")],
     max_results: Annotated[int, typer.Option("--max-results", "-n", min=1, max=1000, help="Show at most N results.")] = 5,
     min_score: Annotated[float, typer.Option("--min-score", min=0.0, max=1.0,
-                                             help="Drop results whose fused score (0-1) is below this.")] = 0.0,
+                                             help="Drop results whose score is below this (absolute, 0-1: the same scale for every query).")] = 0.0,
     mode: Annotated[str, typer.Option("--mode", help="hybrid, text (BM25 only) or vector (embeddings only).")] = "hybrid",
     fusion: Annotated[str, typer.Option("--fusion", help="weighted (normalised scores) or rrf (reciprocal rank).")] = "weighted",
     vector_weight: Annotated[float, typer.Option("--vector-weight", min=0.0, max=1.0,
