@@ -293,7 +293,7 @@ def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progres
 
 # Each call into the model is sized to take about this long, so Ctrl-C (seen between calls: a C engine cannot be
 # interrupted inside one) stops a reindex well within 2 s, and the progress bar moves.
-BATCH_SECONDS = 0.4
+BATCH_SECONDS = 0.25
 MAX_BATCH = 256
 
 
@@ -330,7 +330,7 @@ def _embed_in_batches(emb, texts, readable, done, result, progress, np) -> list:
     from qwenmem.core.errors import LLMError
 
     rows: list = []
-    size, at = 4, 0
+    size, at, slowest = 4, 0, 0.0
     while at < len(readable):
         batch = readable[at:at + size]
         t0 = time.perf_counter()
@@ -342,8 +342,9 @@ def _embed_in_batches(emb, texts, readable, done, result, progress, np) -> list:
         rows.append((batch, vecs))
         done[batch] = True
         at += len(batch)
-        per_piece = (time.perf_counter() - t0) / len(batch)
-        size = max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(per_piece, 1e-6))))
+        # The slowest recent rate decides: on a shared machine a batch can suddenly take several times longer.
+        slowest = max(slowest * 0.8, (time.perf_counter() - t0) / len(batch))
+        size = max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(slowest, 1e-6))))
         if progress:
             progress("embedding", at, len(readable))
     return rows
