@@ -4,10 +4,12 @@ complete -c qwenmem -n '__fish_use_subcommand' -a compact
 complete -c qwenmem -n '__fish_use_subcommand' -a completions
 complete -c qwenmem -n '__fish_use_subcommand' -a demo
 complete -c qwenmem -n '__fish_use_subcommand' -a dream
+complete -c qwenmem -n '__fish_use_subcommand' -a fleet
 complete -c qwenmem -n '__fish_use_subcommand' -a info
 complete -c qwenmem -n '__fish_use_subcommand' -a reindex
 complete -c qwenmem -n '__fish_use_subcommand' -a search
 complete -c qwenmem -n '__fish_use_subcommand' -a sessions
+complete -c qwenmem -n '__fish_use_subcommand' -a snapshot
 complete -c qwenmem -n '__fish_use_subcommand' -l agent
 complete -c qwenmem -n '__fish_use_subcommand' -l debug
 complete -c qwenmem -n '__fish_use_subcommand' -l version
@@ -71,6 +73,19 @@ complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l workspace
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -s n
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -s q
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l backoff
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l engine
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l from
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l jobs
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l resume
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l retries
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l scheduler
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l timeout
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -s j
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -s q
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l agent
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l workspace
@@ -149,3 +164,31 @@ complete -c qwenmem -n '__fish_seen_subcommand_from show' -l tail
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l thinking
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l workspace
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -a list
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -a restore
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l keep
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l reason
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -s m
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -s q
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from list' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from list' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from list' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from list' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l exact
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l keep
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l path
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -s q
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -s w
