@@ -5,7 +5,7 @@ from conftest import invoke
 ENVELOPE = {"qwenmem_json", "command", "status", "result", "warnings", "errors"}
 SESSION_ROW = {"key", "path", "channel", "user_id", "session_id", "identity", "ambiguous", "messages", "in_context",
                "tokens", "has_summary", "summary_tokens", "size", "modified", "first_timestamp", "last_timestamp",
-               "health", "problems", "stale_flat_copy"}
+               "health", "problems", "stale_flat_copy", "backups"}
 SHOW_RESULT = {"key", "path", "channel", "user_id", "session_id", "health", "salvaged", "problems", "summary",
                "total_messages", "messages"}
 INFO_RESULT = {"workspace", "root", "agent", "found_by", "notes", "files", "settings", "derived"}

@@ -49,12 +49,16 @@ def list_cmd(
     counter = get_counter(tokenizer, settings.token_count_estimate_divisor)
     rows = list_sessions(ws, counter, channel, user, parse_since(since) if since else None, sort, reverse, limit)
     notes = _list_notes(rows)
+    if not rows:
+        from qwenmem.core.listing import no_match_note
+
+        notes.append(no_match_note(ws, channel, user, parse_since(since) if since else None))
     if json_out:
         output.print_json("sessions list", {"workspace": str(ws.path), "tokenizer": counter.name,
                                             "count": len(rows), "sessions": rows}, warnings=notes)
         return
     if not rows:
-        output.note(f"no session files under {ws.sessions_dir}")
+        output.note(notes[-1])
         return
     from rich.table import Table
 
@@ -68,6 +72,10 @@ def list_cmd(
         table.add_row(output.escape(r.key), output.escape(r.channel or "(flat)"), output.escape(who), str(r.messages),
                       f"{r.tokens:,}", "yes" if r.has_summary else "-", output.human_size(r.size),
                       _local_minute(r.modified), f"[{HEALTH_STYLE[r.health]}]{r.health}[/]")
+        for b in r.backups:  # what `repair --from-backup` would read, under the session it backs up
+            table.add_row("  ↳ " + output.escape(b["path"].rsplit(".json.", 1)[-1]), "", "", str(b["messages"]), "",
+                          "", output.human_size(b["size"]), _local_minute(b["modified"]),
+                          f"[{HEALTH_STYLE[b['health']]}]{b['health']}[/]")
     output.out().print(table)
     for text in notes:
         output.warn(text)
@@ -82,12 +90,12 @@ def _list_notes(rows) -> list[str]:
     if ambiguous:
         notes.append(f"{ambiguous} file name(s) split ambiguously at '_' into user and session (marked ?); "
                      "chats.json would settle it")
-    bad = sum(r.health == "corrupt" for r in rows)
     # CoPaw's *.json.backup_* copies are listed, but `repair --check`/`--all` cover live sessions only
     bad_backups = [r.key for r in rows if r.health == "corrupt" and BACKUP_RE.search(r.path)]
-    if bad - len(bad_backups):
-        notes.append(f"{bad - len(bad_backups)} corrupt session file(s); run `qwenmem sessions repair --check` "
-                     "for details")
+    bad = sum(r.health == "corrupt" for r in rows) - len(bad_backups)
+    bad_backups += [b["key"] for r in rows for b in r.backups if b["health"] == "corrupt"]
+    if bad:
+        notes.append(f"{bad} corrupt session file(s); run `qwenmem sessions repair --check` for details")
     if bad_backups:
         notes.append(f"{len(bad_backups)} damaged backup copy(ies), which `repair --all` leaves alone; name one to "
                      f"check it: `qwenmem sessions repair {bad_backups[0]} --check`")
