@@ -5,7 +5,9 @@ from conftest import invoke
 ENVELOPE = {"qwenmem_json", "command", "status", "result", "warnings", "errors"}
 SESSION_ROW = {"key", "path", "channel", "user_id", "session_id", "identity", "ambiguous", "messages", "in_context",
                "tokens", "has_summary", "summary_tokens", "size", "modified", "first_timestamp", "last_timestamp",
-               "health", "problems", "stale_flat_copy", "backups"}
+               "health", "problems", "stale_flat_copy", "backups", "generation", "history_rows", "at_risk"}
+HISTORY_STATE = {"path", "exists", "size", "wal_size", "rows", "sessions", "user_version", "status", "detail",
+                 "quarantined"}
 SHOW_RESULT = {"key", "path", "channel", "user_id", "session_id", "health", "salvaged", "problems", "summary",
                "total_messages", "messages"}
 INFO_RESULT = {"workspace", "root", "agent", "found_by", "notes", "files", "settings", "derived"}
@@ -15,7 +17,10 @@ def test_sessions_list_contract(sample_ws):
     doc = invoke("-w", str(sample_ws), "sessions", "list", "--json").json()
     assert set(doc) == ENVELOPE
     assert doc["qwenmem_json"] == 1 and doc["command"] == "sessions list" and doc["status"] == "ok"
-    assert set(doc["result"]) == {"workspace", "tokenizer", "count", "sessions"}
+    assert set(doc["result"]) == {"workspace", "tokenizer", "count", "sessions", "generation", "strategy", "history",
+                                  "history_only"}
+    assert set(doc["result"]["generation"]) == {"generation", "files_1x", "files_2x", "markers"}
+    assert set(doc["result"]["history"]) == HISTORY_STATE
     assert doc["result"]["count"] == 4
     for row in doc["result"]["sessions"]:
         assert set(row) == SESSION_ROW

@@ -40,42 +40,50 @@ def list_cmd(
 
       qwenmem sessions list --since 7d --json | jq '.result.sessions[] | select(.health != "ok")'
     """
-    from qwenmem.core.listing import list_sessions, parse_since
+    from qwenmem.core.listing import list_sessions_with_history, parse_since
     from qwenmem.core.settings import load_settings
     from qwenmem.core.tokens import get_counter
 
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
     counter = get_counter(tokenizer, settings.token_count_estimate_divisor)
-    rows = list_sessions(ws, counter, channel, user, parse_since(since) if since else None, sort, reverse, limit)
-    notes = _list_notes(rows)
+    rows, extras = list_sessions_with_history(ws, counter, channel, user, parse_since(since) if since else None, sort,
+                                              reverse, limit)
+    notes = _list_notes(rows) + extras.notes
     if not rows:
         from qwenmem.core.listing import no_match_note
 
         notes.append(no_match_note(ws, channel, user, parse_since(since) if since else None))
     if json_out:
         output.print_json("sessions list", {"workspace": str(ws.path), "tokenizer": counter.name,
-                                            "count": len(rows), "sessions": rows}, warnings=notes)
+                                            "count": len(rows), "sessions": rows, **extras.to_json()}, warnings=notes)
         return
-    if not rows:
+    if not rows and not extras.history_only:
         output.note(notes[-1])
         return
     from rich.table import Table
 
+    gen2 = extras.generation.generation in ("2.x", "mixed")
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col, just in (("session", "left"), ("channel", "left"), ("user", "left"), ("msgs", "right"),
-                      ("tokens", "right"), ("summary", "center"), ("size", "right"), ("modified", "left"),
-                      ("health", "left")):
+    columns = [("session", "left"), ("channel", "left"), ("user", "left"), ("msgs", "right")]
+    columns += [("gen", "left"), ("history", "right")] if gen2 else []
+    columns += [("tokens", "right"), ("summary", "center"), ("size", "right"), ("modified", "left"), ("health", "left")]
+    for col, just in columns:
         table.add_column(col, justify=just, no_wrap=col != "session", overflow="fold")
     for r in rows:
         who = (r.user_id or "-") + ("?" if r.ambiguous else "")
+        extra = [r.generation or "-", "-" if r.history_rows is None else f"{r.history_rows:,}"] if gen2 else []
+        risk = " [bold yellow]at risk[/]" if r.at_risk else ""
         table.add_row(output.escape(r.key), output.escape(r.channel or "(flat)"), output.escape(who), str(r.messages),
-                      f"{r.tokens:,}", "yes" if r.has_summary else "-", output.human_size(r.size),
-                      _local_minute(r.modified), f"[{HEALTH_STYLE[r.health]}]{r.health}[/]")
+                      *extra, f"{r.tokens:,}", "yes" if r.has_summary else "-", output.human_size(r.size),
+                      _local_minute(r.modified), f"[{HEALTH_STYLE[r.health]}]{r.health}[/]{risk}")
         for b in r.backups:  # what `repair --from-backup` would read, under the session it backs up
-            table.add_row("  ↳ " + output.escape(b["path"].rsplit(".json.", 1)[-1]), "", "", str(b["messages"]), "",
-                          "", output.human_size(b["size"]), _local_minute(b["modified"]),
+            table.add_row("  ↳ " + output.escape(b["path"].rsplit(".json.", 1)[-1]), "", "", str(b["messages"]),
+                          *([""] * len(extra)), "", "", output.human_size(b["size"]), _local_minute(b["modified"]),
                           f"[{HEALTH_STYLE[b['health']]}]{b['health']}[/]")
+    for h in extras.history_only:
+        table.add_row(output.escape(h.session_id), "-", "-", "0", "-", f"{h.rows:,}", "-", "-", "-", "",
+                      "[dim]history.db only[/]")
     output.out().print(table)
     for text in notes:
         output.warn(text)
@@ -111,6 +119,8 @@ def show_cmd(
     full: Annotated[bool, typer.Option("--full", help="Do not shorten tool results.")] = False,
     thinking: Annotated[bool, typer.Option("--thinking", help="Show thinking blocks in full.")] = False,
     compressed: Annotated[bool, typer.Option("--compressed/--no-compressed", help="Include messages marked 'compressed'.")] = True,
+    history: Annotated[bool, typer.Option("--history", help="QwenPaw 2.x: the full record from history.db, evicted "
+                                                            "turns included, the live tail marked.")] = False,
     json_out: JsonFlag = False,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
@@ -124,12 +134,24 @@ def show_cmd(
       qwenmem sessions show 1775286565823 --tail 5 --thinking
 
       qwenmem sessions show sessions/discord/1234_discord--dm--1234.json --role user --json
+
+      qwenmem sessions show console:alice --history
     """
+    from qwenmem.cli import show2
+    from qwenmem.core.errors import NotFoundError
     from qwenmem.core.sessions import find_session, load_session
 
     ws = open_workspace(ctx, workspace, agent)
-    ref = find_session(ws, session)
-    loaded = load_session(ref)
+    try:
+        ref = find_session(ws, session)
+    except NotFoundError:
+        if not history:
+            raise
+        ref = None  # a session that exists only in history.db
+    loaded = load_session(ref) if ref is not None else None
+    if history or (loaded.session is None and loaded.model is not None):
+        show2.show(ws, ref, loaded, session, history, tail, role, full, thinking, compressed, json_out)
+        return
     doc = loaded.session
     entries = doc.entries() if doc else []
     indexed = [(i, e) for i, e in enumerate(entries) if compressed or not e.compressed]
@@ -142,7 +164,10 @@ def show_cmd(
             "key": ref.key, "path": ref.rel, "channel": ref.channel, "user_id": ref.user_id,
             "session_id": ref.session_id, "health": loaded.health, "salvaged": loaded.salvaged,
             "problems": loaded.problems, "summary": doc.summary if doc else None, "total_messages": len(entries),
-            "messages": [{"index": i, "marks": e.marks, "message": e.msg} for i, e in indexed]},
+            "generation": loaded.generation, "scroll": None, "history": None,
+            "messages": [{"index": i, "marks": e.marks, "message": e.msg,
+                          "normalized": loaded.as_model().messages[i].to_json() if loaded.as_model() else None}
+                         for i, e in indexed]},
             status="problems" if loaded.health == "corrupt" else "ok")
         if doc is None:  # nothing salvaged: the same exit status as without --json
             raise typer.Exit(1)

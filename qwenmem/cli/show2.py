@@ -1,0 +1,156 @@
+"""`sessions show` for QwenPaw 2.x files and for `--history` (the full record from history.db).
+
+Both render the generation-neutral messages of qwenmem.core.session_model; `--json` prints them in the normalised
+shape (`Message.to_json`), the same for a file's messages and for history rows.
+"""
+
+from __future__ import annotations
+
+from qwenmem.cli import output
+
+ROLE_COLOUR = {"user": "green", "assistant": "blue", "system": "magenta"}
+
+
+def _filter(messages, role, tail, compressed):
+    picked = [m for m in messages if (compressed or not m.compressed) and (role is None or m.role == role)]
+    return picked[-tail:] if tail else picked
+
+
+def show(ws, ref, loaded, query: str, history: bool, tail, role, full: bool, thinking: bool, compressed: bool,
+         json_out: bool) -> None:
+    model = loaded.as_model() if loaded is not None else None
+    record = None
+    if history:
+        record = _record(ws, ref, model, query)
+        messages = record.messages
+    else:
+        messages = model.messages if model else []
+    shown = _filter(messages, role, tail, compressed)
+    health = loaded.health if loaded is not None else "ok"
+    if json_out:
+        result = {
+            "key": ref.key if ref else None, "path": ref.rel if ref else None, "channel": ref.channel if ref else None,
+            "user_id": ref.user_id if ref else None,
+            "session_id": record.session_id if record else (ref.session_id if ref else None),
+            "health": health if loaded is not None else None, "salvaged": loaded.salvaged if loaded else False,
+            "problems": loaded.problems if loaded else [], "summary": model.summary if model else None,
+            "total_messages": len(messages), "generation": model.generation if model else None,
+            "scroll": _scroll_json(model), "history": record.to_json() if record else None,
+            "messages": [m.to_json() for m in shown]}
+        if record:
+            result["history"]["messages"] = result.pop("messages")
+            result["messages"] = []
+        output.print_json("sessions show", result, status="problems" if health == "corrupt" else "ok")
+        return
+    if loaded is not None and health == "corrupt":
+        output.warn(f"{ref.rel} is damaged; showing what can be read ({'; '.join(loaded.problems)})")
+    elif loaded is not None and loaded.problems:
+        output.warn("; ".join(loaded.problems[:5]) + (" …" if len(loaded.problems) > 5 else ""))
+    _render(ref, model, record, shown, len(messages), full, thinking)
+
+
+def _scroll_json(model):
+    if model is None or model.scroll is None:
+        return None
+    return {"continuation_summary": model.scroll.continuation_summary, "index": model.scroll.index,
+            "summary_update_failed": model.scroll.summary_update_failed,
+            "synthetic_ids": model.scroll.synthetic_ids}
+
+
+def _record(ws, ref, model, query):
+    from qwenmem.core.errors import WorkspaceError
+    from qwenmem.core.history import HistoryError
+    from qwenmem.core.history.record import full_record
+    from qwenmem.core.settings2 import load_gen2_settings
+
+    settings = load_gen2_settings(ws)
+    if ref is None:
+        session_id = query
+    elif ref.source == "chats.json":
+        session_id = ref.session_id
+    else:
+        session_id = (model.session_id if model else None) or ref.session_id
+    try:
+        return full_record(settings.history_db, session_id, model)
+    except HistoryError as exc:
+        raise WorkspaceError(f"history.db: {exc.detail} ({exc.path})") from None
+
+
+def _render(ref, model, record, shown, total, full, thinking) -> None:
+    from rich.panel import Panel
+
+    con = output.out()
+    esc = output.escape
+    if ref is not None:
+        con.print(f"[bold]{esc(ref.key)}[/bold]  channel {esc(ref.channel or '(flat)')}, user {esc(ref.user_id or '?')}, "
+                  f"session {esc((record.session_id if record else ref.session_id) or '?')}  "
+                  f"({model.generation if model else '?'}, {total} messages)")
+    else:
+        con.print(f"[bold]{esc(record.session_id)}[/bold]  (only in history.db, {total} messages)")
+    if record:
+        con.print(f"[dim]history.db: {record.rows:,} rows; {record.evicted_count} evicted message(s), "
+                  f"{record.live_count} in the live tail[/dim]")
+    if model and model.summary:
+        con.print(Panel(esc(model.summary), title=f"summary ({model.summary_kind})", title_align="left",
+                        border_style="cyan"))
+    if model and model.scroll and model.scroll.continuation_summary:
+        cs = model.scroll.continuation_summary
+        lo_hi = model.scroll.covered_seq
+        body = "\n".join([f"active task: {cs.get('active_task', '')}  (status {cs.get('status', '?')})"]
+                         + [f"- {i.get('text', '')}" for i in cs.get("current_state", []) if isinstance(i, dict)])
+        con.print(Panel(esc(body), title=f"continuation summary (covers seq {lo_hi[0]}–{lo_hi[1]})" if lo_hi else
+                        "continuation summary", title_align="left", border_style="cyan"))
+    if len(shown) < total:
+        con.print(f"[dim]… showing {len(shown)} of {total} messages[/dim]")
+    spans = list(record.evictions) if record else []
+    in_tail = False
+    lines: list[str] = []
+    for m in shown:
+        while spans and m.seq is not None and m.seq >= spans[0][0]:
+            lo, hi = spans.pop(0)
+            lines.append(f"\n[bold yellow]▼ evicted from the live window: seq {lo}–{hi} (kept in history.db)[/]")
+        if record and m.live and not in_tail:
+            in_tail = True
+            lines.append("\n[bold yellow]▼ live tail (in the session file)[/]")
+        colour = ROLE_COLOUR.get(m.role or "", "red")
+        seq = "" if m.seq is None else (f" seq {m.seq}" + (f"–{m.seq_hi}" if m.seq_hi and m.seq_hi != m.seq else ""))
+        tag = " [dim](scroll placeholder, not transcript)[/dim]" if m.synthetic else ""
+        tag += " [dim]\\[compressed][/dim]" if m.compressed else ""
+        tag += " [dim](not yet in history.db)[/dim]" if record and m.seq is None else ""
+        lines.append(f"\n[bold {colour}]#{m.index} {esc(m.role or '?')}[/] [dim]{esc(m.name or '')}  "
+                     f"{esc(m.created_at or '')}{seq}[/dim]{tag}")
+        if m.synthetic and not full:
+            lines.append(f"[dim]({len(m.text):,} characters of eviction index and summary; --full shows them)[/dim]")
+            continue
+        lines.extend(render_blocks(m.blocks, full, thinking))
+    con.print("\n".join(lines), soft_wrap=True)
+
+
+def _shorten(text: str, limit: int, full: bool) -> str:
+    if full or len(text) <= limit:
+        return text
+    return text[:limit] + f" … [{len(text) - limit:,} more characters; --full shows all]"
+
+
+def render_blocks(blocks, full: bool, thinking: bool) -> list[str]:
+    esc = output.escape
+    lines = []
+    for b in blocks:
+        if b.type == "text":
+            lines.append(esc(b.text))
+        elif b.type == "thinking":
+            lines.append(f"[dim italic]thinking: {esc(b.text)}[/]" if thinking
+                         else f"[dim italic](thinking, {len(b.text):,} characters; --thinking shows it)[/]")
+        elif b.type == "hint":
+            lines.append(f"[dim]hint: {esc(_shorten(b.text, 400, full))}[/dim]")
+        elif b.type == "tool_call":
+            lines.append(f"[yellow]→ {esc(str(b.tool_name))}[/yellow]({esc(_shorten(b.tool_input or '', 400, full))}) "
+                         f"[dim]id={esc(str(b.tool_call_id))}{' ' + esc(b.tool_state) if b.tool_state else ''}[/dim]")
+        elif b.type == "tool_result":
+            lines.append(f"[cyan]← {esc(str(b.tool_name))}[/cyan] [dim]id={esc(str(b.tool_call_id))} "
+                         f"{esc(b.tool_state or '')}[/dim]\n{esc(_shorten(b.text, 600, full))}")
+        elif b.type == "data":
+            lines.append(f"[dim]{esc(b.text)}[/dim]")
+        else:
+            lines.append(f"[dim]<{esc(str(b.original_type))} block>[/dim]")
+    return lines
