@@ -19,9 +19,12 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
       qwenmem --agent work info --json
     """
     from qwenmem.core.settings import load_settings
+    from qwenmem.core.settings2 import qwenpaw2_info
 
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
+    gen = qwenpaw2_info(ws, settings)
+    rows = gen.rows
     files = {
         "agent.json": ws.path / "agent.json",
         "chats.json": ws.path / "chats.json",
@@ -36,8 +39,8 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
         "workspace": str(ws.path), "root": str(ws.root), "agent": ws.agent_id, "found_by": ws.source,
         "notes": list(ws.notes),
         "files": {name: {"path": str(p), "exists": p.exists()} for name, p in files.items()},
-        "settings": [{"name": n, "value": v, "source": s} for n, v, s in settings.as_rows()],
-        "derived": {"compact_threshold": settings.compact_threshold, "reserve_tokens": settings.reserve_tokens},
+        "settings": [{"name": n, "value": v, "source": s} for n, v, s in rows],
+        "derived": gen.derived, "generation": gen.generation.to_json(), "qwenpaw2": gen.to_json(),
     }
     if json_out:
         output.print_json("info", result)
@@ -60,8 +63,35 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
     s.add_column("setting")
     s.add_column("value", overflow="fold")
     s.add_column("source", style="dim")
-    for name, value, source in settings.as_rows():
+    for name, value, source in rows:
         s.add_row(name, output.escape(str(value)), output.escape(source))
-    s.add_row("compact threshold", f"{settings.compact_threshold:,} tokens", "derived")
-    s.add_row("reserve", f"{settings.reserve_tokens:,} tokens", "derived")
+    s.add_row("compact threshold", f"{gen.derived['compact_threshold']:,} tokens", "derived")
+    s.add_row("reserve", f"{gen.derived['reserve_tokens']:,} tokens", "derived")
     con.print(s)
+    _print_qwenpaw2(con, gen)
+
+
+def _print_qwenpaw2(con, gen) -> None:
+    g = gen.generation
+    con.print(f"[bold]QwenPaw generation[/bold] {g.generation}  ({g.files_1x} 1.x and {g.files_2x} 2.x session files"
+              + (f"; markers: {', '.join(g.markers)}" if g.markers else "") + ")")
+    if g.generation not in ("2.x", "mixed"):
+        return
+    c = gen.settings
+    con.print(f"  context strategy {c.strategy}  [dim]({output.escape(c.strategy_source)})[/dim]")
+    con.print("  scroll " + ", ".join(f"{k}={v}" for k, v in c.scroll.items()))
+    if c.provider:
+        p = c.provider
+        con.print(f"  model {output.escape(str(p.provider_id))}/{output.escape(str(p.model_id))}: context "
+                  f"{p.context_size:,} tokens [dim]({output.escape(p.context_source)}); api key {p.api_key}[/dim]")
+    h = gen.history
+    size = output.human_size(h.size) + (f" + {output.human_size(h.wal_size)} WAL" if h.wal_size else "")
+    rows = "?" if h.rows is None else f"{h.rows:,}"
+    retention = c.history_retention_days
+    con.print(f"  history.db {output.escape(h.path)}: {h.status}" + (f", {size}, {rows} rows in {h.sessions} sessions"
+              if h.exists and h.rows is not None else "") + f"; retention {retention or 'forever'}"
+              + (f" day(s)" if retention else "") + (f"  [yellow]{output.escape(h.detail)}[/]" if h.detail else ""))
+    for q in h.quarantined:
+        con.print(f"  [yellow]quarantined store[/] {output.escape(q)}")
+    for name, info in gen.reme_dirs.items():
+        con.print(f"  ReMe {name} {output.escape(info['path'])}" + ("" if info["exists"] else " [dim](absent)[/dim]"))
