@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from conftest import invoke
-from qwenpaw2_support import GEN2_WS, builder, copy_corpus, corpus_session_files, needs_gen2_corpus
+from qwenpaw2_support import builder, copy_corpus, corpus_session_files, needs_gen2_corpus
 
 REGISTERED_2X = ["console/alice_console--alice", "console/bob_console--bob"]
 

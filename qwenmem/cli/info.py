@@ -90,7 +90,7 @@ def _print_qwenpaw2(con, gen) -> None:
     retention = c.history_retention_days
     con.print(f"  history.db {output.escape(h.path)}: {h.status}" + (f", {size}, {rows} rows in {h.sessions} sessions"
               if h.exists and h.rows is not None else "") + f"; retention {retention or 'forever'}"
-              + (f" day(s)" if retention else "") + (f"  [yellow]{output.escape(h.detail)}[/]" if h.detail else ""))
+              + (" day(s)" if retention else "") + (f"  [yellow]{output.escape(h.detail)}[/]" if h.detail else ""))
     for q in h.quarantined:
         con.print(f"  [yellow]quarantined store[/] {output.escape(q)}")
     for name, info in gen.reme_dirs.items():
