@@ -149,7 +149,7 @@ def show_cmd(
             raise
         ref = None  # a session that exists only in history.db
     loaded = load_session(ref) if ref is not None else None
-    if history or (loaded.session is None and loaded.model is not None):
+    if history or loaded.generation == "2.x":
         show2.show(ws, ref, loaded, session, history, tail, role, full, thinking, compressed, json_out)
         return
     doc = loaded.session

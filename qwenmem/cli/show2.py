@@ -6,6 +6,9 @@ shape (`Message.to_json`), the same for a file's messages and for history rows.
 
 from __future__ import annotations
 
+import json
+import sys
+
 from qwenmem.cli import output
 
 ROLE_COLOUR = {"user": "green", "assistant": "blue", "system": "magenta"}
@@ -37,10 +40,16 @@ def show(ws, ref, loaded, query: str, history: bool, tail, role, full: bool, thi
             "total_messages": len(messages), "generation": model.generation if model else None,
             "scroll": _scroll_json(model), "history": record.to_json() if record else None,
             "messages": [m.to_json() for m in shown]}
+        status = "problems" if health == "corrupt" else "ok"
         if record:
             result["history"]["messages"] = result.pop("messages")
             result["messages"] = []
-        output.print_json("sessions show", result, status="problems" if health == "corrupt" else "ok")
+            # one line: a 20,000-row record is megabytes, and indented dumps run the pure-Python encoder
+            doc = output.envelope("sessions show", result, status)
+            sys.stdout.write(json.dumps(doc, ensure_ascii=False, default=output._default) + "\n")
+            sys.stdout.flush()
+            return
+        output.print_json("sessions show", result, status=status)
         return
     if loaded is not None and health == "corrupt":
         output.warn(f"{ref.rel} is damaged; showing what can be read ({'; '.join(loaded.problems)})")
@@ -104,26 +113,39 @@ def _render(ref, model, record, shown, total, full, thinking) -> None:
         con.print(f"[dim]… showing {len(shown)} of {total} messages[/dim]")
     spans = list(record.evictions) if record else []
     in_tail = False
-    lines: list[str] = []
+    lines: list[list[tuple[str, str | None]]] = []  # each line: (text, rich style) segments, no markup to parse
     for m in shown:
         while spans and m.seq is not None and m.seq >= spans[0][0]:
             lo, hi = spans.pop(0)
-            lines.append(f"\n[bold yellow]▼ evicted from the live window: seq {lo}–{hi} (kept in history.db)[/]")
+            lines += [[], [(f"▼ evicted from the live window: seq {lo}–{hi} (kept in history.db)", "bold yellow")]]
         if record and m.live and not in_tail:
             in_tail = True
-            lines.append("\n[bold yellow]▼ live tail (in the session file)[/]")
+            lines += [[], [("▼ live tail (in the session file)", "bold yellow")]]
         colour = ROLE_COLOUR.get(m.role or "", "red")
         seq = "" if m.seq is None else (f" seq {m.seq}" + (f"–{m.seq_hi}" if m.seq_hi and m.seq_hi != m.seq else ""))
-        tag = " [dim](scroll placeholder, not transcript)[/dim]" if m.synthetic else ""
-        tag += " [dim]\\[compressed][/dim]" if m.compressed else ""
-        tag += " [dim](not yet in history.db)[/dim]" if record and m.seq is None else ""
-        lines.append(f"\n[bold {colour}]#{m.index} {esc(m.role or '?')}[/] [dim]{esc(m.name or '')}  "
-                     f"{esc(m.created_at or '')}{seq}[/dim]{tag}")
+        tag = " (scroll placeholder, not transcript)" if m.synthetic else ""
+        tag += " [compressed]" if m.compressed else ""
+        tag += " (not yet in history.db)" if record and m.seq is None else ""
+        lines += [[], [(f"#{m.index} {m.role or '?'}", f"bold {colour}"),
+                       (f" {m.name or ''}  {m.created_at or ''}{seq}{tag}", "dim")]]
         if m.synthetic and not full:
-            lines.append(f"[dim]({len(m.text):,} characters of eviction index and summary; --full shows them)[/dim]")
+            lines.append([(f"({len(m.text):,} characters of eviction index and summary; --full shows them)", "dim")])
             continue
         lines.extend(render_blocks(m.blocks, full, thinking))
-    con.print("\n".join(lines), soft_wrap=True)
+    _emit(con, lines)
+
+
+def _emit(con, lines) -> None:
+    """Plain text straight to a pipe or file (a 20,000-message record renders in well under a second); styled
+    Text objects to a terminal."""
+    if not con.is_terminal:
+        sys.stdout.write("\n".join("".join(text for text, _ in line) for line in lines) + "\n")
+        sys.stdout.flush()
+        return
+    from rich.text import Text
+
+    for line in lines:
+        con.print(Text.assemble(*[(text, style) if style else text for text, style in line]), soft_wrap=True)
 
 
 def _shorten(text: str, limit: int, full: bool) -> str:
@@ -132,25 +154,24 @@ def _shorten(text: str, limit: int, full: bool) -> str:
     return text[:limit] + f" … [{len(text) - limit:,} more characters; --full shows all]"
 
 
-def render_blocks(blocks, full: bool, thinking: bool) -> list[str]:
-    esc = output.escape
-    lines = []
+def render_blocks(blocks, full: bool, thinking: bool) -> list[list[tuple[str, str | None]]]:
+    lines: list[list[tuple[str, str | None]]] = []
     for b in blocks:
         if b.type == "text":
-            lines.append(esc(b.text))
+            lines.append([(b.text, None)])
         elif b.type == "thinking":
-            lines.append(f"[dim italic]thinking: {esc(b.text)}[/]" if thinking
-                         else f"[dim italic](thinking, {len(b.text):,} characters; --thinking shows it)[/]")
+            lines.append([(f"thinking: {b.text}" if thinking
+                           else f"(thinking, {len(b.text):,} characters; --thinking shows it)", "dim italic")])
         elif b.type == "hint":
-            lines.append(f"[dim]hint: {esc(_shorten(b.text, 400, full))}[/dim]")
+            lines.append([(f"hint: {_shorten(b.text, 400, full)}", "dim")])
         elif b.type == "tool_call":
-            lines.append(f"[yellow]→ {esc(str(b.tool_name))}[/yellow]({esc(_shorten(b.tool_input or '', 400, full))}) "
-                         f"[dim]id={esc(str(b.tool_call_id))}{' ' + esc(b.tool_state) if b.tool_state else ''}[/dim]")
+            lines.append([(f"→ {b.tool_name}", "yellow"), (f"({_shorten(b.tool_input or '', 400, full)}) ", None),
+                          (f"id={b.tool_call_id}{' ' + b.tool_state if b.tool_state else ''}", "dim")])
         elif b.type == "tool_result":
-            lines.append(f"[cyan]← {esc(str(b.tool_name))}[/cyan] [dim]id={esc(str(b.tool_call_id))} "
-                         f"{esc(b.tool_state or '')}[/dim]\n{esc(_shorten(b.text, 600, full))}")
+            lines.append([(f"← {b.tool_name}", "cyan"), (f" id={b.tool_call_id} {b.tool_state or ''}", "dim")])
+            lines.append([(_shorten(b.text, 600, full), None)])
         elif b.type == "data":
-            lines.append(f"[dim]{esc(b.text)}[/dim]")
+            lines.append([(b.text, "dim")])
         else:
-            lines.append(f"[dim]<{esc(str(b.original_type))} block>[/dim]")
+            lines.append([(f"<{b.original_type} block>", "dim")])
     return lines

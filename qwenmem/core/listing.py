@@ -69,26 +69,25 @@ def fold_backups(rows: list[SessionRow]) -> list[SessionRow]:
 
 def _row_2x(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
     """A 2.x file: `messages` is the live tail (the scroll placeholder is not transcript); the model sees them all."""
-    ref, model = loaded.ref, loaded.model
+    from qwenmem.core.session_model.gen2 import quick_stats
+
+    ref, st = loaded.ref, quick_stats(loaded.gen2_doc)
     session_id, identity = ref.session_id, ref.source
-    if identity != "chats.json" and model.session_id:
-        session_id, identity = model.session_id, "agent.state.session_id"
-    stamps = [m.created_at for m in model.messages if m.created_at and not m.synthetic]
-    summary = model.summary or ""
-    continuation = model.scroll.continuation_summary if model.scroll else None
+    if identity != "chats.json" and st["session_id"]:
+        session_id, identity = st["session_id"], "agent.state.session_id"
     return SessionRow(
         key=ref.key, path=ref.rel, channel=ref.channel, user_id=ref.user_id, session_id=session_id,
         identity=identity, ambiguous=ref.ambiguous and identity != "agent.state.session_id",
-        messages=model.message_count, in_context=len(model.messages),
-        tokens=sum(message_tokens(m.raw, counter) for m in model.messages),
-        has_summary=bool(summary or continuation), summary_tokens=counter.count(summary), size=loaded.size,
-        modified=loaded.mtime.isoformat(timespec="seconds") if loaded.mtime else None,
-        first_timestamp=stamps[0] if stamps else None, last_timestamp=stamps[-1] if stamps else None,
-        health=loaded.health, problems=loaded.problems, stale_flat_copy=ref.stale_flat_copy, generation="2.x")
+        messages=st["messages"], in_context=st["in_context"],
+        tokens=sum(message_tokens(m, counter) for m in st["context"]),
+        has_summary=bool(st["summary"] or st["continuation_summary"]), summary_tokens=counter.count(st["summary"]),
+        size=loaded.size, modified=loaded.mtime.isoformat(timespec="seconds") if loaded.mtime else None,
+        first_timestamp=st["first"], last_timestamp=st["last"], health=loaded.health, problems=loaded.problems,
+        stale_flat_copy=ref.stale_flat_copy, generation="2.x")
 
 
 def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
-    if loaded.session is None and loaded.model is not None:
+    if loaded.gen2_doc is not None:
         return _row_2x(loaded, counter)
     ref, doc = loaded.ref, loaded.session
     messages = in_context = tokens = summary_tokens = 0

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 from qwenmem.core.errors import AmbiguousError, NotFoundError, UnsafePathError, WorkspaceError
 from qwenmem.core.fsio import Snapshot, read_with_snapshot
 from qwenmem.core.session_model import GEN1, GEN2, Session, classify_document, read_document
+from qwenmem.core.session_model import gen2
 from qwenmem.core.session_model.detect import sniff_generation
 from qwenmem.core.workspace import Workspace, read_json_file, resolve_inside
 
@@ -420,22 +421,24 @@ class LoadedSession:
     salvaged: bool = False  # `session` was rebuilt from a damaged file, not parsed as-is
     lost_hint: str = ""
     raw: bytes | None = None
-    model: Session | None = None  # set for 2.x files (whose `session` is None: repair/compaction read 1.x only)
+    gen2_doc: dict | None = None  # a 2.x document (its `session` is None: repair/compaction read 1.x only)
+    model: Session | None = None  # the generation-neutral view, built by as_model()
 
     @property
     def generation(self) -> str | None:
-        return self.model.generation if self.model is not None else (GEN1 if self.session is not None else None)
+        return GEN2 if self.gen2_doc is not None else (GEN1 if self.session is not None else None)
 
     def as_model(self) -> Session | None:
-        """The generation-neutral view of either generation (built on demand for 1.x)."""
-        if self.model is None and self.session is not None:
-            self.model = read_document(self.session.doc)
+        """The generation-neutral view of either generation (built on first use: listing does not need it)."""
+        if self.model is None:
+            doc = self.gen2_doc if self.gen2_doc is not None else (self.session.doc if self.session else None)
+            self.model = read_document(doc) if doc is not None else None
         return self.model
 
     @property
     def message_count(self) -> int:
-        if self.session is None and self.model is not None:
-            return self.model.message_count
+        if self.gen2_doc is not None:
+            return gen2.quick_stats(self.gen2_doc)["messages"]
         return len(self.session.content) if self.session else 0
 
 
@@ -459,7 +462,7 @@ def parse_session_bytes(data: bytes) -> tuple[SessionDoc | None, list[str], bool
     """(session, problems, corrupt) of a 1.x file. A 2.x file gives (None, [why], True) here: callers that read
     both generations use parse_any_session (its `model`)."""
     parsed = parse_any_session(data)
-    if parsed.model is not None and parsed.session is None:
+    if parsed.gen2_doc is not None:
         return None, parsed.problems + ["a QwenPaw 2.x session (agent.state), not agent.memory"], True
     return parsed.session, parsed.problems, parsed.corrupt
 
@@ -467,9 +470,10 @@ def parse_session_bytes(data: bytes) -> tuple[SessionDoc | None, list[str], bool
 @dataclass
 class ParsedSession:
     session: SessionDoc | None  # 1.x documents (what repair and compaction work on)
-    model: Session | None  # 2.x documents, generation-neutral (session_model.Session)
+    model: Session | None  # generation-neutral view (built on demand: LoadedSession.as_model)
     problems: list[str]
     corrupt: bool
+    gen2_doc: dict | None = None  # a 2.x document (agent.state)
 
 
 def _parse_gen2(text: str, problems: list[str]) -> ParsedSession | None:
@@ -487,14 +491,13 @@ def _parse_gen2(text: str, problems: list[str]) -> ParsedSession | None:
         strict = False
     if classify_document(obj) != GEN2:
         return None
-    model = read_document(obj)
-    notes = list(problems) + model.problems
+    notes = list(problems) + gen2.quick_problems(obj)
     if not strict:
         notes.append(f"extra data after the JSON document at character {end} (QwenPaw loads the document before it; "
                      "its history import marks the file errored and never imports it)")
     if recovery.has_lone_surrogates(text):
         notes.append("lone surrogate characters (QwenPaw 2.x cannot save this session)")
-    return ParsedSession(None, model, notes, not strict)
+    return ParsedSession(None, None, notes, not strict, gen2_doc=obj)
 
 
 def parse_any_session(data: bytes) -> ParsedSession:
@@ -568,6 +571,6 @@ def load_session(ref: SessionRef, keep_raw: bool = False) -> LoadedSession:
     parsed = parse_any_session(data)
     session, problems, corrupt = parsed.session, parsed.problems, parsed.corrupt
     health = CORRUPT if corrupt else (WARNINGS if problems else OK)
-    salvaged = corrupt and (session is not None or parsed.model is not None)
+    salvaged = corrupt and (session is not None or parsed.gen2_doc is not None)
     return LoadedSession(ref, snap, len(data), mtime, session, health, problems, salvaged=salvaged,
-                         raw=data if keep_raw else None, model=parsed.model)
+                         raw=data if keep_raw else None, gen2_doc=parsed.gen2_doc)
