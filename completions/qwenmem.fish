@@ -4,6 +4,7 @@ complete -c qwenmem -n '__fish_use_subcommand' -a compact
 complete -c qwenmem -n '__fish_use_subcommand' -a completions
 complete -c qwenmem -n '__fish_use_subcommand' -a demo
 complete -c qwenmem -n '__fish_use_subcommand' -a dream
+complete -c qwenmem -n '__fish_use_subcommand' -a fleet
 complete -c qwenmem -n '__fish_use_subcommand' -a info
 complete -c qwenmem -n '__fish_use_subcommand' -a reindex
 complete -c qwenmem -n '__fish_use_subcommand' -a search
@@ -72,6 +73,19 @@ complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l workspace
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -s n
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -s q
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l backoff
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l engine
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l from
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l jobs
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l resume
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l retries
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l scheduler
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l timeout
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -s j
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -s q
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l agent
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l workspace

@@ -73,3 +73,18 @@ def test_list_warnings_reach_json_too(sample_ws):
     doc = invoke("-w", str(sample_ws), "sessions", "list", "--json").json()
     assert any("1 corrupt session file" in w for w in doc["warnings"])
     assert any("ambiguously" in w for w in doc["warnings"])
+
+
+def test_error_before_the_workspace_is_opened_names_its_command(tmp_path):
+    # a usage error raised before any workspace lookup used to be reported as command "qwenmem"
+    doc = invoke("-w", str(tmp_path / "missing"), "compact", "some/session", "--all", "--json").json()
+    assert doc["command"] == "compact" and doc["status"] == "error" and doc["errors"][0]["code"] == "usage"
+    doc = invoke("-w", str(tmp_path / "missing"), "sessions", "repair", "--check", "--dry-run", "--json").json()
+    assert doc["command"] == "sessions repair"
+
+
+def test_json_after_double_dash_is_a_search_query_not_the_flag(sample_ws):
+    run = invoke("-w", str(sample_ws), "search", "--mode", "text", "--", "--json")
+    assert run.code == 0 and not run.stdout.lstrip().startswith("{")
+    doc = invoke("-w", str(sample_ws), "search", "--mode", "text", "--json", "--", "--json").json()
+    assert doc["result"]["query"] == "--json"

@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import AgentOpt, JsonFlag, WorkspaceOpt
+from qwenmem.cli.result import CommandResult
 
 
-def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt = None, agent: AgentOpt = None) -> None:
+@dataclass
+class InfoResult:
+    """`info --json` result."""
+
+    workspace: str
+    root: str
+    agent: str | None
+    found_by: str
+    notes: list[str]
+    files: dict[str, dict[str, Any]]
+    settings: list[dict[str, Any]]
+    derived: dict[str, int]
+    generation: dict[str, Any]  # 1.x / 2.x / mixed with file counts (settings2.GenerationSummary)
+    qwenpaw2: dict[str, Any]  # strategy, scroll settings, history.db state, ReMe 0.4 folders, provider context
+
+
+def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt = None,
+         agent: AgentOpt = None) -> CommandResult:
     """Show the resolved workspace, its files, every setting with its source, and qwenmem's own data directory.
 
     Examples:
@@ -24,7 +45,6 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
     gen = qwenpaw2_info(ws, settings)
-    rows = gen.rows
     files = {
         "agent.json": ws.path / "agent.json",
         "chats.json": ws.path / "chats.json",
@@ -35,16 +55,15 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
         "backup/": ws.backup_dir,
         "qwenmem data": ws.data_dir,
     }
-    result = {
-        "workspace": str(ws.path), "root": str(ws.root), "agent": ws.agent_id, "found_by": ws.source,
-        "notes": list(ws.notes),
-        "files": {name: {"path": str(p), "exists": p.exists()} for name, p in files.items()},
-        "settings": [{"name": n, "value": v, "source": s} for n, v, s in rows],
-        "derived": gen.derived, "generation": gen.generation.to_json(), "qwenpaw2": gen.to_json(),
-    }
-    if json_out:
-        output.print_json("info", result)
-        return
+    result = InfoResult(
+        str(ws.path), str(ws.root), ws.agent_id, ws.source, list(ws.notes),
+        {name: {"path": str(p), "exists": p.exists()} for name, p in files.items()},
+        [{"name": n, "value": v, "source": s} for n, v, s in gen.rows], gen.derived, gen.generation.to_json(),
+        gen.to_json())
+    return CommandResult(result, render=lambda: _render(ws, files, gen))
+
+
+def _render(ws: Any, files: dict[str, Any], gen: Any) -> None:
     from rich.table import Table
 
     con = output.out()
@@ -63,7 +82,7 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
     s.add_column("setting")
     s.add_column("value", overflow="fold")
     s.add_column("source", style="dim")
-    for name, value, source in rows:
+    for name, value, source in gen.rows:
         s.add_row(name, output.escape(str(value)), output.escape(source))
     s.add_row("compact threshold", f"{gen.derived['compact_threshold']:,} tokens", "derived")
     s.add_row("reserve", f"{gen.derived['reserve_tokens']:,} tokens", "derived")

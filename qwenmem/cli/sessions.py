@@ -3,20 +3,66 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from dataclasses import dataclass
+from typing import Annotated, Any, Optional
 
 import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import AgentOpt, JsonFlag, TokenizerOpt, WorkspaceOpt
+from qwenmem.cli.errors import ExitCode
+from qwenmem.cli.result import CommandResult, Status, status_for
+from qwenmem.cli.runner import command
 
 app = typer.Typer(help="List, show and repair session files (short-term memory).", no_args_is_help=True)
 
 HEALTH_STYLE = {"ok": "green", "warnings": "yellow", "corrupt": "bold red"}
 
 
-@app.command("list")
+@dataclass
+class SessionsListResult:
+    """`sessions list --json` result."""
+
+    workspace: str
+    tokenizer: str
+    count: int
+    sessions: list[Any]
+    generation: dict[str, Any]  # the workspace's QwenPaw generation (1.x / 2.x / mixed) with file counts
+    strategy: str  # 2.x context strategy (scroll / native), "light" for a 1.x agent.json
+    history: dict[str, Any]  # history.db state (core.history.HistoryState)
+    history_only: list[dict[str, Any]]  # sessions that exist only in history.db: {session_id, rows}
+
+
+@dataclass
+class ShownMessage:
+    index: int
+    marks: list[Any]
+    message: Any
+    normalized: dict[str, Any] | None  # session_model.Message.to_json(): the shape history.db rows also take
+
+
+@dataclass
+class SessionsShowResult:
+    """`sessions show --json` result."""
+
+    key: str
+    path: str
+    channel: str | None
+    user_id: str | None
+    session_id: str | None
+    health: str
+    salvaged: bool
+    problems: list[str]
+    summary: str | None
+    total_messages: int
+    messages: list[Any]  # ShownMessage for 1.x files; normalised messages for 2.x (session_model.Message.to_json)
+    generation: str | None = None
+    scroll: dict[str, Any] | None = None  # 2.x scroll state: continuation summary, eviction index
+    history: dict[str, Any] | None = None  # --history: the full record (core.history.record.HistoryRecord)
+
+
+@command(app, "list")
 def list_cmd(
     ctx: typer.Context,
     channel: Annotated[Optional[str], typer.Option("--channel", help="Only this channel (sub-directory).")] = None,
@@ -29,7 +75,7 @@ def list_cmd(
     json_out: JsonFlag = False,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
-) -> None:
+) -> CommandResult:
     """List every session file with its health. Never modifies anything.
 
     Examples:
@@ -50,17 +96,18 @@ def list_cmd(
     rows, extras = list_sessions_with_history(ws, counter, channel, user, parse_since(since) if since else None, sort,
                                               reverse, limit)
     notes = _list_notes(rows) + extras.notes
-    if not rows:
+    more = extras.to_json()
+    data = SessionsListResult(str(ws.path), counter.name, len(rows), rows, more["generation"], more["strategy"],
+                              more["history"], more["history_only"])
+    if not rows and not extras.history_only:  # nothing listed: say which filter matched nothing (a plain note)
         from qwenmem.core.listing import no_match_note
 
         notes.append(no_match_note(ws, channel, user, parse_since(since) if since else None))
-    if json_out:
-        output.print_json("sessions list", {"workspace": str(ws.path), "tokenizer": counter.name,
-                                            "count": len(rows), "sessions": rows, **extras.to_json()}, warnings=notes)
-        return
-    if not rows and not extras.history_only:
-        output.note(notes[-1])
-        return
+        return CommandResult(data, warnings=notes, warnings_as_notes=True)
+    return CommandResult(data, warnings=notes, render=lambda: _render_list(rows, extras))
+
+
+def _render_list(rows: list[Any], extras: Any) -> None:
     from rich.table import Table
 
     gen2 = extras.generation.generation in ("2.x", "mixed")
@@ -81,12 +128,10 @@ def list_cmd(
             table.add_row("  ↳ " + output.escape(b["path"].rsplit(".json.", 1)[-1]), "", "", str(b["messages"]),
                           *([""] * len(extra)), "", "", output.human_size(b["size"]), _local_minute(b["modified"]),
                           f"[{HEALTH_STYLE[b['health']]}]{b['health']}[/]")
-    for h in extras.history_only:
+    for h in extras.history_only:  # 2.x: a session whose file is gone, or that never had one
         table.add_row(output.escape(h.session_id), "-", "-", "0", "-", f"{h.rows:,}", "-", "-", "-", "",
                       "[dim]history.db only[/]")
     output.out().print(table)
-    for text in notes:
-        output.warn(text)
 
 
 def _list_notes(rows) -> list[str]:
@@ -110,7 +155,7 @@ def _list_notes(rows) -> list[str]:
     return notes
 
 
-@app.command("show")
+@command(app, "show")
 def show_cmd(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="Session key, file name, path, or QwenPaw session id.")],
@@ -124,7 +169,7 @@ def show_cmd(
     json_out: JsonFlag = False,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
-) -> None:
+) -> CommandResult:
     """Show one conversation readably: roles, names, timestamps, tool calls, summary.
 
     Examples:
@@ -150,8 +195,8 @@ def show_cmd(
         ref = None  # a session that exists only in history.db
     loaded = load_session(ref) if ref is not None else None
     if history or loaded.generation == "2.x":
-        show2.show(ws, ref, loaded, session, history, tail, role, full, thinking, compressed, json_out)
-        return
+        return show2.show(ws, ref, loaded, session, history, tail, role, full, thinking, compressed,
+                          SessionsShowResult)
     doc = loaded.session
     entries = doc.entries() if doc else []
     indexed = [(i, e) for i, e in enumerate(entries) if compressed or not e.compressed]
@@ -159,28 +204,29 @@ def show_cmd(
         indexed = [(i, e) for i, e in indexed if isinstance(e.msg, dict) and e.msg.get("role") == role]
     if tail:
         indexed = indexed[-tail:]
-    if json_out:
-        output.print_json("sessions show", {
-            "key": ref.key, "path": ref.rel, "channel": ref.channel, "user_id": ref.user_id,
-            "session_id": ref.session_id, "health": loaded.health, "salvaged": loaded.salvaged,
-            "problems": loaded.problems, "summary": doc.summary if doc else None, "total_messages": len(entries),
-            "generation": loaded.generation, "scroll": None, "history": None,
-            "messages": [{"index": i, "marks": e.marks, "message": e.msg,
-                          "normalized": loaded.as_model().messages[i].to_json() if loaded.as_model() else None}
-                         for i, e in indexed]},
-            status="problems" if loaded.health == "corrupt" else "ok")
-        if doc is None:  # nothing salvaged: the same exit status as without --json
-            raise typer.Exit(1)
-        return
+    data = SessionsShowResult(
+        ref.key, ref.rel, ref.channel, ref.user_id, ref.session_id, loaded.health, loaded.salvaged, loaded.problems,
+        doc.summary if doc else None, len(entries),
+        [ShownMessage(i, e.marks, e.msg, loaded.as_model().messages[i].to_json() if loaded.as_model() else None)
+         for i, e in indexed], loaded.generation)
+    warnings: list[str] = []
+    if doc is None:  # nothing salvaged: exit 1, with or without --json
+        return CommandResult(data, Status.PROBLEMS, errors=[_nothing_salvaged(ref, loaded)])
     if loaded.health == "corrupt":
-        if doc is None:
-            output.error_line(f"{ref.rel}: nothing can be salvaged ({'; '.join(loaded.problems)})")
-            raise typer.Exit(1)
-        output.warn(f"{ref.rel} is damaged; showing the {len(entries)} message(s) that can be salvaged "
-                    f"({'; '.join(loaded.problems)})")
+        warnings.append(f"{ref.rel} is damaged; showing the {len(entries)} message(s) that can be salvaged "
+                        f"({'; '.join(loaded.problems)})")
     elif loaded.problems:
-        output.warn("; ".join(loaded.problems[:5]) + (" …" if len(loaded.problems) > 5 else ""))
-    _render_conversation(ref, doc, indexed, len(entries), full, thinking)
+        warnings.append("; ".join(loaded.problems[:5]) + (" …" if len(loaded.problems) > 5 else ""))
+    # a damaged file that could be salvaged is shown, and is no failure: exit 0 as before, status problems
+    return CommandResult(data, status_for(loaded.health == "corrupt"), warnings=warnings,
+                         exit_code=ExitCode.OK, warnings_first=True,
+                         render=lambda: _render_conversation(ref, doc, indexed, len(entries), full, thinking))
+
+
+def _nothing_salvaged(ref: Any, loaded: Any) -> Any:
+    from qwenmem.cli.result import ErrorItem
+
+    return ErrorItem("unrecoverable", f"{ref.rel}: nothing can be salvaged ({'; '.join(loaded.problems)})")
 
 
 def _local_minute(iso: str | None) -> str:

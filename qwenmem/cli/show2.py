@@ -6,7 +6,6 @@ shape (`Message.to_json`), the same for a file's messages and for history rows.
 
 from __future__ import annotations
 
-import json
 import sys
 
 from qwenmem.cli import output
@@ -20,42 +19,34 @@ def _filter(messages, role, tail, compressed):
 
 
 def show(ws, ref, loaded, query: str, history: bool, tail, role, full: bool, thinking: bool, compressed: bool,
-         json_out: bool) -> None:
+         result_cls):
+    """A CommandResult for a 2.x file, or for any session's --history (result_cls: cli.sessions.SessionsShowResult)."""
+    from qwenmem.cli.errors import ExitCode
+    from qwenmem.cli.result import CommandResult, status_for
+
     model = loaded.as_model() if loaded is not None else None
-    record = None
-    if history:
-        record = _record(ws, ref, model, query)
-        messages = record.messages
-    else:
-        messages = model.messages if model else []
+    record = _record(ws, ref, model, query) if history else None
+    messages = record.messages if record else (model.messages if model else [])
     shown = _filter(messages, role, tail, compressed)
     health = loaded.health if loaded is not None else "ok"
-    if json_out:
-        result = {
-            "key": ref.key if ref else None, "path": ref.rel if ref else None, "channel": ref.channel if ref else None,
-            "user_id": ref.user_id if ref else None,
-            "session_id": record.session_id if record else (ref.session_id if ref else None),
-            "health": health if loaded is not None else None, "salvaged": loaded.salvaged if loaded else False,
-            "problems": loaded.problems if loaded else [], "summary": model.summary if model else None,
-            "total_messages": len(messages), "generation": model.generation if model else None,
-            "scroll": _scroll_json(model), "history": record.to_json() if record else None,
-            "messages": [m.to_json() for m in shown]}
-        status = "problems" if health == "corrupt" else "ok"
-        if record:
-            result["history"]["messages"] = result.pop("messages")
-            result["messages"] = []
-            # one line: a 20,000-row record is megabytes, and indented dumps run the pure-Python encoder
-            doc = output.envelope("sessions show", result, status)
-            sys.stdout.write(json.dumps(doc, ensure_ascii=False, default=output._default) + "\n")
-            sys.stdout.flush()
-            return
-        output.print_json("sessions show", result, status=status)
-        return
+    normalised = [m.to_json() for m in shown]
+    history_json = record.to_json() if record else None
+    if history_json is not None:  # the record's messages, filtered like the file's, in the same shape
+        history_json["messages"] = normalised
+    data = result_cls(
+        ref.key if ref else None, ref.rel if ref else None, ref.channel if ref else None,
+        ref.user_id if ref else None, record.session_id if record else (ref.session_id if ref else None),
+        health, loaded.salvaged if loaded else False, loaded.problems if loaded else [],
+        model.summary if model else None, len(messages), [] if record else normalised,
+        model.generation if model else None, _scroll_json(model), history_json)
+    warnings = []
     if loaded is not None and health == "corrupt":
-        output.warn(f"{ref.rel} is damaged; showing what can be read ({'; '.join(loaded.problems)})")
+        warnings.append(f"{ref.rel} is damaged; showing what can be read ({'; '.join(loaded.problems)})")
     elif loaded is not None and loaded.problems:
-        output.warn("; ".join(loaded.problems[:5]) + (" …" if len(loaded.problems) > 5 else ""))
-    _render(ref, model, record, shown, len(messages), full, thinking)
+        warnings.append("; ".join(loaded.problems[:5]) + (" …" if len(loaded.problems) > 5 else ""))
+    return CommandResult(data, status_for(health == "corrupt"), warnings=warnings, exit_code=ExitCode.OK,
+                         warnings_first=True,
+                         render=lambda: _render(ref, model, record, shown, len(messages), full, thinking))
 
 
 def _scroll_json(model):
