@@ -10,12 +10,16 @@ import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
-from qwenmem.cli.options import AgentOpt, JsonFlag, TokenizerOpt, WorkspaceOpt
+from qwenmem.cli.options import AgentOpt, FormatOpt, JsonFlag, TokenizerOpt, WorkspaceOpt
+from qwenmem.cli.output import OutputFormat
 from qwenmem.cli.errors import ExitCode
 from qwenmem.cli.result import CommandResult, Status, status_for
-from qwenmem.cli.runner import command
+from qwenmem.cli.runner import QwenmemGroup, command
+from qwenmem.cli.tables import Cell, CellValue, Column, Kind, number
+from qwenmem.cli.tables import render as render_table
 
-app = typer.Typer(help="List, show and repair session files (short-term memory).", no_args_is_help=True)
+app = typer.Typer(help="List, show and repair session files (short-term memory).", no_args_is_help=True,
+                  cls=QwenmemGroup)
 
 HEALTH_STYLE = {"ok": "green", "warnings": "yellow", "corrupt": "bold red"}
 
@@ -73,6 +77,7 @@ def list_cmd(
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Show at most N rows.")] = None,
     tokenizer: TokenizerOpt = "estimate",
     json_out: JsonFlag = False,
+    output_format: FormatOpt = OutputFormat.TABLE,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
 ) -> CommandResult:
@@ -107,31 +112,35 @@ def list_cmd(
     return CommandResult(data, warnings=notes, render=lambda: _render_list(rows, extras))
 
 
-def _render_list(rows: list[Any], extras: Any) -> None:
-    from rich.table import Table
+LIST_COLUMNS = (Column("session", Kind.KEY), Column("channel", Kind.KEY), Column("user", Kind.KEY),
+                Column("msgs", Kind.NUMBER, "right"), Column("tokens", Kind.NUMBER, "right"),
+                Column("summary", Kind.LABEL, "center", drop=3), Column("size", Kind.NUMBER, "right", drop=1),
+                Column("modified", Kind.TEXT, drop=2), Column("health", Kind.LABEL))
+# a 2.x (or mixed) workspace adds the generation and the history.db rows after `msgs`
+GEN2_COLUMNS = (Column("gen", Kind.LABEL, drop=4), Column("history", Kind.NUMBER, "right"))
 
+
+def _render_list(rows: list[Any], extras: Any) -> None:
     gen2 = extras.generation.generation in ("2.x", "mixed")
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    columns = [("session", "left"), ("channel", "left"), ("user", "left"), ("msgs", "right")]
-    columns += [("gen", "left"), ("history", "right")] if gen2 else []
-    columns += [("tokens", "right"), ("summary", "center"), ("size", "right"), ("modified", "left"), ("health", "left")]
-    for col, just in columns:
-        table.add_column(col, justify=just, no_wrap=col != "session", overflow="fold")
+    columns = LIST_COLUMNS[:4] + GEN2_COLUMNS + LIST_COLUMNS[4:] if gen2 else LIST_COLUMNS
+    table: list[list[CellValue]] = []
     for r in rows:
         who = (r.user_id or "-") + ("?" if r.ambiguous else "")
-        extra = [r.generation or "-", "-" if r.history_rows is None else f"{r.history_rows:,}"] if gen2 else []
-        risk = " [bold yellow]at risk[/]" if r.at_risk else ""
-        table.add_row(output.escape(r.key), output.escape(r.channel or "(flat)"), output.escape(who), str(r.messages),
-                      *extra, f"{r.tokens:,}", "yes" if r.has_summary else "-", output.human_size(r.size),
-                      _local_minute(r.modified), f"[{HEALTH_STYLE[r.health]}]{r.health}[/]{risk}")
+        extra: list[CellValue] = [r.generation or "-", "-" if r.history_rows is None else number(r.history_rows)] \
+            if gen2 else []
+        health = Cell(r.health + (" at risk" if r.at_risk else ""), HEALTH_STYLE[r.health])
+        table.append([r.key, r.channel or "(flat)", who, str(r.messages), *extra, number(r.tokens),
+                      "yes" if r.has_summary else "-", Cell(output.human_size(r.size), raw=str(r.size)),
+                      Cell(_local_minute(r.modified), raw=r.modified or ""), health])
         for b in r.backups:  # what `repair --from-backup` would read, under the session it backs up
-            table.add_row("  ↳ " + output.escape(b["path"].rsplit(".json.", 1)[-1]), "", "", str(b["messages"]),
-                          *([""] * len(extra)), "", "", output.human_size(b["size"]), _local_minute(b["modified"]),
-                          f"[{HEALTH_STYLE[b['health']]}]{b['health']}[/]")
+            table.append(["  ↳ " + b["path"].rsplit(".json.", 1)[-1], "", "", str(b["messages"]), *([""] * len(extra)),
+                          "", "", Cell(output.human_size(b["size"]), raw=str(b["size"])),
+                          Cell(_local_minute(b["modified"]), raw=b["modified"] or ""),
+                          Cell(b["health"], HEALTH_STYLE[b["health"]])])
     for h in extras.history_only:  # 2.x: a session whose file is gone, or that never had one
-        table.add_row(output.escape(h.session_id), "-", "-", "0", "-", f"{h.rows:,}", "-", "-", "-", "",
-                      "[dim]history.db only[/]")
-    output.out().print(table)
+        table.append([h.session_id, "-", "-", "0", "-", number(h.rows), "-", "-", "-", "",
+                      Cell("history.db only", "dim")])
+    render_table(columns, table)
 
 
 def _list_notes(rows) -> list[str]:
