@@ -16,7 +16,7 @@ from typing import Any
 
 from qwenmem.core import sessions as S
 from qwenmem.core.jsonsafe import SESSION_DECODER
-from qwenmem.core.recovery import Parsed, _Partial, tolerant_parse
+from qwenmem.core.session_model.tolerant_json import Parsed, _Partial, tolerant_parse
 
 _DECODER = SESSION_DECODER  # an oversized integer literal is damage, not a crash
 WS = " \t\r\n"
