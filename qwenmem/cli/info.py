@@ -40,8 +40,8 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
       qwenmem --agent work info --json
     """
     from qwenmem.core.settings import load_settings
-    from qwenmem.core.workspace import path_exists
     from qwenmem.core.settings2 import qwenpaw2_info
+    from qwenmem.core.workspace import path_exists
 
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
