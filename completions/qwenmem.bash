@@ -17,12 +17,12 @@ _qwenmem() {
         "fleet") words="--backoff --dry-run --engine --from --jobs --quiet --resume --retries --scheduler --timeout -j -n -q" ;;
         "info") words="--agent --json --workspace -w" ;;
         "reindex") words="--agent --dry-run --embedder --full --json --model --no-recursive --quiet --recursive --sources --workspace -n -q -w" ;;
-        "search") words="--agent --fusion --json --max-results --min-score --mode --no-reindex --quiet --since --until --vector-weight --workspace -n -q -w" ;;
+        "search") words="--agent --format --fusion --json --max-results --min-score --mode --no-reindex --quiet --since --tag --until --vector-weight --workspace -n -q -w" ;;
         "sessions") words="list repair restore show" ;;
         "sessions list") words="--agent --channel --format --json --limit --reverse --since --sort --tokenizer --user --workspace -w" ;;
         "sessions repair") words="--agent --all --check --dry-run --fix-tool-pairs --format --from --from-backup --json --quiet --workspace -n -q -w" ;;
         "sessions restore") words="--agent --dry-run --json --run --workspace -n -w" ;;
-        "sessions show") words="--agent --compressed --full --json --no-compressed --role --tail --thinking --workspace -w" ;;
+        "sessions show") words="--agent --compressed --full --history --json --no-compressed --role --tail --thinking --workspace -w" ;;
         "snapshot") words="list restore --agent --dry-run --json --keep --quiet --reason --workspace -m -n -q -w" ;;
         "snapshot list") words="--agent --json --workspace -w" ;;
         "snapshot restore") words="--agent --dry-run --exact --json --keep --path --quiet --workspace -n -q -w" ;;

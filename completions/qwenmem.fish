@@ -108,6 +108,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -s n
 complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -s q
 complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -s w
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l format
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l fusion
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l max-results
@@ -116,6 +117,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from search' -l mode
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l no-reindex
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l quiet
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l since
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l tag
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l until
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l vector-weight
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l workspace
@@ -162,6 +164,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from restore' -s w
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l agent
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l compressed
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l full
+complete -c qwenmem -n '__fish_seen_subcommand_from show' -l history
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l no-compressed
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l role
