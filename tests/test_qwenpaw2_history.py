@@ -179,3 +179,16 @@ def test_an_exclusive_lock_is_reported_as_locked(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_workspace_history_state_for_doctor(tmp_path):
+    from qwenmem.core.settings2 import workspace_history_state
+    from qwenmem.core.workspace import discover_workspace
+
+    builder.agent_json(tmp_path, retention=7)
+    ws = discover_workspace(tmp_path, env={}, home=tmp_path)
+    assert workspace_history_state(ws, env={}).status == "missing"
+    _db_with_rows(tmp_path)
+    state = workspace_history_state(ws, env={})
+    assert (state.status, state.rows, state.sessions, state.user_version) == ("ok", 6, 1, 1)
+    assert state.size == (tmp_path / "history.db").stat().st_size
