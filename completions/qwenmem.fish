@@ -12,7 +12,9 @@ complete -c qwenmem -n '__fish_use_subcommand' -a search
 complete -c qwenmem -n '__fish_use_subcommand' -a sessions
 complete -c qwenmem -n '__fish_use_subcommand' -a snapshot
 complete -c qwenmem -n '__fish_use_subcommand' -l agent
+complete -c qwenmem -n '__fish_use_subcommand' -l color
 complete -c qwenmem -n '__fish_use_subcommand' -l debug
+complete -c qwenmem -n '__fish_use_subcommand' -l no-pager
 complete -c qwenmem -n '__fish_use_subcommand' -l version
 complete -c qwenmem -n '__fish_use_subcommand' -l workspace
 complete -c qwenmem -n '__fish_use_subcommand' -s w
@@ -21,6 +23,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l all
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l check
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l dry-run
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l force
+complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l format
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l instruction
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l llm-api-key
@@ -152,6 +155,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from sessions' -a restore
 complete -c qwenmem -n '__fish_seen_subcommand_from sessions' -a show
 complete -c qwenmem -n '__fish_seen_subcommand_from list' -l agent
 complete -c qwenmem -n '__fish_seen_subcommand_from list' -l channel
+complete -c qwenmem -n '__fish_seen_subcommand_from list' -l format
 complete -c qwenmem -n '__fish_seen_subcommand_from list' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from list' -l limit
 complete -c qwenmem -n '__fish_seen_subcommand_from list' -l reverse
@@ -166,6 +170,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l all
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l check
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l dry-run
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l fix-tool-pairs
+complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l format
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l from
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l from-backup
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l json
@@ -184,6 +189,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from restore' -s w
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l agent
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l compressed
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l full
+complete -c qwenmem -n '__fish_seen_subcommand_from show' -l history
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l no-compressed
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l role

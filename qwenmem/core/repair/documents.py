@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qwenmem.core import sessions as S
-from qwenmem.core.recovery import Parsed, _Partial, tolerant_parse
+from qwenmem.core.session_model.tolerant_json import Parsed, _Partial, tolerant_parse
 
 _DECODER = json.JSONDecoder()
 WS = " \t\r\n"
