@@ -85,6 +85,7 @@ def test_error_before_the_workspace_is_opened_names_its_command(tmp_path):
 
 def test_json_after_double_dash_is_a_search_query_not_the_flag(sample_ws):
     run = invoke("-w", str(sample_ws), "search", "--mode", "text", "--", "--json")
-    assert run.code == 0 and not run.stdout.lstrip().startswith("{")
+    # a query, not the flag: searched (nothing holds it: "no results", exit 1 like grep) and no JSON printed
+    assert run.code == 1 and "no results for '--json'" in run.stderr and not run.stdout.lstrip().startswith("{")
     doc = invoke("-w", str(sample_ws), "search", "--mode", "text", "--json", "--", "--json").json()
     assert doc["result"]["query"] == "--json"

@@ -9,6 +9,7 @@ import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
+from qwenmem.cli.errors import ExitCode
 from qwenmem.cli.options import AgentOpt, JsonFlag, QuietFlag, WorkspaceOpt
 from qwenmem.cli.progress import progress_callback
 from qwenmem.cli.result import CommandResult
@@ -47,7 +48,7 @@ def search_cmd(
     query: Annotated[str, typer.Argument(help="What to look for (words, a phrase, an identifier, Chinese text).")],
     max_results: Annotated[int, typer.Option("--max-results", "-n", min=1, max=1000, help="Show at most N results.")] = 5,
     min_score: Annotated[float, typer.Option("--min-score", min=0.0, max=1.0,
-                                             help="Drop results whose fused score (0-1) is below this.")] = 0.0,
+                                             help="Drop results whose score is below this (absolute, 0-1: the same scale for every query).")] = 0.0,
     mode: Annotated[str, typer.Option("--mode", help="hybrid, text (BM25 only) or vector (embeddings only).")] = "hybrid",
     fusion: Annotated[str, typer.Option("--fusion", help="weighted (normalised scores) or rrf (reciprocal rank).")] = "weighted",
     vector_weight: Annotated[float, typer.Option("--vector-weight", min=0.0, max=1.0,
@@ -86,8 +87,11 @@ def search_cmd(
     hits = [SearchHit(h.path, h.start_line, h.end_line, h.score, h.text_score, h.vector_score, h.snippet,
                       h.highlights) for h in result.hits]
     data = SearchResult(result.query, result.mode, result.fusion, result.embedder, len(hits), hits)
-    return CommandResult(data, warnings=result.notices, warnings_as_notes=True, warnings_first=True, quiet=quiet,
-                         render=lambda: _render(result, query, quiet))
+    # Like grep: nothing found is not an error (status ok), but exit 1 (PROBLEMS) lets `search X && ...` branch on it.
+    nothing = None if hits else ExitCode.PROBLEMS
+    warnings = result.notices + ([] if hits or not json_out else [f"no results for {query!r}"])
+    return CommandResult(data, warnings=warnings, warnings_as_notes=True, warnings_first=True, quiet=quiet,
+                         exit_code=nothing, render=lambda: _render(result, query, quiet))
 
 
 def _render(result: Any, query: str, quiet: bool) -> None:
