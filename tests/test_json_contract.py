@@ -44,16 +44,18 @@ TYPES = {
 
 #: The public contract, written out: a change to a result type fails here until the pin (and qwenmem_json) moves.
 PINS = {
-    "sessions list": {"count", "sessions", "tokenizer", "workspace"},
+    "sessions list": {
+        "count", "generation", "history", "history_only", "sessions", "strategy", "tokenizer", "workspace"},
     "sessions list row": {
-        "ambiguous", "backups", "channel", "first_timestamp", "has_summary", "health", "identity", "in_context",
-        "key", "last_timestamp", "messages", "modified", "path", "problems", "session_id", "size", "stale_flat_copy",
-        "summary_tokens", "tokens", "user_id"},
+        "ambiguous", "at_risk", "backups", "channel", "first_timestamp", "generation", "has_summary", "health",
+        "history_rows", "identity", "in_context", "key", "last_timestamp", "messages", "modified", "path", "problems",
+        "session_id", "size", "stale_flat_copy", "summary_tokens", "tokens", "user_id"},
     "sessions show": {
-        "channel", "health", "key", "messages", "path", "problems", "salvaged", "session_id", "summary",
-        "total_messages", "user_id"},
-    "sessions show message": {"index", "marks", "message"},
-    "info": {"agent", "derived", "files", "found_by", "notes", "root", "settings", "workspace"},
+        "channel", "generation", "health", "history", "key", "messages", "path", "problems", "salvaged", "scroll",
+        "session_id", "summary", "total_messages", "user_id"},
+    "sessions show message": {"index", "marks", "message", "normalized"},
+    "info": {
+        "agent", "derived", "files", "found_by", "generation", "notes", "qwenpaw2", "root", "settings", "workspace"},
     "sessions repair": {"counts", "files", "mode", "quarantine", "run", "statuses", "workspace"},
     "sessions repair file": {
         "actions", "classes", "evidence", "key", "messages_added", "messages_found", "messages_intact",
@@ -73,15 +75,16 @@ PINS = {
         "backup", "check", "context_tokens_after", "context_tokens_before", "error", "error_kind", "kept_ids", "key",
         "path", "removed_ids", "status", "tier1", "tier2", "tier3", "warnings"},
     "reindex": {
-        "chunks_new", "chunks_total", "dry_run", "embedder", "files_added", "files_changed", "files_removed",
-        "files_skipped", "files_total", "full", "generation", "pieces_embedded", "pieces_reused", "reason", "seconds",
-        "sources", "up_to_date"},
+        "chunks_new", "chunks_total", "chunks_without_vectors", "dry_run", "embed_seconds", "embedder",
+        "embedding_error", "files_added", "files_changed", "files_removed", "files_skipped", "files_total", "full",
+        "generation", "pieces_embedded", "pieces_reused", "reason", "seconds", "sources", "up_to_date"},
     "search": {"count", "embedder", "fusion", "hits", "mode", "query"},
-    "search hit": {"end_line", "highlights", "path", "score", "snippet", "start_line", "text_score", "vector_score"},
+    "search hit": {
+        "end_line", "highlights", "kind", "path", "score", "snippet", "start_line", "text_score", "vector_score"},
     "dream": {
         "backup", "bytes_after", "bytes_before", "changelog", "changes", "daily_log", "date", "diff",
         "embedding_model", "flagged", "index_refreshed", "llm_model", "memory", "mode", "pruned", "sha256_after",
-        "sha256_before", "skipped", "status"},
+        "sha256_before", "skipped", "snapshot", "status"},
     "dream change": {"action", "line", "new", "old", "reason", "section", "similarity"},
     "dream restore": {
         "backup", "changelog", "diff", "memory", "pruned", "restored_from", "sha256_after", "sha256_before", "status"},
@@ -103,17 +106,28 @@ def test_every_result_type_matches_its_pin():
 ENVELOPE = {"qwenmem_json", "command", "status", "result", "warnings", "errors"}
 SESSION_ROW = {"key", "path", "channel", "user_id", "session_id", "identity", "ambiguous", "messages", "in_context",
                "tokens", "has_summary", "summary_tokens", "size", "modified", "first_timestamp", "last_timestamp",
-               "health", "problems", "stale_flat_copy", "backups"}
+               "health", "problems", "stale_flat_copy", "backups", "generation", "history_rows", "at_risk"}
+HISTORY_STATE = {"path", "exists", "size", "wal_size", "rows", "sessions", "user_version", "status", "detail",
+                 "quarantined"}
 SHOW_RESULT = {"key", "path", "channel", "user_id", "session_id", "health", "salvaged", "problems", "summary",
-               "total_messages", "messages"}
-INFO_RESULT = {"workspace", "root", "agent", "found_by", "notes", "files", "settings", "derived"}
+               "total_messages", "messages", "generation", "scroll", "history"}
+# the normalised message shape shared by 1.x and 2.x files and history.db rows (session_model.Message.to_json)
+NORMALIZED_MESSAGE = {"index", "id", "role", "name", "created_at", "synthetic", "compressed", "seq", "seq_hi", "live",
+                      "blocks"}
+INFO_RESULT = {"workspace", "root", "agent", "found_by", "notes", "files", "settings", "derived", "generation",
+               "qwenpaw2"}
+QWENPAW2_INFO = {"strategy", "strategy_source", "scroll", "history_retention_days", "history", "reme_dirs", "provider",
+                 "embedding_api_key"}
 
 
 def test_sessions_list_contract(sample_ws):
     doc = invoke("-w", str(sample_ws), "sessions", "list", "--json").json()
     assert set(doc) == ENVELOPE
     assert doc["qwenmem_json"] == 2 and doc["command"] == "sessions list" and doc["status"] == "ok"
-    assert set(doc["result"]) == {"workspace", "tokenizer", "count", "sessions"}
+    assert set(doc["result"]) == {"workspace", "tokenizer", "count", "sessions", "generation", "strategy", "history",
+                                  "history_only"}
+    assert set(doc["result"]["generation"]) == {"generation", "files_1x", "files_2x", "markers"}
+    assert set(doc["result"]["history"]) == HISTORY_STATE
     assert doc["result"]["count"] == 4
     for row in doc["result"]["sessions"]:
         assert set(row) == SESSION_ROW
@@ -126,7 +140,8 @@ def test_sessions_show_contract(sample_ws):
     assert set(doc) == ENVELOPE and doc["command"] == "sessions show"
     assert set(doc["result"]) == SHOW_RESULT
     first = doc["result"]["messages"][0]
-    assert set(first) == {"index", "marks", "message"}
+    assert set(first) == {"index", "marks", "message", "normalized"}
+    assert set(first["normalized"]) == NORMALIZED_MESSAGE
     assert set(first["message"]) == {"id", "name", "role", "content", "metadata", "timestamp"}
 
 
@@ -136,6 +151,9 @@ def test_info_contract(sample_ws):
     assert set(doc["result"]) == INFO_RESULT
     assert {"name", "value", "source"} == set(doc["result"]["settings"][0])
     assert doc["result"]["derived"] == {"compact_threshold": 104857, "reserve_tokens": 13107}
+    assert set(doc["result"]["qwenpaw2"]) == QWENPAW2_INFO
+    assert set(doc["result"]["qwenpaw2"]["history"]) == HISTORY_STATE
+    assert doc["result"]["generation"]["generation"] == "1.x"
 
 
 def test_error_envelope_contract(tmp_path):
@@ -168,7 +186,8 @@ def test_error_before_the_workspace_is_opened_names_its_command(tmp_path):
 
 def test_json_after_double_dash_is_a_search_query_not_the_flag(sample_ws):
     run = invoke("-w", str(sample_ws), "search", "--mode", "text", "--", "--json")
-    assert run.code == 0 and not run.stdout.lstrip().startswith("{")
+    # a query, not the flag: searched (nothing holds it: "no results", exit 1 like grep) and no JSON printed
+    assert run.code == 1 and "no results for '--json'" in run.stderr and not run.stdout.lstrip().startswith("{")
     doc = invoke("-w", str(sample_ws), "search", "--mode", "text", "--json", "--", "--json").json()
     assert doc["result"]["query"] == "--json"
 
