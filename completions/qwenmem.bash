@@ -21,7 +21,7 @@ _qwenmem() {
         "history salvage") words="--agent --dry-run --from --json --quiet --workspace -n -q -w" ;;
         "info") words="--agent --json --workspace -w" ;;
         "reindex") words="--agent --dry-run --embedder --full --json --model --no-recursive --quiet --recursive --sources --workspace -n -q -w" ;;
-        "search") words="--agent --fusion --json --max-results --min-score --mode --no-reindex --quiet --since --until --vector-weight --workspace -n -q -w" ;;
+        "search") words="--agent --format --fusion --json --max-results --min-score --mode --no-reindex --quiet --since --tag --until --vector-weight --workspace -n -q -w" ;;
         "sessions") words="list repair restore show" ;;
         "sessions list") words="--agent --channel --format --json --limit --reverse --since --sort --tokenizer --user --workspace -w" ;;
         "sessions repair") words="--agent --all --check --dry-run --fix-tool-pairs --format --from --from-backup --json --quiet --workspace -n -q -w" ;;

@@ -135,6 +135,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -s n
 complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -s q
 complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -s w
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l format
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l fusion
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l max-results
@@ -143,6 +144,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from search' -l mode
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l no-reindex
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l quiet
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l since
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l tag
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l until
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l vector-weight
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l workspace
