@@ -160,12 +160,11 @@ def test_second_writer_is_kept_out(sample_ws):
 
 
 def test_recursive_and_extra_sources(sample_ws):
-    from conftest import CORPUS_REAL
+    from repair_fixtures import DIALOG as dialog
 
     (sample_ws / "memory" / "projects").mkdir()
     (sample_ws / "memory" / "projects" / "alpha.md").write_text("- capybara project kickoff\n")
     (sample_ws / "dialog").mkdir()
-    dialog = CORPUS_REAL / "White-147__MiLu_HTML__9ceae3c" / "workspaces" / "default" / "dialog" / "2026-04-09.jsonl"
     (sample_ws / "dialog" / "2026-04-09.jsonl").write_bytes(dialog.read_bytes())
     ws, settings = open_ws(sample_ws)
     reindex(ws, settings, backend="none")
