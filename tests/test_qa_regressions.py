@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import invoke
 from repair_fixtures import TINY, make_workspace
 
@@ -86,6 +88,7 @@ def test_dream_warns_when_config_names_an_unknown_timezone(tmp_path):
     assert any("Asia/Shangai" in w and "not a known timezone" in w for w in run.json()["warnings"])
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_demo_no_keep_removes_only_its_own_copy_never_the_into_directory(tmp_path):
     into = tmp_path / "my-notes"
     into.mkdir()
@@ -433,6 +436,7 @@ def test_files_rewritten_by_root_keep_the_owner_qwenpaw_runs_as(sample_ws):
         assert p.stat().st_uid == uid, p
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_demo_stays_offline_even_when_an_llm_is_configured(tmp_path, llm_server):
     from conftest import run_cli
 
