@@ -2,9 +2,11 @@
 function __qwenmem_subs
     switch "$argv[1]"
         case ""
-            printf "%s\n" compact completions demo dream info reindex search sessions
+            printf "%s\n" compact completions demo dream fleet info reindex search sessions snapshot
         case "sessions"
             printf "%s\n" list repair restore show
+        case "snapshot"
+            printf "%s\n" list restore
     end
 end
 function __qwenmem_takes_value
@@ -45,6 +47,15 @@ function __qwenmem_takes_value
         case "dream|--similarity"
         case "dream|--workspace"
         case "dream|-w"
+        case "fleet|--backoff"
+        case "fleet|--engine"
+        case "fleet|--from"
+        case "fleet|--jobs"
+        case "fleet|--resume"
+        case "fleet|--retries"
+        case "fleet|--scheduler"
+        case "fleet|--timeout"
+        case "fleet|-j"
         case "info|--agent"
         case "info|--workspace"
         case "info|-w"
@@ -87,6 +98,20 @@ function __qwenmem_takes_value
         case "sessions show|--tail"
         case "sessions show|--workspace"
         case "sessions show|-w"
+        case "snapshot|--agent"
+        case "snapshot|--keep"
+        case "snapshot|--reason"
+        case "snapshot|--workspace"
+        case "snapshot|-m"
+        case "snapshot|-w"
+        case "snapshot list|--agent"
+        case "snapshot list|--workspace"
+        case "snapshot list|-w"
+        case "snapshot restore|--agent"
+        case "snapshot restore|--keep"
+        case "snapshot restore|--path"
+        case "snapshot restore|--workspace"
+        case "snapshot restore|-w"
             return 0
     end
     return 1
@@ -99,6 +124,8 @@ function __qwenmem_args
             echo 1
         case "dream"
             echo 1
+        case "fleet"
+            echo -1
         case "search"
             echo 1
         case "sessions repair"
@@ -106,6 +133,8 @@ function __qwenmem_args
         case "sessions restore"
             echo 1
         case "sessions show"
+            echo 1
+        case "snapshot restore"
             echo 1
     end
 end
@@ -171,7 +200,7 @@ function __qwenmem_dynamic
     command qwenmem __complete $argv[1] $ctx 2>/dev/null
 end
 complete -c qwenmem -f
-complete -c qwenmem -n '__qwenmem_path_is ""' -a 'compact completions demo dream info reindex search sessions'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'compact completions demo dream fleet info reindex search sessions snapshot'
 complete -c qwenmem -n '__qwenmem_path_is ""' -l debug
 complete -c qwenmem -n '__qwenmem_path_is ""' -l version
 complete -c qwenmem -n '__qwenmem_path_is ""' -l agent -x -a '(__qwenmem_dynamic agents)'
@@ -237,6 +266,19 @@ complete -c qwenmem -n '__qwenmem_path_is "dream"' -l promote -x -a 'facts all n
 complete -c qwenmem -n '__qwenmem_path_is "dream"' -l similarity -x
 complete -c qwenmem -n '__qwenmem_path_is "dream"' -l workspace -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "dream"' -s w -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l dry-run
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l quiet
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s n
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s q
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l backoff -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l engine -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l from -r -F
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l jobs -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l resume -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l retries -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l scheduler -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l timeout -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s j -x
 complete -c qwenmem -n '__qwenmem_path_is "info"' -l json
 complete -c qwenmem -n '__qwenmem_path_is "info"' -l agent -x -a '(__qwenmem_dynamic agents)'
 complete -c qwenmem -n '__qwenmem_path_is "info"' -l workspace -x -a '(__fish_complete_directories)'
@@ -315,3 +357,30 @@ complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l tail -x
 complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l workspace -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -s w -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_wants_arg "sessions show"' -a '(__qwenmem_dynamic sessions)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -a 'list restore'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l dry-run
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l json
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l quiet
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -s n
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -s q
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l agent -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l keep -x
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l reason -x
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l workspace -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -s m -x
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -s w -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot list"' -l json
+complete -c qwenmem -n '__qwenmem_path_is "snapshot list"' -l agent -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot list"' -l workspace -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot list"' -s w -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l dry-run
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l exact
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l json
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l quiet
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -s n
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -s q
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l agent -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l keep -x
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l path -x
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l workspace -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -s w -x -a '(__fish_complete_directories)'

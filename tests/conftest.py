@@ -31,7 +31,6 @@ FIXTURE_ROOT = FIXTURES / "root"  # a QwenPaw root with three agents (default, c
 
 SHARED_PRESENT = CORPUS_REAL.is_dir()
 REQUIRE_SHARED = os.environ.get("QWENMEM_REQUIRE_SHARED") == "1"
-SHARED_REASON = f"needs the team's corpus at {CORPUS_REAL} (absent on a fresh clone)"
 needs_shared = pytest.mark.needs_shared
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -47,12 +46,25 @@ def fixture_session_files() -> list[Path]:
     return sorted(p for p in FIXTURE_SESSIONS.iterdir() if p.is_file())
 
 
-def corpus_params(values: list, ids=None) -> list:
+def corpus_params(values: list, ids=None, needs: Path = CORPUS_REAL) -> list:
     """Parameters drawn from the corpus: without it, one placeholder that skips (or fails, when required) with the
     reason; with it, the values themselves, so an empty list fails at collection (empty_parameter_set_mark)."""
-    if not SHARED_PRESENT:
-        return [pytest.param(None, marks=needs_shared, id="no-shared-corpus")]
-    return [pytest.param(v, marks=needs_shared, id=ids(v) if ids else None) for v in values]
+    mark = pytest.mark.needs_shared(needs)
+    if not Path(needs).exists():
+        return [pytest.param(None, marks=mark, id="no-shared-corpus")]
+    return [pytest.param(v, marks=mark, id=ids(v) if ids else None) for v in values]
+
+
+def shared_reason(path: Path = CORPUS_REAL) -> str:
+    return f"needs the team's corpus at {path} (absent on a fresh clone)"
+
+
+def require_shared(path: Path = CORPUS_REAL) -> None:
+    """Inside a test: skip when `path` (in ../shared) is absent, or fail when QWENMEM_REQUIRE_SHARED=1."""
+    if not Path(path).exists():
+        if REQUIRE_SHARED:
+            pytest.fail(f"QWENMEM_REQUIRE_SHARED=1 but the corpus is missing: {shared_reason(path)}", pytrace=False)
+        pytest.skip(shared_reason(path))
 
 
 def pytest_addoption(parser):
@@ -74,10 +86,9 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_runtest_setup(item):
-    if item.get_closest_marker("needs_shared") and not SHARED_PRESENT:
-        if REQUIRE_SHARED:
-            pytest.fail(f"QWENMEM_REQUIRE_SHARED=1 but the corpus is missing: {SHARED_REASON}", pytrace=False)
-        pytest.skip(SHARED_REASON)
+    marker = item.get_closest_marker("needs_shared")  # @needs_shared, or @pytest.mark.needs_shared(path)
+    if marker is not None:
+        require_shared(Path(marker.args[0]) if marker.args else CORPUS_REAL)
 
 
 @pytest.fixture(autouse=True)

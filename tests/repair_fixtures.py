@@ -5,7 +5,9 @@ whole-tree snapshot to prove that read-only modes write nothing."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 from conftest import FIXTURE_SESSIONS, FIXTURES
@@ -57,11 +59,14 @@ def qwenpaw_strict_load(data: bytes) -> list:
 
 
 def make_workspace(root: Path, files: dict[str, bytes]) -> Path:
-    """A workspace with sessions/<rel> = bytes for each entry."""
+    """A workspace with sessions/<rel> = bytes for each entry, last modified an hour ago (a damaged file modified in
+    the last seconds may be a save in progress, which a repair waits out: tests of that write their own files)."""
+    an_hour_ago = time.time() - 3600
     for rel, data in files.items():
         path = root / "sessions" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+        os.utime(path, (an_hour_ago, an_hour_ago))
     return root
 
 

@@ -12,7 +12,25 @@ import sys
 import pytest
 
 from conftest import FIXTURE_ROOT, REPO, invoke, run_cli
-from qwenmem.cli.completion import COMPLETION_FILES, command_tree, generate
+from qwenmem.cli.completion import COMPLETION_FILES
+from qwenmem.cli.completion import command_tree as tree_of
+from qwenmem.cli.completion import generate as generate_for
+
+
+def _root():
+    import typer.main
+
+    from qwenmem.cli.app import app
+
+    return typer.main.get_command(app)
+
+
+def generate(shell):
+    return generate_for(shell, _root())
+
+
+def command_tree():
+    return tree_of(_root())
 
 
 @pytest.mark.parametrize("shell", sorted(COMPLETION_FILES))

@@ -10,7 +10,7 @@ the three shells for real.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -55,12 +55,9 @@ class Command:
     nargs: int = 0  # how many positionals (-1: any number)
 
 
-def command_tree() -> dict[str, Command]:
-    """{'sessions list': Command(...), ...}: every visible command path with its options and their values."""
-    import typer.main
-
-    from qwenmem.cli.app import app
-
+def command_tree(root: Any) -> dict[str, Command]:
+    """{'sessions list': Command(...), ...}: every visible command path of the click command `root`, with its
+    options and their values."""
     kinds = _value_kinds()
     out: dict[str, Command] = {}
 
@@ -85,12 +82,14 @@ def command_tree() -> dict[str, Command]:
         for name in node.subs:
             walk(subs[name], f"{path} {name}".strip())
 
-    walk(typer.main.get_command(app), "")
+    walk(root, "")
     return out
 
 
-def generate(shell: str) -> str:
-    tree = command_tree()
+def generate(shell: str, root: Any) -> str:
+    """The completion script for `shell` of the click command `root` (the app, reached through the click context
+    by the command, or built by the caller: no import of the app here)."""
+    tree = command_tree(root)
     if shell == "bash":
         return _bash(tree)
     if shell == "zsh":
@@ -388,7 +387,7 @@ def _fish(tree: dict[str, Command]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def completions(shell: Annotated[str, typer.Argument(help="bash, zsh or fish")]) -> None:
+def completions(ctx: typer.Context, shell: Annotated[str, typer.Argument(help="bash, zsh or fish")]) -> None:
     """Print a shell completion script: subcommands, options, option values, agent ids and session keys.
 
     Examples:
@@ -401,4 +400,4 @@ def completions(shell: Annotated[str, typer.Argument(help="bash, zsh or fish")])
     """
     import sys
 
-    sys.stdout.write(generate(shell))
+    sys.stdout.write(generate(shell, ctx.find_root().command))
