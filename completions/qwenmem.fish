@@ -2,7 +2,7 @@
 function __qwenmem_subs
     switch "$argv[1]"
         case ""
-            printf "%s\n" compact completions demo dream fleet info reindex search sessions snapshot
+            printf "%s\n" compact completions demo doctor dream fleet info reindex search sessions snapshot
         case "sessions"
             printf "%s\n" list repair restore show
         case "snapshot"
@@ -32,6 +32,9 @@ function __qwenmem_takes_value
         case "compact|--workspace"
         case "compact|-w"
         case "demo|--into"
+        case "doctor|--agent"
+        case "doctor|--workspace"
+        case "doctor|-w"
         case "dream|--agent"
         case "dream|--date"
         case "dream|--keep"
@@ -200,7 +203,7 @@ function __qwenmem_dynamic
     command qwenmem __complete $argv[1] $ctx 2>/dev/null
 end
 complete -c qwenmem -f
-complete -c qwenmem -n '__qwenmem_path_is ""' -a 'compact completions demo dream fleet info reindex search sessions snapshot'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'compact completions demo doctor dream fleet info reindex search sessions snapshot'
 complete -c qwenmem -n '__qwenmem_path_is ""' -l debug
 complete -c qwenmem -n '__qwenmem_path_is ""' -l version
 complete -c qwenmem -n '__qwenmem_path_is ""' -l agent -x -a '(__qwenmem_dynamic agents)'
@@ -241,6 +244,10 @@ complete -c qwenmem -n '__qwenmem_wants_arg "completions"' -a 'bash zsh fish'
 complete -c qwenmem -n '__qwenmem_path_is "demo"' -l keep
 complete -c qwenmem -n '__qwenmem_path_is "demo"' -l no-keep
 complete -c qwenmem -n '__qwenmem_path_is "demo"' -l into -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l json
+complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l agent -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l workspace -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "doctor"' -s w -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "dream"' -l allow-shrink
 complete -c qwenmem -n '__qwenmem_path_is "dream"' -l dry-run
 complete -c qwenmem -n '__qwenmem_path_is "dream"' -l embeddings

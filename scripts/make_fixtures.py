@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+OWNED = ("sessions", "dialog", "memory", "root")  # the sub-directories this script writes (others have their own)
 SHORTUUID = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
 ZH_LINES = ["先看一下服务器的磁盘占用，再决定要不要清理日志。", "定时任务每天早上八点推送一次天气和日程。",
@@ -358,6 +359,7 @@ def root_workspace() -> dict[str, bytes]:
     files[f"{base}/coder/sessions/console/default_1772000000003.json"] = long_tool_session()[:20000]  # damaged
     files[f"{base}/writer/agent.json"] = agent_json("writer", "en", "0 23 * * *")
     files[f"{base}/writer/MEMORY.md"] = MEMORY_MIXED.encode()
+    files[f"{base}/writer/memory/2026-04-04.md"] = DAILY_MIXED.encode()
     files[f"{base}/writer/sessions/default_legacy_note.json"] = legacy_compressed_marks()
     return files
 
@@ -385,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     files = all_files()
     if args.check:
-        on_disk = {p.relative_to(args.out).as_posix(): p.read_bytes() for p in args.out.rglob("*") if p.is_file()}
+        on_disk = {p.relative_to(args.out).as_posix(): p.read_bytes() for top in OWNED
+                   for p in (args.out / top).rglob("*") if p.is_file()}
         if on_disk != files:
             print(f"tests/fixtures differs from scripts/make_fixtures.py: {sorted(set(on_disk) ^ set(files)) or 'content'}",
                   file=sys.stderr)
