@@ -96,23 +96,45 @@ def list_cmd(
     return CommandResult(data, warnings=notes, render=lambda: _render_list(rows))
 
 
+_LIST_COLUMNS = (("session", "left"), ("channel", "left"), ("user", "left"), ("msgs", "right"), ("tokens", "right"),
+                 ("summary", "center"), ("size", "right"), ("modified", "left"), ("health", "left"))
+
+
 def _render_list(rows: list[Any]) -> None:
     from rich.table import Table
 
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col, just in (("session", "left"), ("channel", "left"), ("user", "left"), ("msgs", "right"),
-                      ("tokens", "right"), ("summary", "center"), ("size", "right"), ("modified", "left"),
-                      ("health", "left")):
-        table.add_column(col, justify=just, no_wrap=col != "session", overflow="fold")
+    cells = []
     for r in rows:
         who = (r.user_id or "-") + ("?" if r.ambiguous else "")
-        table.add_row(output.escape(r.key), output.escape(r.channel or "(flat)"), output.escape(who), str(r.messages),
+        cells.append([output.escape(r.key), output.escape(r.channel or "(flat)"), output.escape(who), str(r.messages),
                       f"{r.tokens:,}", "yes" if r.has_summary else "-", output.human_size(r.size),
-                      _local_minute(r.modified), f"[{HEALTH_STYLE[r.health]}]{r.health}[/]")
+                      _local_minute(r.modified), f"[{HEALTH_STYLE[r.health]}]{r.health}[/]"])
         for b in r.backups:  # what `repair --from-backup` would read, under the session it backs up
-            table.add_row("  ↳ " + output.escape(b["path"].rsplit(".json.", 1)[-1]), "", "", str(b["messages"]), "",
+            cells.append(["  ↳ " + output.escape(b["path"].rsplit(".json.", 1)[-1]), "", "", str(b["messages"]), "",
                           "", output.human_size(b["size"]), _local_minute(b["modified"]),
-                          f"[{HEALTH_STYLE[b['health']]}]{b['health']}[/]")
+                          f"[{HEALTH_STYLE[b['health']]}]{b['health']}[/]"])
+    columns = list(range(len(_LIST_COLUMNS)))
+    # Session names never wrap (they are what `sessions show` takes): on a narrow terminal the channel column goes
+    # first (every name already starts with its channel), then the year of `modified`.
+    from rich.markup import render
+
+    def width(cols: list[int]) -> int:
+        return sum(max([len(_LIST_COLUMNS[c][0])] + [render(row[c]).cell_len for row in cells]) for c in cols) \
+            + 2 * (len(cols) - 1)
+
+    room = output.out().width
+    if width(columns) > room:
+        columns.remove(1)
+    if width(columns) > room:
+        for row in cells:
+            row[7] = row[7][5:] if row[7][:4].isdigit() else row[7]
+    fits = width(columns) <= room  # else, as before: the session name wraps and the other columns stay whole
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for c in columns:
+        col, just = _LIST_COLUMNS[c]
+        table.add_column(col, justify=just, no_wrap=fits or col != "session", overflow="fold")
+    for row in cells:
+        table.add_row(*(row[c] for c in columns))
     output.out().print(table)
 
 

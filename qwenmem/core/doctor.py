@@ -232,11 +232,11 @@ def _keys(keys: list[str]) -> str:
 
 def _session_findings(h: SessionsHealth, out: list[Finding]) -> None:
     if h.corrupt:
-        out.append(Finding(ATTENTION, "sessions", f"{len(h.corrupt)} damaged, recoverable: {_keys(h.corrupt)} "
-                           "(qwenmem sessions repair --all)"))
+        out.append(Finding(ATTENTION, "sessions", f"{len(h.corrupt)} damaged (sessions repair --all): "
+                           f"{_keys(h.corrupt)}"))
     if h.needs_flag:
-        out.append(Finding(ATTENTION, "sessions", f"{len(h.needs_flag)} need a repair flag: {_keys(h.needs_flag)} "
-                           "(qwenmem sessions repair --check names it)"))
+        out.append(Finding(ATTENTION, "sessions", f"{len(h.needs_flag)} need a repair flag (sessions repair "
+                           f"--check says which): {_keys(h.needs_flag)}"))
     if h.unrecoverable:
         out.append(Finding(ATTENTION, "sessions", f"{len(h.unrecoverable)} unrecoverable without a backup: "
                            f"{_keys(h.unrecoverable)}"))
@@ -262,8 +262,7 @@ def _index(ws: Workspace, report: AgentReport) -> None:
         idx.state = "missing"
         has_memory = ws.memory_md.is_file() or (ws.memory_dir.is_dir() and any(ws.memory_dir.glob("*.md")))
         if has_memory:
-            report.findings.append(Finding(NOTE, "index", "no search index yet (qwenmem reindex builds it; a "
-                                           "search builds it too)"))
+            report.findings.append(Finding(NOTE, "index", "no search index yet (qwenmem reindex)"))
         return
     manifest = store.Manifest.load(gen)
     idx.generation = gen.name
@@ -365,12 +364,11 @@ def _schedule(settings, report: AgentReport) -> None:
     sched.source = settings.source_of("dream_cron")
     sched.qwenpaw_dreams = bool(sched.dream_cron.strip())
     if sched.qwenpaw_dreams and report.dream.runs and report.dream.last_kind != "restore":
-        report.findings.append(Finding(ATTENTION, "schedule", f"QwenPaw's own dream_cron ({sched.dream_cron!r}) "
-                                       "also runs a dream, and qwenmem dream runs here too: set dream_cron to \"\" "
-                                       "in agent.json so two dreams do not edit MEMORY.md"))
+        report.findings.append(Finding(ATTENTION, "schedule", f"two dreams: QwenPaw's dream_cron "
+                                       f"{sched.dream_cron!r} and qwenmem dream; set dream_cron to \"\""))
     elif sched.qwenpaw_dreams:
         report.findings.append(Finding(NOTE, "schedule", f"QwenPaw's own dream runs at {sched.dream_cron!r} "
-                                       "(no validation, no rollback); qwenmem dream is the safe replacement"))
+                                       "(no validation, no rollback)"))
 
 
 # ---- history database (QwenPaw 2.x)
