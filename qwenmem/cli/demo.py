@@ -48,7 +48,7 @@ def _short_info(dest: Path) -> None:
     sessions = sum(1 for _ in ws.sessions_dir.rglob("*.json"))
     daily = sorted(p.name for p in ws.memory_dir.glob("*.md"))
     con = output.out()
-    con.print(f"workspace   {output.escape(str(ws.path))}")
+    con.print(f"workspace   {output.escape(str(ws.path))}", soft_wrap=True)  # a long path: never cut in two
     con.print(f"sessions    {sessions} files under sessions/ (console, discord, telegram, one flat legacy file)")
     con.print(f"memory      MEMORY.md and {len(daily)} daily logs ({output.escape(', '.join(daily))})")
     con.print(f"compaction  at {settings.compact_threshold:,} of {settings.max_input_length:,} tokens "

@@ -68,7 +68,8 @@ def _render(report: Any) -> None:
     for a in report.agents:
         head = f"agent {a.agent}" if a.agent else "workspace"
         mark = "[bold red]needs attention[/bold red]" if a.needs_attention else "[green]ok[/green]"
-        con.print(f"[bold]{output.escape(head)}[/bold]  {mark}  [dim]{output.escape(a.workspace)}[/dim]")
+        con.print(f"[bold]{output.escape(head)}[/bold]  {mark}  [dim]{output.escape(a.workspace)}[/dim]",
+                  soft_wrap=True)
         if a.error is None:
             s = a.sessions
             con.print(f"  sessions  {s.total} ({s.ok} ok, {len(s.corrupt)} damaged, {len(s.needs_flag)} need a "
@@ -78,9 +79,9 @@ def _render(report: Any) -> None:
             cron = (f"QwenPaw's dream_cron {a.schedule.dream_cron!r}" if a.schedule.qwenpaw_dreams
                     else "QwenPaw's dream_cron off")
             con.print(f"  schedule  {output.escape(cron)}")
-            kept = "; ".join(f"{ar.name} {ar.files} file(s) {_size(ar.bytes)} since {_day(ar.oldest)}"
-                             for ar in a.storage) or "nothing kept yet"
-            con.print(f"  kept      {output.escape(kept)}")
+            for ar in a.storage:
+                con.print(f"  kept      {output.escape(ar.name)}: {ar.files} file(s), {_size(ar.bytes)}, "
+                          f"oldest {_day(ar.oldest)}")
             if a.history.status != "not_applicable":
                 rows = f", {a.history.rows:,} rows" if a.history.rows is not None else ""
                 con.print(f"  history   {a.history.status} ({_size(a.history.size)}{rows})")

@@ -364,8 +364,8 @@ def _schedule(settings, report: AgentReport) -> None:
     sched.source = settings.source_of("dream_cron")
     sched.qwenpaw_dreams = bool(sched.dream_cron.strip())
     if sched.qwenpaw_dreams and report.dream.runs and report.dream.last_kind != "restore":
-        report.findings.append(Finding(ATTENTION, "schedule", f"two dreams: QwenPaw's dream_cron "
-                                       f"{sched.dream_cron!r} and qwenmem dream; set dream_cron to \"\""))
+        report.findings.append(Finding(ATTENTION, "schedule", f"two dreams run: set dream_cron "
+                                       f"{sched.dream_cron!r} to \"\" in agent.json"))
     elif sched.qwenpaw_dreams:
         report.findings.append(Finding(NOTE, "schedule", f"QwenPaw's own dream runs at {sched.dream_cron!r} "
                                        "(no validation, no rollback)"))
