@@ -2,7 +2,9 @@
 function __qwenmem_subs
     switch "$argv[1]"
         case ""
-            printf "%s\n" compact completions demo doctor dream fleet info reindex search sessions snapshot
+            printf "%s\n" compact completions demo doctor dream fleet history info reindex search sessions snapshot
+        case "history"
+            printf "%s\n" check rebuild-fts salvage
         case "sessions"
             printf "%s\n" list repair restore show
         case "snapshot"
@@ -12,9 +14,11 @@ end
 function __qwenmem_takes_value
     switch "$argv[1]"
         case "|--agent"
+        case "|--color"
         case "|--workspace"
         case "|-w"
         case "compact|--agent"
+        case "compact|--format"
         case "compact|--instruction"
         case "compact|--llm-api-key"
         case "compact|--llm-base-url"
@@ -59,6 +63,16 @@ function __qwenmem_takes_value
         case "fleet|--scheduler"
         case "fleet|--timeout"
         case "fleet|-j"
+        case "history check|--agent"
+        case "history check|--workspace"
+        case "history check|-w"
+        case "history rebuild-fts|--agent"
+        case "history rebuild-fts|--workspace"
+        case "history rebuild-fts|-w"
+        case "history salvage|--agent"
+        case "history salvage|--from"
+        case "history salvage|--workspace"
+        case "history salvage|-w"
         case "info|--agent"
         case "info|--workspace"
         case "info|-w"
@@ -69,11 +83,13 @@ function __qwenmem_takes_value
         case "reindex|--workspace"
         case "reindex|-w"
         case "search|--agent"
+        case "search|--format"
         case "search|--fusion"
         case "search|--max-results"
         case "search|--min-score"
         case "search|--mode"
         case "search|--since"
+        case "search|--tag"
         case "search|--until"
         case "search|--vector-weight"
         case "search|--workspace"
@@ -81,6 +97,7 @@ function __qwenmem_takes_value
         case "search|-w"
         case "sessions list|--agent"
         case "sessions list|--channel"
+        case "sessions list|--format"
         case "sessions list|--limit"
         case "sessions list|--since"
         case "sessions list|--sort"
@@ -89,6 +106,7 @@ function __qwenmem_takes_value
         case "sessions list|--workspace"
         case "sessions list|-w"
         case "sessions repair|--agent"
+        case "sessions repair|--format"
         case "sessions repair|--from"
         case "sessions repair|--workspace"
         case "sessions repair|-w"
@@ -203,10 +221,12 @@ function __qwenmem_dynamic
     command qwenmem __complete $argv[1] $ctx 2>/dev/null
 end
 complete -c qwenmem -f
-complete -c qwenmem -n '__qwenmem_path_is ""' -a 'compact completions demo doctor dream fleet info reindex search sessions snapshot'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'compact completions demo doctor dream fleet history info reindex search sessions snapshot'
 complete -c qwenmem -n '__qwenmem_path_is ""' -l debug
+complete -c qwenmem -n '__qwenmem_path_is ""' -l no-pager
 complete -c qwenmem -n '__qwenmem_path_is ""' -l version
 complete -c qwenmem -n '__qwenmem_path_is ""' -l agent -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is ""' -l color -x
 complete -c qwenmem -n '__qwenmem_path_is ""' -l workspace -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is ""' -s w -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l all
@@ -223,6 +243,7 @@ complete -c qwenmem -n '__qwenmem_path_is "compact"' -l quiet
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -s n
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -s q
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l agent -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l format -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l instruction -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l llm-api-key -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l llm-base-url -x
@@ -286,6 +307,30 @@ complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l retries -x
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l scheduler -x
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l timeout -x
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s j -x
+complete -c qwenmem -n '__qwenmem_path_is "history"' -a 'check rebuild-fts salvage'
+complete -c qwenmem -n '__qwenmem_path_is "history check"' -l deep
+complete -c qwenmem -n '__qwenmem_path_is "history check"' -l json
+complete -c qwenmem -n '__qwenmem_path_is "history check"' -l quiet
+complete -c qwenmem -n '__qwenmem_path_is "history check"' -s q
+complete -c qwenmem -n '__qwenmem_path_is "history check"' -l agent -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "history check"' -l workspace -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "history check"' -s w -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -l dry-run
+complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -l force
+complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -l json
+complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -s n
+complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -l agent -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -l workspace -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -s w -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l dry-run
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l json
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l quiet
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -s n
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -s q
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l agent -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l from -r -F
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l workspace -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -s w -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "info"' -l json
 complete -c qwenmem -n '__qwenmem_path_is "info"' -l agent -x -a '(__qwenmem_dynamic agents)'
 complete -c qwenmem -n '__qwenmem_path_is "info"' -l workspace -x -a '(__fish_complete_directories)'
@@ -309,11 +354,13 @@ complete -c qwenmem -n '__qwenmem_path_is "search"' -l no-reindex
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l quiet
 complete -c qwenmem -n '__qwenmem_path_is "search"' -s q
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l fusion -x -a 'weighted rrf'
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l format -x
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l fusion -x -a 'weighted rrf reme'
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l max-results -x
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l min-score -x
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l mode -x -a 'hybrid text vector'
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l since -x
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l tag -x
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l until -x
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l vector-weight -x
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l workspace -x -a '(__fish_complete_directories)'
@@ -324,6 +371,7 @@ complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l json
 complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l reverse
 complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l agent -x -a '(__qwenmem_dynamic agents)'
 complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l channel -x
+complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l format -x
 complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l limit -x
 complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l since -x
 complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l sort -x -a 'modified name size messages tokens health'
@@ -341,6 +389,7 @@ complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l quiet
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -s n
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -s q
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l agent -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l format -x
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l from -r -F
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l workspace -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -s w -x -a '(__fish_complete_directories)'
@@ -355,6 +404,7 @@ complete -c qwenmem -n '__qwenmem_path_is "sessions restore"' -s w -x -a '(__fis
 complete -c qwenmem -n '__qwenmem_wants_arg "sessions restore"' -a '(__qwenmem_dynamic sessions)'
 complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l compressed
 complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l full
+complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l history
 complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l json
 complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l no-compressed
 complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l thinking
