@@ -136,3 +136,28 @@ def test_an_agent_that_cannot_be_opened_is_reported_and_the_others_still_checked
 def test_a_missing_workspace_is_a_workspace_error(tmp_path):
     run = invoke("-w", str(tmp_path / "nowhere"), "doctor")
     assert run.code == 3 and "does not exist" in run.stderr
+
+
+def test_a_healthy_2x_agent_reports_its_history_database(tmp_path):
+    from qwenpaw2_support import builder
+
+    ws = tmp_path / "ws2"
+    (ws / "sessions").mkdir(parents=True)
+    builder.agent_json(ws)
+    conn = builder.create_history_db(ws / "history.db")
+    facts = builder.scroll_session(ws, conn, "console:u1", "u1", "console", 6, 4, builder.Clock())
+    conn.close()
+    # the builder writes rows as QwenPaw does, without the full-text table: doctor says so, rebuild-fts mends it
+    missing = _agent(_doctor("-w", str(ws))[1], None)["findings"]
+    assert [f["level"] for f in missing if f["area"] == "history" and "full-text" in f["message"]] == ["attention"]
+    assert invoke("-w", str(ws), "history", "rebuild-fts").code == 0
+    before = _everything(ws)
+    run, doc = _doctor("-w", str(ws))
+    agent = doc["result"]["agents"][0]
+    assert agent["generation"] == "2.x" and agent["history"]["status"] == "ok"
+    assert agent["history"]["rows"] == facts["rows"] and agent["history"]["integrity"] == "ok"
+    assert not [f for f in agent["findings"] if f["area"] == "history"] and run.code == 0, agent["findings"]
+    # core.history's read-only open of a WAL database leaves SQLite's -wal/-shm sidecars (empty of changes) behind;
+    # everything else is untouched. (Reported to the history reader's owner; QwenPaw keeps them while it runs.)
+    sidecars = ("history.db-wal", "history.db-shm")
+    assert {k: v for k, v in _everything(ws).items() if k not in sidecars} == before

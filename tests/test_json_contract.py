@@ -100,7 +100,7 @@ DOCTOR_INDEX = {"state", "generation", "built_at", "embedder", "chunks", "files"
 DOCTOR_DREAM = {"runs", "last_time", "last_kind", "last_mode", "last_changes", "last_backup"}
 DOCTOR_STORAGE = {"name", "files", "bytes", "oldest", "newest"}
 DOCTOR_SCHEDULE = {"dream_cron", "source", "qwenpaw_dreams"}
-DOCTOR_HISTORY = {"status", "path", "size", "rows", "sessions", "detail"}
+DOCTOR_HISTORY = {"status", "path", "size", "rows", "sessions", "detail", "integrity", "fts", "findings"}
 DOCTOR_TEMPORARIES = {"status", "stale", "bytes"}
 DOCTOR_FINDING = {"level", "area", "message"}
 

@@ -92,6 +92,9 @@ class HistoryHealth:
     rows: int | None = None
     sessions: int | None = None
     detail: str = ""
+    integrity: str = "not checked"  # PRAGMA integrity_check: ok, or what it reported
+    fts: str = "not checked"  # the full-text table against the rows: ok | absent | disagrees
+    findings: list[str] = field(default_factory=list)  # what `qwenmem history check` found
 
 
 @dataclass
@@ -375,26 +378,32 @@ def _schedule(settings, report: AgentReport) -> None:
 
 
 def _history(ws: Workspace, report: AgentReport) -> None:
-    from qwenmem.core.history.state import history_state
+    """`qwenmem history check` (integrity, full-text table, bad JSON, dangling pointers, retention), read-only."""
+    from qwenmem.core.history.check import PROBLEM, check_history
     from qwenmem.core.settings2 import load_gen2_settings
 
     h = report.history
     try:
-        path = load_gen2_settings(ws).history_db
+        gen2 = load_gen2_settings(ws)
     except Exception as exc:  # noqa: BLE001 - a config this reader does not know is reported, not fatal
         h.status, h.detail = "unreadable", f"cannot read the 2.x settings: {exc}"
         report.findings.append(Finding(ATTENTION, "history", h.detail))
         return
+    path = gen2.history_db
     if path is None or not (path.exists() or report.generation in ("2.x", "mixed")):
         return  # a 1.x workspace has no history database
-    state = history_state(path, check=True)
+    check = check_history(path, ws.sessions_dir, gen2.history_retention_days)
+    state = check.state
     h.status, h.path, h.size, h.rows, h.sessions, h.detail = (state.status, state.path, state.size, state.rows,
                                                               state.sessions, state.detail)
-    if state.status not in ("ok", "missing"):
+    h.integrity, h.fts = check.integrity, check.fts
+    if state.status == "ok" and check.integrity not in ("ok", "not checked"):
+        h.status = "corrupt"
+    for f in check.findings:
+        h.findings.append(f.message)
+        report.findings.append(Finding(ATTENTION if f.severity == PROBLEM else NOTE, "history", f.message))
+    if state.status not in ("ok", "missing") and not check.findings:
         report.findings.append(Finding(ATTENTION, "history", f"history.db is {state.status}: {state.detail}"))
-    elif state.quarantined:
-        report.findings.append(Finding(NOTE, "history", f"{len(state.quarantined)} corrupt history store(s) "
-                                       "QwenPaw renamed aside"))
 
 
 # ---- stale temporaries (the security work's core function, when it is there)
