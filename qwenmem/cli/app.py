@@ -78,6 +78,9 @@ def run(argv: list[str]) -> int:
     from qwenmem.cli.context import current_command
 
     current_command["path"] = None
+    from qwenmem.core import confine
+
+    confine.reset_refusals()
     debug = "--debug" in argv or bool(os.environ.get("QWENMEM_DEBUG"))
     # --debug is honoured wherever it appears, not only before the command name
     argv = ["--debug", *[a for a in argv if a != "--debug"]] if debug and "--debug" in argv else argv
@@ -112,7 +115,16 @@ def run(argv: list[str]) -> int:
         if debug:
             raise
         code = _internal_error(argv, exc, current_command["path"])
-    return int(code or 0)
+    return _with_refusals(int(code or 0))
+
+
+def _with_refusals(code: int) -> int:
+    """A run that skipped a link leading out of the workspace (qwenmem.core.confine) did the rest, and says so
+    with its own exit code instead of 0 (or 1, which it would hide)."""
+    from qwenmem.core import confine
+    from qwenmem.cli.errors import ExitCode
+
+    return int(ExitCode.UNSAFE_LINK) if code in (ExitCode.OK, ExitCode.PROBLEMS) and confine.refusals() else code
 
 
 def _internal_error(argv: list[str], exc: BaseException, command: str | None) -> int:

@@ -21,6 +21,7 @@ from qwenmem.core.dream.changelog import RESTORED, Change, ChangelogEntry, appen
 from qwenmem.core.dream.consolidate import consolidate
 from qwenmem.core.dream.promote import PROMOTE_MODES
 from qwenmem.core.errors import UsageError, WorkspaceError
+from qwenmem.core import confine
 from qwenmem.core.fsio import Snapshot, atomic_write_bytes, exclusive_lock, read_with_snapshot
 from qwenmem.core.settings import Settings, user_tz
 from qwenmem.core.workspace import Workspace
@@ -120,7 +121,7 @@ def memory_target(ws: Workspace) -> Path:
     target is what gets replaced."""
     path = ws.memory_md
     if path.is_symlink():
-        target = path.resolve()
+        target = confine.check(path)  # UnsafeLinkError for a link out of the workspace (MEMORY.md -> ~/.bashrc)
         if not target.exists():
             raise WorkspaceError(f"{path} is a symlink to {target}, which does not exist; not touching it")
         return target

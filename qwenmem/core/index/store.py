@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from qwenmem.core import confine
 from qwenmem.core.fsio import atomic_write_bytes, fsync_dir
 
 FORMAT = 1
@@ -29,7 +30,7 @@ POINTER = "CURRENT"
 
 
 def index_dir(ws) -> Path:
-    return ws.data_dir / "index"
+    return confine.check(ws.data_dir / "index")  # Whoosh opens files itself: refuse a .qwenmem/ link out first
 
 
 def lock_path(ws) -> Path:
