@@ -88,6 +88,10 @@ def run(argv: list[str]) -> int:
         code = app(args=argv, prog_name="qwenmem", standalone_mode=False)
     except typer.Exit as exc:
         code = exc.exit_code
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # Typer turns Ctrl-C / SIGTERM into a silent Exit(130)
+            from qwenmem.cli import signals
+
+            code = signals.report(exc.__cause__)
     except ClickException as exc:
         exc.show()
         code = ExitCode.USAGE
@@ -99,8 +103,9 @@ def run(argv: list[str]) -> int:
                 raise exc.__cause__ from None
             code = _internal_error(argv, exc.__cause__, current_command["path"])
         else:
-            output.err().print("interrupted")
-            code = ExitCode.INTERRUPTED
+            from qwenmem.cli import signals
+
+            code = signals.report(exc)
     except QwenmemError as exc:
         if debug:
             raise

@@ -21,7 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from qwenmem.core import confine, modes
+from qwenmem.core import confine, interrupts, modes
+from qwenmem.core.tempnames import remove_stale_temporaries, temp_name_for
 from qwenmem.core.errors import BusyError, ChangedUnderneathError, DiskFullError, UnsafeLinkError, WorkspaceError
 
 
@@ -121,7 +122,8 @@ def atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None = None
     its directory's owner.
     """
     try:
-        _atomic_write_bytes(Path(path), data, expected, mode)
+        with interrupts.deferred():  # Ctrl-C / SIGTERM wait for the rename: no temporary is left behind
+            _atomic_write_bytes(Path(path), data, expected, mode)
     except OSError as exc:
         raise _unwritable(Path(path), exc) from None
 
@@ -154,15 +156,6 @@ def _atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None, mode
         os.fsync(dfd)
 
 
-TEMP_SUFFIX = ".qwenmem-tmp"
-
-
-def temp_name_for(name: str, pid: int | None = None) -> str:
-    """`.NAME.PID-RANDOM.qwenmem-tmp`: hidden, and naming its owner, so a later run can tell a crash's leftover
-    (its pid is dead) from a temporary another run is writing right now (qwenmem.core.leftovers)."""
-    return f".{name[:80]}.{os.getpid() if pid is None else pid}-{secrets.token_hex(4)}{TEMP_SUFFIX}"
-
-
 def _create_temp(dfd: int, name: str) -> tuple[str, int]:
     """A new, empty 0600 temporary beside `name` (never wider than what it will become: the mode is set last)."""
     for _ in range(100):
@@ -185,7 +178,8 @@ def append_durably(path: Path, data: bytes, mode: int | None = None) -> None:
     """Append and fsync (for JSONL logs such as dialog/*.jsonl, which QwenPaw also only appends to). Appends always
     start on a fresh line. A new file gets `mode`, else the mode its place calls for, and its directory's owner."""
     try:
-        _append_durably(Path(path), data, mode)
+        with interrupts.deferred():
+            _append_durably(Path(path), data, mode)
     except OSError as exc:
         raise _unwritable(Path(path), exc) from None
 
@@ -264,7 +258,8 @@ def write_new_bytes(data: bytes, candidates: Iterable[Path], mode: int | None = 
 
 def _write_new(directory: Path, candidates: Iterable[Path], fill, mode: int | None,
                times_from: os.stat_result | None) -> Path:
-    with confine.parent_of(directory / "_", create_dirs=True, on_new_dir=modes.adopt_new_dir) as where:
+    with interrupts.deferred(), \
+            confine.parent_of(directory / "_", create_dirs=True, on_new_dir=modes.adopt_new_dir) as where:
         dfd = where.dir_fd
         real_dir = where.real.parent
         candidates = iter(candidates)
@@ -321,6 +316,8 @@ def exclusive_lock(lock_path: Path, what: str = "workspace"):
         with contextlib.suppress(OSError):  # read-only (see above): the pid is only a hint
             os.ftruncate(fd, 0)
             os.pwrite(fd, str(os.getpid()).encode(), 0)
+        if lock_path.name == "lock" and lock_path.parent.name == ".qwenmem":  # the workspace lock
+            _drop_crash_leftovers(lock_path.parent.parent)
         yield
     finally:
         with contextlib.suppress(OSError):
@@ -341,3 +338,10 @@ def _open_lock(lock_path: Path) -> int:
         os.fchmod(fd, 0o600)
         modes.give_owner(fd, None, where.dir_fd)
         return fd
+
+
+def _drop_crash_leftovers(workspace: Path) -> None:
+    """Under the workspace lock, temporaries of dead qwenmem processes (a SIGKILL, a power cut) are removed: they are
+    full copies of session or MEMORY.md text that nothing would ever read."""
+    with contextlib.suppress(OSError):
+        remove_stale_temporaries(workspace)
