@@ -78,9 +78,11 @@ def run(argv: list[str]) -> int:
     from qwenmem.cli.context import current_command
 
     current_command["path"] = None
+    from qwenmem.cli import signals
     from qwenmem.core import confine
 
     confine.reset_refusals()
+    signals.reset()
     debug = "--debug" in argv or bool(os.environ.get("QWENMEM_DEBUG"))
     # --debug is honoured wherever it appears, not only before the command name
     argv = ["--debug", *[a for a in argv if a != "--debug"]] if debug and "--debug" in argv else argv
@@ -88,10 +90,6 @@ def run(argv: list[str]) -> int:
         code = app(args=argv, prog_name="qwenmem", standalone_mode=False)
     except typer.Exit as exc:
         code = exc.exit_code
-        if isinstance(exc.__cause__, KeyboardInterrupt):  # Typer turns Ctrl-C / SIGTERM into a silent Exit(130)
-            from qwenmem.cli import signals
-
-            code = signals.report(exc.__cause__)
     except ClickException as exc:
         exc.show()
         code = ExitCode.USAGE
@@ -120,7 +118,7 @@ def run(argv: list[str]) -> int:
         if debug:
             raise
         code = _internal_error(argv, exc, current_command["path"])
-    return _with_refusals(int(code or 0))
+    return _with_refusals(signals.finish(int(code or 0)))  # Typer returns a Ctrl-C as a silent 130
 
 
 def _with_refusals(code: int) -> int:
