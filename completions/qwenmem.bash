@@ -9,7 +9,7 @@ _qwenmem() {
     done
     local words
     case "$path" in
-        "") words="compact completions demo dream info reindex search sessions --agent --debug --version --workspace -w" ;;
+        "") words="compact completions demo dream info reindex search sessions snapshot --agent --debug --version --workspace -w" ;;
         "compact") words="--agent --all --check --dry-run --force --instruction --json --llm-api-key --llm-base-url --llm-model --llm-retries --llm-timeout --longterm --max-input-length --no-longterm --no-prune --old-max-bytes --prune --prune-only --quiet --recent-max-bytes --recent-n --reserve-ratio --summarizer --threshold-ratio --tokenizer --workspace -n -q -w" ;;
         "completions") words="" ;;
         "demo") words="--into --keep --no-keep" ;;
@@ -22,13 +22,17 @@ _qwenmem() {
         "sessions repair") words="--agent --all --check --dry-run --fix-tool-pairs --from --from-backup --json --quiet --workspace -n -q -w" ;;
         "sessions restore") words="--agent --dry-run --json --run --workspace -n -w" ;;
         "sessions show") words="--agent --compressed --full --json --no-compressed --role --tail --thinking --workspace -w" ;;
+        "snapshot") words="list restore --agent --dry-run --json --keep --quiet --reason --workspace -m -n -q -w" ;;
+        "snapshot list") words="--agent --json --workspace -w" ;;
+        "snapshot restore") words="--agent --dry-run --exact --json --keep --path --quiet --workspace -n -q -w" ;;
     esac
     COMPREPLY=($(compgen -W "$words" -- "$cur"))
 }
 _qwenmem_subs() {
     case "$1" in
-        "") echo "compact completions demo dream info reindex search sessions" ;;
+        "") echo "compact completions demo dream info reindex search sessions snapshot" ;;
         "sessions") echo "list repair restore show" ;;
+        "snapshot") echo "list restore" ;;
     esac
 }
 complete -o default -F _qwenmem qwenmem

@@ -8,6 +8,7 @@ complete -c qwenmem -n '__fish_use_subcommand' -a info
 complete -c qwenmem -n '__fish_use_subcommand' -a reindex
 complete -c qwenmem -n '__fish_use_subcommand' -a search
 complete -c qwenmem -n '__fish_use_subcommand' -a sessions
+complete -c qwenmem -n '__fish_use_subcommand' -a snapshot
 complete -c qwenmem -n '__fish_use_subcommand' -l agent
 complete -c qwenmem -n '__fish_use_subcommand' -l debug
 complete -c qwenmem -n '__fish_use_subcommand' -l version
@@ -149,3 +150,31 @@ complete -c qwenmem -n '__fish_seen_subcommand_from show' -l tail
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l thinking
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l workspace
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -a list
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -a restore
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l keep
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l reason
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -s m
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -s q
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from list' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from list' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from list' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from list' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l exact
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l keep
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l path
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -s q
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -s w

@@ -5,7 +5,7 @@ from conftest import invoke
 ENVELOPE = {"qwenmem_json", "command", "status", "result", "warnings", "errors"}
 SESSION_ROW = {"key", "path", "channel", "user_id", "session_id", "identity", "ambiguous", "messages", "in_context",
                "tokens", "has_summary", "summary_tokens", "size", "modified", "first_timestamp", "last_timestamp",
-               "health", "problems", "stale_flat_copy"}
+               "health", "problems", "stale_flat_copy", "backups"}
 SHOW_RESULT = {"key", "path", "channel", "user_id", "session_id", "health", "salvaged", "problems", "summary",
                "total_messages", "messages"}
 INFO_RESULT = {"workspace", "root", "agent", "found_by", "notes", "files", "settings", "derived"}
@@ -58,3 +58,18 @@ def test_list_warnings_reach_json_too(sample_ws):
     doc = invoke("-w", str(sample_ws), "sessions", "list", "--json").json()
     assert any("1 corrupt session file" in w for w in doc["warnings"])
     assert any("ambiguously" in w for w in doc["warnings"])
+
+
+def test_error_before_the_workspace_is_opened_names_its_command(tmp_path):
+    # a usage error raised before any workspace lookup used to be reported as command "qwenmem"
+    doc = invoke("-w", str(tmp_path / "missing"), "compact", "some/session", "--all", "--json").json()
+    assert doc["command"] == "compact" and doc["status"] == "error" and doc["errors"][0]["code"] == "usage"
+    doc = invoke("-w", str(tmp_path / "missing"), "sessions", "repair", "--check", "--dry-run", "--json").json()
+    assert doc["command"] == "sessions repair"
+
+
+def test_json_after_double_dash_is_a_search_query_not_the_flag(sample_ws):
+    run = invoke("-w", str(sample_ws), "search", "--mode", "text", "--", "--json")
+    assert run.code == 0 and not run.stdout.lstrip().startswith("{")
+    doc = invoke("-w", str(sample_ws), "search", "--mode", "text", "--json", "--", "--json").json()
+    assert doc["result"]["query"] == "--json"

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from dataclasses import dataclass
+from typing import Annotated, Any, Optional
 
 import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
+from qwenmem.cli.errors import exit_code_for_compaction_failures
+from qwenmem.cli.result import CommandResult, ErrorItem, status_for
+from qwenmem.cli.runner import command
 from qwenmem.cli.options import (AgentOpt, DryRunFlag, JsonFlag, LLMBaseOpt, LLMKeyOpt, LLMModelOpt, LLMRetriesOpt,
                                  LLMTimeoutOpt, QuietFlag, TokenizerOpt, WorkspaceOpt)
 
@@ -38,8 +42,27 @@ RecentBytesOpt = Annotated[Optional[int], _Opt("--recent-max-bytes", min=1000, h
 InstructionOpt = Annotated[str, _Opt("--instruction", help="Extra instruction for the LLM summary (like "
                                                            "/compact <text>).")]
 
+
+@dataclass
+class CompactCheckResult:
+    """`compact --check --json` result."""
+
+    workspace: str
+    generation: str
+    sessions: list[Any]
+
+
+@dataclass
+class CompactResult:
+    """`compact --json` result."""
+
+    workspace: str
+    dry_run: bool
+    sessions: list[Any]
+
+
 def register(app: typer.Typer) -> None:
-    app.command("compact")(compact)
+    command(app, "compact")(compact)
 
 
 def compact(
@@ -70,7 +93,7 @@ def compact(
     json_out: JsonFlag = False,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
-) -> None:
+) -> CommandResult:
     """Compact sessions the way QwenPaw does: cut old tool outputs, summarize what leaves the context,
     and note it in the day's memory log. Removed messages go to dialog/<date>.jsonl; originals are backed up.
 
@@ -117,14 +140,9 @@ def compact(
                 if session:
                     raise
                 warnings.append(str(exc))
-        if json_out:
-            output.print_json("compact check", {"workspace": str(ws.path), "generation": settings.generation,
-                                                "sessions": reports}, warnings=warnings)
-            return
-        _render_check(reports, detailed=bool(session))
-        for w in warnings:
-            output.warn(w)
-        return
+        data = CompactCheckResult(str(ws.path), settings.generation, reports)
+        return CommandResult(data, warnings=warnings, command="compact check",
+                             render=lambda: _render_check(reports, detailed=bool(session)))
 
     if summarizer != "extractive" and not prune_only:
         from qwenmem.core.llm import resolve_llm_config
@@ -145,24 +163,11 @@ def compact(
     skipped = [r for r in reports if r.status == "skipped"]  # damaged sessions: repair first; a partial run
     warnings = [f"{r.key}: {w}" for r in reports for w in r.warnings]
     warnings += [f"{r.key}: skipped, {r.error}" for r in reports if r.status == "skipped"]
-    if json_out:
-        output.print_json("compact", {"workspace": str(ws.path), "dry_run": dry_run, "sessions": reports},
-                          status="problems" if failed or skipped else "ok", warnings=warnings,
-                          errors=[{"code": r.error_kind, "message": f"{r.key}: {r.error}"} for r in failed])
-    elif not quiet:
-        _render_results(reports, dry_run)
-    if not json_out:
-        for w in warnings:
-            output.warn(w)
-        for r in failed:
-            output.error_line(f"{r.key}: {r.error}")
-    if failed:
-        kinds = {r.error_kind for r in failed}
-        code = 5 if kinds == {"llm"} and len(failed) == len(reports) else 4 if kinds == {"changed"} and len(
-            failed) == len(reports) else 1
-        raise typer.Exit(code)
-    if skipped:
-        raise typer.Exit(1)
+    failures = [ErrorItem(r.error_kind, f"{r.key}: {r.error}") for r in failed]
+    code = exit_code_for_compaction_failures([r.error_kind for r in failed], len(reports)) if failed else None
+    return CommandResult(CompactResult(str(ws.path), dry_run, reports), status_for(bool(failed or skipped)),
+                         warnings=warnings, errors=failures, exit_code=code, quiet=False,
+                         render=None if quiet else lambda: _render_results(reports, dry_run))
 
 
 def _render_check(reports, detailed: bool) -> None:

@@ -55,3 +55,16 @@ def classify(exc: BaseException) -> tuple[ExitCode, str]:
         if isinstance(exc, cls):
             return code, name
     return ExitCode.PROBLEMS, "internal_error"
+
+
+#: how core/compaction names a session's failure in its report (one per session of a `compact --all` run)
+_COMPACTION_KINDS: dict[str, ExitCode] = {"llm": ExitCode.LLM, "changed": ExitCode.BUSY}
+
+
+def exit_code_for_compaction_failures(kinds: list[str], sessions: int) -> ExitCode:
+    """A run where every session failed the same named way exits with that name (LLM 5, BUSY 4); any other mix
+    of failures is a partial success (1)."""
+    distinct = set(kinds)
+    if len(kinds) == sessions and len(distinct) == 1 and next(iter(distinct)) in _COMPACTION_KINDS:
+        return _COMPACTION_KINDS[next(iter(distinct))]
+    return ExitCode.PROBLEMS

@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import AgentOpt, JsonFlag, WorkspaceOpt
+from qwenmem.cli.result import CommandResult
 
 
-def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt = None, agent: AgentOpt = None) -> None:
+@dataclass
+class InfoResult:
+    """`info --json` result."""
+
+    workspace: str
+    root: str
+    agent: str | None
+    found_by: str
+    notes: list[str]
+    files: dict[str, dict[str, Any]]
+    settings: list[dict[str, Any]]
+    derived: dict[str, int]
+
+
+def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt = None,
+         agent: AgentOpt = None) -> CommandResult:
     """Show the resolved workspace, its files, every setting with its source, and qwenmem's own data directory.
 
     Examples:
@@ -32,16 +51,15 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
         "backup/": ws.backup_dir,
         "qwenmem data": ws.data_dir,
     }
-    result = {
-        "workspace": str(ws.path), "root": str(ws.root), "agent": ws.agent_id, "found_by": ws.source,
-        "notes": list(ws.notes),
-        "files": {name: {"path": str(p), "exists": p.exists()} for name, p in files.items()},
-        "settings": [{"name": n, "value": v, "source": s} for n, v, s in settings.as_rows()],
-        "derived": {"compact_threshold": settings.compact_threshold, "reserve_tokens": settings.reserve_tokens},
-    }
-    if json_out:
-        output.print_json("info", result)
-        return
+    result = InfoResult(
+        str(ws.path), str(ws.root), ws.agent_id, ws.source, list(ws.notes),
+        {name: {"path": str(p), "exists": p.exists()} for name, p in files.items()},
+        [{"name": n, "value": v, "source": s} for n, v, s in settings.as_rows()],
+        {"compact_threshold": settings.compact_threshold, "reserve_tokens": settings.reserve_tokens})
+    return CommandResult(result, render=lambda: _render(ws, files, settings))
+
+
+def _render(ws: Any, files: dict[str, Any], settings: Any) -> None:
     from rich.table import Table
 
     con = output.out()

@@ -1,50 +1,45 @@
-"""`qwenmem search` and `qwenmem reindex`: hybrid full-text + vector search over the memory files."""
+"""`qwenmem search`: hybrid full-text + vector search over the memory files (`reindex` is cli/reindex.py)."""
 
 from __future__ import annotations
 
-import contextlib
-from typing import Annotated, Optional
+from dataclasses import dataclass
+from typing import Annotated, Any, Optional
 
 import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
-from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
+from qwenmem.cli.options import AgentOpt, JsonFlag, QuietFlag, WorkspaceOpt
+from qwenmem.cli.progress import progress_callback
+from qwenmem.cli.result import CommandResult
+from qwenmem.cli.runner import command
 
-EmbedderOpt = Annotated[Optional[str], typer.Option(
-    "--embedder", help="auto (QwenPaw's embedding endpoint if configured, else a local model), local, openai or none. "
-    "Default: whatever the index was built with.")]
-ModelOpt = Annotated[Optional[str], typer.Option(
-    "--model", help="Embedding model: a local directory, a cached Hugging Face name, or the openai model name.")]
+@dataclass
+class SearchHit:
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    text_score: float | None
+    vector_score: float | None
+    snippet: str
+    highlights: list[Any]
+
+
+@dataclass
+class SearchResult:
+    """`search --json` result."""
+
+    query: str
+    mode: str
+    fusion: str
+    embedder: str | None
+    count: int
+    hits: list[SearchHit]
 
 
 def register(app: typer.Typer) -> None:
-    app.command("search")(search_cmd)
-    app.command("reindex")(reindex_cmd)
-
-
-@contextlib.contextmanager
-def _progress_callback(quiet: bool):
-    """A Rich progress bar on stderr driven by core's (stage, done, total) callbacks, created on first use so a
-    search that needs no indexing does not pay for importing rich.progress."""
-    state: dict = {"prog": None, "tasks": {}}
-
-    def callback(stage: str, done: int, total: int) -> None:
-        if quiet:
-            return
-        if state["prog"] is None:
-            state["prog"], _, _ = output.progress("indexing", None, quiet)
-            state["prog"].start()
-        tasks = state["tasks"]
-        if stage not in tasks:
-            tasks[stage] = state["prog"].add_task(stage, total=total)
-        state["prog"].update(tasks[stage], completed=done, total=total)
-
-    try:
-        yield callback
-    finally:
-        if state["prog"] is not None:
-            state["prog"].stop()
+    command(app, "search")(search_cmd)
 
 
 def search_cmd(
@@ -65,7 +60,7 @@ def search_cmd(
     quiet: QuietFlag = False,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
-) -> None:
+) -> CommandResult:
     """Search the memory files (MEMORY.md, memory/*.md, and whatever `reindex --sources` added).
 
     A stale index is brought up to date incrementally first (only changed files are re-read and re-embedded);
@@ -84,21 +79,18 @@ def search_cmd(
 
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
-    with _progress_callback(quiet or json_out) as progress:
+    with progress_callback(quiet or json_out) as progress:
         result = search(ws, settings, query, mode=mode, fusion=fusion, max_results=max_results, min_score=min_score,
                         since=since, until=until, vector_weight=vector_weight, auto_reindex=not no_reindex,
                         progress=progress)
-    if json_out:
-        hits = [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line, "score": h.score,
-                 "text_score": h.text_score, "vector_score": h.vector_score, "snippet": h.snippet,
-                 "highlights": h.highlights} for h in result.hits]
-        output.print_json("search", {"query": result.query, "mode": result.mode, "fusion": result.fusion,
-                                     "embedder": result.embedder, "count": len(hits), "hits": hits},
-                          warnings=result.notices)
-        return
-    if not quiet:
-        for n in result.notices:
-            output.note(n)
+    hits = [SearchHit(h.path, h.start_line, h.end_line, h.score, h.text_score, h.vector_score, h.snippet,
+                      h.highlights) for h in result.hits]
+    data = SearchResult(result.query, result.mode, result.fusion, result.embedder, len(hits), hits)
+    return CommandResult(data, warnings=result.notices, warnings_as_notes=True, warnings_first=True, quiet=quiet,
+                         render=lambda: _render(result, query, quiet))
+
+
+def _render(result: Any, query: str, quiet: bool) -> None:
     if not result.hits:
         if not quiet:
             output.note(f"no results for {query!r}")
@@ -122,59 +114,3 @@ def _highlight(snippet: str, marks: list[tuple[int, int]]) -> str:
         at = end
     out.append(output.escape(snippet[at:]))
     return "".join(out)
-
-
-def reindex_cmd(
-    ctx: typer.Context,
-    full: Annotated[bool, typer.Option("--full", help="Rebuild everything (re-chunk and re-embed every file).")] = False,
-    sources: Annotated[Optional[str], typer.Option(
-        "--sources", help="Comma list: memory (MEMORY.md, memory/*.md), dialog (dialog/*.jsonl), sessions, or all. "
-        "Default: what the index already covers (memory at first).")] = None,
-    recursive: Annotated[Optional[bool], typer.Option(
-        "--recursive/--no-recursive", help="Include memory/**/*.md. Default: QwenPaw's recursive_file_watcher.")] = None,
-    embedder: EmbedderOpt = None,
-    model: ModelOpt = None,
-    dry_run: DryRunFlag = False,
-    json_out: JsonFlag = False,
-    quiet: QuietFlag = False,
-    workspace: WorkspaceOpt = None,
-    agent: AgentOpt = None,
-) -> None:
-    """Build or update the search index in <workspace>/.qwenmem/index/ (never QwenPaw's file_store/).
-
-    Incremental: unchanged files are skipped, unchanged chunks keep their vectors, deleted files drop out, and a
-    changed embedding model re-embeds everything (with a notice). A crash leaves the previous index in use.
-
-    Examples:
-
-      qwenmem reindex
-
-      qwenmem reindex --sources memory,dialog --recursive
-
-      qwenmem reindex --embedder none --full --json
-    """
-    from qwenmem.core.index import reindex
-    from qwenmem.core.settings import load_settings
-
-    ws = open_workspace(ctx, workspace, agent)
-    settings = load_settings(ws)
-    with _progress_callback(quiet or json_out) as progress:
-        result = reindex(ws, settings, full=full, sources=sources, progress=progress, recursive=recursive,
-                         backend=embedder, model=model, dry_run=dry_run)
-    if json_out:
-        output.print_json("reindex", result, warnings=result.notices)
-        return
-    if quiet:
-        return
-    for n in result.notices:
-        output.note(n)
-    changes = (f"{len(result.files_added)} added, {len(result.files_changed)} changed, "
-               f"{len(result.files_removed)} removed of {result.files_total} file(s)"
-               + (f", {len(result.files_skipped)} skipped" if result.files_skipped else ""))
-    if result.up_to_date:
-        output.out().print(f"index is up to date ({result.files_total} file(s), {result.chunks_total} chunks)")
-        return
-    verb = "would index" if dry_run else "indexed"
-    output.out().print(f"{verb}: {changes}; {result.chunks_total} chunks ({result.chunks_new} new); "
-                       f"{result.pieces_embedded} piece(s) embedded, {result.pieces_reused} reused; "
-                       f"embedder {result.embedder or 'none'}; {result.reason}; {result.seconds:.1f} s")

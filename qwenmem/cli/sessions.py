@@ -3,20 +3,58 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from dataclasses import dataclass
+from typing import Annotated, Any, Optional
 
 import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import AgentOpt, JsonFlag, TokenizerOpt, WorkspaceOpt
+from qwenmem.cli.errors import ExitCode
+from qwenmem.cli.result import CommandResult, Status, status_for
+from qwenmem.cli.runner import command
 
 app = typer.Typer(help="List, show and repair session files (short-term memory).", no_args_is_help=True)
 
 HEALTH_STYLE = {"ok": "green", "warnings": "yellow", "corrupt": "bold red"}
 
 
-@app.command("list")
+@dataclass
+class SessionsListResult:
+    """`sessions list --json` result."""
+
+    workspace: str
+    tokenizer: str
+    count: int
+    sessions: list[Any]
+
+
+@dataclass
+class ShownMessage:
+    index: int
+    marks: list[Any]
+    message: Any
+
+
+@dataclass
+class SessionsShowResult:
+    """`sessions show --json` result."""
+
+    key: str
+    path: str
+    channel: str | None
+    user_id: str | None
+    session_id: str | None
+    health: str
+    salvaged: bool
+    problems: list[str]
+    summary: str | None
+    total_messages: int
+    messages: list[ShownMessage]
+
+
+@command(app, "list")
 def list_cmd(
     ctx: typer.Context,
     channel: Annotated[Optional[str], typer.Option("--channel", help="Only this channel (sub-directory).")] = None,
@@ -29,7 +67,7 @@ def list_cmd(
     json_out: JsonFlag = False,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
-) -> None:
+) -> CommandResult:
     """List every session file with its health. Never modifies anything.
 
     Examples:
@@ -49,13 +87,16 @@ def list_cmd(
     counter = get_counter(tokenizer, settings.token_count_estimate_divisor)
     rows = list_sessions(ws, counter, channel, user, parse_since(since) if since else None, sort, reverse, limit)
     notes = _list_notes(rows)
-    if json_out:
-        output.print_json("sessions list", {"workspace": str(ws.path), "tokenizer": counter.name,
-                                            "count": len(rows), "sessions": rows}, warnings=notes)
-        return
-    if not rows:
-        output.note(f"no session files under {ws.sessions_dir}")
-        return
+    data = SessionsListResult(str(ws.path), counter.name, len(rows), rows)
+    if not rows:  # nothing listed: say which filter matched nothing (a plain note for people)
+        from qwenmem.core.listing import no_match_note
+
+        notes.append(no_match_note(ws, channel, user, parse_since(since) if since else None))
+        return CommandResult(data, warnings=notes, warnings_as_notes=True)
+    return CommandResult(data, warnings=notes, render=lambda: _render_list(rows))
+
+
+def _render_list(rows: list[Any]) -> None:
     from rich.table import Table
 
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
@@ -68,9 +109,11 @@ def list_cmd(
         table.add_row(output.escape(r.key), output.escape(r.channel or "(flat)"), output.escape(who), str(r.messages),
                       f"{r.tokens:,}", "yes" if r.has_summary else "-", output.human_size(r.size),
                       _local_minute(r.modified), f"[{HEALTH_STYLE[r.health]}]{r.health}[/]")
+        for b in r.backups:  # what `repair --from-backup` would read, under the session it backs up
+            table.add_row("  ↳ " + output.escape(b["path"].rsplit(".json.", 1)[-1]), "", "", str(b["messages"]), "",
+                          "", output.human_size(b["size"]), _local_minute(b["modified"]),
+                          f"[{HEALTH_STYLE[b['health']]}]{b['health']}[/]")
     output.out().print(table)
-    for text in notes:
-        output.warn(text)
 
 
 def _list_notes(rows) -> list[str]:
@@ -82,19 +125,19 @@ def _list_notes(rows) -> list[str]:
     if ambiguous:
         notes.append(f"{ambiguous} file name(s) split ambiguously at '_' into user and session (marked ?); "
                      "chats.json would settle it")
-    bad = sum(r.health == "corrupt" for r in rows)
     # CoPaw's *.json.backup_* copies are listed, but `repair --check`/`--all` cover live sessions only
     bad_backups = [r.key for r in rows if r.health == "corrupt" and BACKUP_RE.search(r.path)]
-    if bad - len(bad_backups):
-        notes.append(f"{bad - len(bad_backups)} corrupt session file(s); run `qwenmem sessions repair --check` "
-                     "for details")
+    bad = sum(r.health == "corrupt" for r in rows) - len(bad_backups)
+    bad_backups += [b["key"] for r in rows for b in r.backups if b["health"] == "corrupt"]
+    if bad:
+        notes.append(f"{bad} corrupt session file(s); run `qwenmem sessions repair --check` for details")
     if bad_backups:
         notes.append(f"{len(bad_backups)} damaged backup copy(ies), which `repair --all` leaves alone; name one to "
                      f"check it: `qwenmem sessions repair {bad_backups[0]} --check`")
     return notes
 
 
-@app.command("show")
+@command(app, "show")
 def show_cmd(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="Session key, file name, path, or QwenPaw session id.")],
@@ -106,7 +149,7 @@ def show_cmd(
     json_out: JsonFlag = False,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
-) -> None:
+) -> CommandResult:
     """Show one conversation readably: roles, names, timestamps, tool calls, summary.
 
     Examples:
@@ -129,25 +172,27 @@ def show_cmd(
         indexed = [(i, e) for i, e in indexed if isinstance(e.msg, dict) and e.msg.get("role") == role]
     if tail:
         indexed = indexed[-tail:]
-    if json_out:
-        output.print_json("sessions show", {
-            "key": ref.key, "path": ref.rel, "channel": ref.channel, "user_id": ref.user_id,
-            "session_id": ref.session_id, "health": loaded.health, "salvaged": loaded.salvaged,
-            "problems": loaded.problems, "summary": doc.summary if doc else None, "total_messages": len(entries),
-            "messages": [{"index": i, "marks": e.marks, "message": e.msg} for i, e in indexed]},
-            status="problems" if loaded.health == "corrupt" else "ok")
-        if doc is None:  # nothing salvaged: the same exit status as without --json
-            raise typer.Exit(1)
-        return
+    data = SessionsShowResult(
+        ref.key, ref.rel, ref.channel, ref.user_id, ref.session_id, loaded.health, loaded.salvaged, loaded.problems,
+        doc.summary if doc else None, len(entries), [ShownMessage(i, e.marks, e.msg) for i, e in indexed])
+    warnings: list[str] = []
+    if doc is None:  # nothing salvaged: exit 1, with or without --json
+        return CommandResult(data, Status.PROBLEMS, errors=[_nothing_salvaged(ref, loaded)])
     if loaded.health == "corrupt":
-        if doc is None:
-            output.error_line(f"{ref.rel}: nothing can be salvaged ({'; '.join(loaded.problems)})")
-            raise typer.Exit(1)
-        output.warn(f"{ref.rel} is damaged; showing the {len(entries)} message(s) that can be salvaged "
-                    f"({'; '.join(loaded.problems)})")
+        warnings.append(f"{ref.rel} is damaged; showing the {len(entries)} message(s) that can be salvaged "
+                        f"({'; '.join(loaded.problems)})")
     elif loaded.problems:
-        output.warn("; ".join(loaded.problems[:5]) + (" …" if len(loaded.problems) > 5 else ""))
-    _render_conversation(ref, doc, indexed, len(entries), full, thinking)
+        warnings.append("; ".join(loaded.problems[:5]) + (" …" if len(loaded.problems) > 5 else ""))
+    # a damaged file that could be salvaged is shown, and is no failure: exit 0 as before, status problems
+    return CommandResult(data, status_for(loaded.health == "corrupt"), warnings=warnings,
+                         exit_code=ExitCode.OK, warnings_first=True,
+                         render=lambda: _render_conversation(ref, doc, indexed, len(entries), full, thinking))
+
+
+def _nothing_salvaged(ref: Any, loaded: Any) -> Any:
+    from qwenmem.cli.result import ErrorItem
+
+    return ErrorItem("unrecoverable", f"{ref.rel}: nothing can be salvaged ({'; '.join(loaded.problems)})")
 
 
 def _local_minute(iso: str | None) -> str:

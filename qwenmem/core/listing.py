@@ -9,7 +9,7 @@ import os
 import re
 
 from qwenmem.core.errors import UsageError
-from qwenmem.core.sessions import LoadedSession, iter_session_refs, load_session
+from qwenmem.core.sessions import LoadedSession, backed_up_name, is_session_backup, iter_session_refs, load_session
 from qwenmem.core.tokens import EstimateCounter, TokenCounter, get_counter, message_tokens
 from qwenmem.core.workspace import Workspace
 
@@ -37,6 +37,31 @@ class SessionRow:
     health: str
     problems: list[str] = field(default_factory=list)
     stale_flat_copy: bool = False
+    backups: list[dict] = field(default_factory=list)  # this session's *.json.backup_* siblings (BACKUP_FIELDS)
+
+
+BACKUP_FIELDS = ("key", "path", "messages", "size", "modified", "health", "problems")
+
+
+def fold_backups(rows: list[SessionRow]) -> list[SessionRow]:
+    """A backup sibling goes under the session it backs up, not in a row of its own; one whose session file is
+    gone keeps its row (it may be all that is left: `repair --from-backup` rebuilds the session from it)."""
+    live = {r.path: r for r in rows if not is_session_backup(r.path.rsplit("/", 1)[-1])}
+    out = []
+    for row in rows:
+        head, _, name = row.path.rpartition("/")
+        if not is_session_backup(name):
+            out.append(row)
+            continue
+        owner = live.get(f"{head}/{backed_up_name(name)}" if head else backed_up_name(name))
+        if owner is None:
+            row.problems = row.problems + [f"a backup copy of {backed_up_name(name)}, which does not exist"]
+            out.append(row)
+        else:
+            owner.backups.append({k: getattr(row, k) for k in BACKUP_FIELDS})
+    for row in out:
+        row.backups.sort(key=lambda b: b["path"])
+    return out
 
 
 def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
@@ -112,6 +137,36 @@ def parse_since(value: str, now: datetime | None = None) -> datetime:
     return parsed if parsed.tzinfo else parsed.astimezone()
 
 
+def matches_user(ref, user: str) -> bool:
+    """The user id, or any user id an ambiguous file name could split into (`ou_x_y.json` may be user `ou_x`)."""
+    return ref.user_id == user or any(u == user for u, _ in ref.alternatives)
+
+
+def _names(values) -> str:
+    names = sorted(v for v in set(values) if v)
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    return shown or "none"
+
+
+def no_match_note(ws: Workspace, channel: str | None = None, user: str | None = None, since: datetime | None = None) -> str:
+    """Why `sessions list` printed nothing: no files at all, or filters that match none of them (and what exists)."""
+    refs = list(iter_session_refs(ws))
+    if not refs:
+        return f"no session files under {ws.sessions_dir}"
+    given = [f"--{name} {value}" for name, value in (("channel", channel), ("user", user)) if value is not None]
+    if since is not None:
+        given.append(f"--since {since.isoformat(timespec='seconds')}")
+    hints = []
+    if channel is not None:
+        hints.append(f"channels: {_names(r.channel for r in refs)}")
+    if user is not None:
+        scope = [r for r in refs if channel is None or (r.channel or "") == channel]
+        users = (u for r in scope for u in ([r.user_id] if not r.ambiguous else [a for a, _ in r.alternatives]))
+        hints.append(f"users{' in ' + channel if channel is not None else ''}: {_names(users)}")
+    return (f"no session matches {' '.join(given) or 'the filters'} ({len(refs)} session file(s) in "
+            f"{ws.sessions_dir}" + ("; " + "; ".join(hints) if hints else "") + ")")
+
+
 def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = None, user: str | None = None,
                   since: datetime | None = None, sort: str = "modified", reverse: bool = False,
                   limit: int | None = None) -> list[SessionRow]:
@@ -121,7 +176,7 @@ def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = No
     for ref in iter_session_refs(ws, include_backups=True):
         if channel is not None and (ref.channel or "") != channel:
             continue
-        if user is not None and ref.user_id != user:
+        if user is not None and not matches_user(ref, user):
             continue
         if since is not None:
             try:
@@ -130,7 +185,7 @@ def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = No
             except OSError:
                 pass
         refs.append(ref)
-    rows = _rows(refs, counter)
+    rows = fold_backups(_rows(refs, counter))
     keyfunc = {
         "modified": lambda r: r.modified or "",
         "name": lambda r: r.key,

@@ -158,6 +158,9 @@ def content_warnings(session: S.SessionDoc, text: str | None = None) -> list[str
     """Problems in a structurally valid session that QwenPaw would trip over. One pass, no re-serialising
     (this runs for every file in `sessions list`)."""
     warnings: list[str] = []
+    if session.layout == "memory":
+        warnings.append("no \"agent\" object around the agent state (QwenPaw loads this as an empty session; "
+                        "`qwenmem sessions repair` rebuilds it)")
     toolkit = session.agent.get("toolkit", {"active_groups": []}) if session.layout == "agent" else None
     if session.layout == "agent" and not (type(toolkit) is dict and set(toolkit) <= {"active_groups"}
                                           and type(toolkit.get("active_groups", [])) is list):

@@ -64,7 +64,7 @@ class SessionRef:
 
     @property
     def is_backup(self) -> bool:
-        return bool(BACKUP_RE.search(self.path.name))
+        return is_session_backup(self.path.name)
 
     @property
     def key(self) -> str:
@@ -125,10 +125,23 @@ def _identify(path: Path, ws: Workspace, chats_by_location: dict[tuple[str | Non
     stem = stem[:-5] if stem.endswith(".json") else stem
     splits = _split_candidates(stem)
     if not splits:
-        return SessionRef(path, rel, channel, None, stem, "filename", stale_flat_copy=stale)
+        return SessionRef(path, rel, channel if channel is not None else channel_from_session_id(stem), None, stem,
+                          "filename", stale_flat_copy=stale)
     user, sid = splits[0]
+    if channel is None:
+        channel = next((c for _, s in splits if (c := channel_from_session_id(s))), None)
     return SessionRef(path, rel, channel, user, sid, "filename (ambiguous)" if len(splits) > 1 else "filename",
                       alternatives=splits, stale_flat_copy=stale)
+
+
+_CHANNEL_PREFIX = re.compile(r"^([A-Za-z][A-Za-z0-9]*)--.")
+
+
+def channel_from_session_id(sanitized_sid: str) -> str | None:
+    """The channel a flat legacy file belongs to, when its name carries it: channels name their sessions
+    `<channel>:<sender>` (spec §2.1), which the file name holds as `<channel>--<sender>`. Console sessions carry none."""
+    m = _CHANNEL_PREFIX.match(sanitized_sid)
+    return m.group(1) if m else None
 
 
 def _channel_dirs(ws: Workspace) -> list[str]:
@@ -141,9 +154,20 @@ def _channel_dirs(ws: Workspace) -> list[str]:
 BACKUP_RE = re.compile(r"\.json\.(backup_[0-9_]+|bak)$")
 
 
+def is_session_backup(name: str) -> bool:
+    """A QwenPaw/CoPaw backup sibling of a session (`*.json.backup_YYYYMMDD_HHMMSS`, `*.json.bak`): evidence that
+    `repair --from-backup` reads, never a live session of its own (not listed as one, never indexed)."""
+    return bool(BACKUP_RE.search(name))
+
+
+def backed_up_name(name: str) -> str:
+    """The session file name a backup sibling is a copy of: `main_main.json.backup_20260316_203609` → `main_main.json`."""
+    return BACKUP_RE.sub(".json", name)
+
+
 def is_session_file_name(name: str, include_backups: bool = True) -> bool:
     """`*.json` sessions, plus CoPaw's `*.json.backup_YYYYMMDD_HHMMSS` copies (listed so damage there shows too)."""
-    return name.endswith(".json") or (include_backups and bool(BACKUP_RE.search(name)))
+    return name.endswith(".json") or (include_backups and is_session_backup(name))
 
 
 def iter_session_files(ws: Workspace, include_legacy_weixin: bool = False, include_backups: bool = False) -> Iterator[Path]:
@@ -431,7 +455,13 @@ def parse_session_bytes(data: bytes) -> tuple[SessionDoc | None, list[str], bool
     try:
         session = session_from_obj(obj)
     except NotASessionError as exc:
-        return None, problems + [str(exc)], True
+        # QwenPaw loads any such value as an empty session and saves that over it: find the messages it holds
+        salvage = recovery.salvage_text(text)
+        if salvage.session is None:
+            return None, problems + [str(exc)] + salvage.notes, True
+        return salvage.session, problems + [
+            f"{exc}; QwenPaw loads it as an empty session (`qwenmem sessions repair` rebuilds one around its "
+            f"{len(salvage.session.content)} message(s))"], True
     problems.extend(recovery.content_warnings(session, text))
     return session, problems, bool(problems and any("cannot load" in p or "empty session" in p for p in problems))
 

@@ -1,0 +1,21 @@
+"""One session model for every QwenPaw generation, with a reader and a writer per generation.
+
+Layers (each imports only the ones above it; tests/test_qwenpaw2_architecture.py enforces it):
+
+  codec.py   bytes <-> JSON document, exactly as QwenPaw serialises (imports nothing from qwenmem)
+  model.py   the generation-neutral view: Session, Message, Block (imports nothing from qwenmem)
+  gen1.py    CoPaw / QwenPaw 1.x `agent.memory` reader and writer
+  gen2.py    QwenPaw 2.x `agent.state` reader and writer (AgentScope 2.0 Msg dicts, scroll, mode_state)
+  detect.py  which generation a document / a workspace is (spec qwenpaw2-workspace.md §7.2)
+
+A `Session` is a *view* over the raw JSON document: the document is never rebuilt from the model, so every key
+(known or not) survives and `codec.dumps_document(session.doc)` gives the original bytes back for a file QwenPaw
+wrote. Writers change the document in place (gen1.set_messages / gen2.set_messages) and then re-read it.
+"""
+
+from qwenmem.core.session_model.codec import dumps_document, encode_document, loads_document
+from qwenmem.core.session_model.detect import (GEN1, GEN2, classify_document, read_document)
+from qwenmem.core.session_model.model import Block, Message, ScrollState, Session
+
+__all__ = ["Block", "Message", "ScrollState", "Session", "GEN1", "GEN2", "classify_document", "read_document",
+           "dumps_document", "encode_document", "loads_document"]
