@@ -1,7 +1,7 @@
 """Ctrl-C and SIGTERM: one line and exit 130 / 143, at a safe point, whenever they arrive.
 
-The entry point (`qwenmem` script and `python -m qwenmem`) is `main` here: it installs the handlers before it
-imports anything heavy (Typer, the command modules), so a Ctrl-C in the first milliseconds is handled like any
+The entry point (`qwenmem` script and `python -m qwenmem`, qwenmem/cli/entry.py) installs these handlers before
+it imports anything heavy (Typer, the command modules), so a Ctrl-C in the first milliseconds is handled like any
 later one instead of printing a traceback from inside an import. What happens before the first line of qwenmem
 runs (the interpreter's own start-up, ~40 ms on a loaded machine) is Python's; a launcher that blocks SIGINT and
 SIGTERM across exec closes that window too, since install() unblocks them once the handlers are in place.
@@ -82,13 +82,3 @@ def report(exc: BaseException) -> int:
     except (OSError, ValueError):
         pass
     return code
-
-
-def main(argv: list[str] | None = None) -> None:
-    try:
-        install()  # inside the try: a signal held until now is raised as soon as it is unblocked
-        from qwenmem.cli.app import main as app_main
-
-        app_main(argv)
-    except KeyboardInterrupt as exc:  # arrived before (or outside) the app's own error mapping
-        sys.exit(report(exc))
