@@ -39,4 +39,9 @@ def main(argv: list[str] | None = None) -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError):
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
-    sys.exit(run(list(sys.argv[1:] if argv is None else argv)))
+    args = list(sys.argv[1:] if argv is None else argv)
+    from qwenmem.core.redact import masked_output
+
+    with masked_output(argv=args):  # no configured API key in anything printed (qwenmem/core/redact.py)
+        code = run(args)
+    sys.exit(code)

@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from qwenmem.core import redact
 from qwenmem.core.fsio import append_durably
 
 CHANGELOG_NAME = "dream_changelog.jsonl"
@@ -52,7 +53,7 @@ class ChangelogEntry:
 
 def append_entry(backup_dir: Path, entry: ChangelogEntry) -> Path:
     path = Path(backup_dir) / CHANGELOG_NAME
-    line = json.dumps(asdict(entry), ensure_ascii=False, sort_keys=False) + "\n"
+    line = redact.redact(json.dumps(asdict(entry), ensure_ascii=False, sort_keys=False)) + "\n"  # no key in the log
     # backslashreplace turns a lone surrogate (from an LLM's change reason) into a valid JSON \\udXXXX escape
     append_durably(path, line.encode("utf-8", "backslashreplace"))
     return path
