@@ -4,7 +4,7 @@ A root cron job must leave a user's workspace usable by that user, and a copy of
 - everything new gets the owner (uid, gid) of the directory it is created in (only root can give that away);
 - a replaced file keeps its own mode and owner; a copy keeps its source's mode (never wider);
 - a new file in a private area (qwenmem's own data, sessions, dialog logs, offloaded tool results: conversation
-  text) is 0600 and a new directory there 0700; elsewhere a new file follows its directory's mode (never
+  text; backup/: copies of MEMORY.md and the dream change log) is 0600 and a new directory there 0700; elsewhere a new file follows its directory's mode (never
   world-writable) and a new directory its parent's.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from qwenmem.core import confine
 
-PRIVATE_AREAS = frozenset({".qwenmem", "sessions", "dialog", "tool_results"})
+PRIVATE_AREAS = frozenset({".qwenmem", "sessions", "dialog", "tool_results", "backup"})
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 

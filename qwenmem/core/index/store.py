@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from qwenmem.core import confine
+from qwenmem.core import confine, modes
 from qwenmem.core.fsio import atomic_write_bytes, fsync_dir
 
 FORMAT = 1
@@ -67,6 +67,7 @@ def new_generation_dir(ws) -> Path:
 
 def publish(ws, gen: Path) -> None:
     """Make `gen` the live generation (atomic), then drop every other generation."""
+    modes.adopt_tree(index_dir(ws))  # Whoosh wrote its files itself: the workspace's owner, private modes
     for f in gen.rglob("*"):
         if f.is_file():
             fd = os.open(f, os.O_RDONLY)
