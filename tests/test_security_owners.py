@@ -7,19 +7,16 @@ and then every command must work when run as that user.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat
-import subprocess
-import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SAMPLE
+from conftest import SAMPLE
+from security_fixtures import run_commands
 
 USER = 65534  # nobody
 COMPACT = ["compact", "--all", "--max-input-length", "1200", "--summarizer", "extractive"]
@@ -31,27 +28,6 @@ EVERY = [["info"], ["sessions", "list"], ["sessions", "show", "default_legacy_tr
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
                                 reason="needs root: it runs qwenmem as root on another user's workspace")
-
-# Runs in a child: the interpreter lives under /root (unreadable to the user), so the child warms every import up
-# on a scratch copy first, then drops to the user with os.setgid/os.setuid and runs the real command lines.
-CHILD = textwrap.dedent("""
-    import contextlib, io, json, os, sys
-    from qwenmem.cli.app import run
-    scratch, target, uid, as_user, commands = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", json.loads(sys.argv[5])
-    def go(ws, argv):
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = run(["-w", ws, *argv])
-        return {"argv": argv, "code": code, "stderr": err.getvalue()}
-    if as_user:
-        for argv in commands:
-            go(scratch, argv)
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-    print(json.dumps([go(target, argv) for argv in commands]))
-""")
-
 
 def _workspace_of(parent: Path, name: str) -> Path:
     ws = parent / name
@@ -71,11 +47,7 @@ def _give_to_user(ws: Path) -> None:
 
 
 def _run(ws: Path, scratch: Path, commands, as_user: bool) -> list[dict]:
-    env = dict(os.environ, PYTHONPATH=str(REPO), HOME=str(ws.parent), NO_COLOR="1")
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(scratch), str(ws), str(USER), "1" if as_user else "0",
-                           json.dumps(commands)], capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_commands(ws, scratch, commands, USER if as_user else None)
 
 
 def _inventory(ws: Path) -> dict[str, os.stat_result]:

@@ -16,21 +16,26 @@ def run(argv: list[str]) -> int:
 
     from qwenmem.cli import signals
     from qwenmem.cli.runner import execute
-    from qwenmem.core import confine
+    from qwenmem.core import confine, fsio
 
     confine.reset_refusals()
+    fsio.reset_disk_full_events()
     signals.reset()
     code = execute(typer.main.get_command(app), argv)
     return _with_refusals(signals.finish(code))  # Typer returns a Ctrl-C as a silent 130
 
 
 def _with_refusals(code: int) -> int:
-    """A run that skipped a link leading out of the workspace (qwenmem.core.confine) did the rest, and says so
-    with its own exit code instead of 0 (or 1, which it would hide)."""
+    """A run that skipped a link leading out of the workspace (qwenmem.core.confine), or a file it had no room to
+    write, did the rest (and said what), and says so with its own exit code instead of 0 (or 1, which hides it)."""
     from qwenmem.cli.errors import ExitCode
-    from qwenmem.core import confine
+    from qwenmem.core import confine, fsio
 
-    return int(ExitCode.UNSAFE_LINK) if code in (ExitCode.OK, ExitCode.PROBLEMS) and confine.refusals() else code
+    if code not in (ExitCode.OK, ExitCode.PROBLEMS):
+        return code
+    if fsio.disk_full_events():
+        return int(ExitCode.DISK_FULL)
+    return int(ExitCode.UNSAFE_LINK) if confine.refusals() else code
 
 
 def main(argv: list[str] | None = None) -> None:

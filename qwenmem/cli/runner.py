@@ -91,6 +91,12 @@ def runs(fn: F) -> F:
             if st.debug:
                 raise
             result = CommandResult.failure(exc)
+        except OSError as exc:  # a full disk, an unreadable directory: one line and a documented code, not a bug
+            if st.debug:
+                raise
+            from qwenmem.core.fsio import as_domain_error
+
+            result = CommandResult.failure(as_domain_error(exc))
         except Exception as exc:  # noqa: BLE001 - one line (and one envelope), not a traceback; EOFError too,
             if st.debug:  # which click would turn into Abort ("interrupted"): qwenmem never prompts
                 raise

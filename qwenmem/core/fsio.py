@@ -23,7 +23,8 @@ from typing import Iterable, Iterator
 
 from qwenmem.core import confine, interrupts, modes
 from qwenmem.core.tempnames import remove_stale_temporaries, temp_name_for
-from qwenmem.core.errors import BusyError, ChangedUnderneathError, DiskFullError, UnsafeLinkError, WorkspaceError
+from qwenmem.core.errors import (BusyError, ChangedUnderneathError, DiskFullError, QwenmemError, UnsafeLinkError,
+                                 WorkspaceError)
 
 
 @dataclass(frozen=True)
@@ -103,10 +104,42 @@ def ensure_unchanged(expected: Snapshot) -> None:
 
 def _unwritable(path: Path, exc: OSError) -> WorkspaceError:
     if exc.errno in _NO_SPACE:
-        free = modes.free_bytes(Path(path).parent)
-        room = f"{free} bytes free" if free is not None else "free space unknown"
-        return DiskFullError(f"{path}: no space left on the device ({room}); it was left as it was")
+        return _disk_full(Path(path), "it was left as it was")
     return WorkspaceError(f"{path}: cannot write ({exc.strerror or exc}); it was left as it was")
+
+
+_disk_full_events: list[str] = []
+
+
+def _disk_full(path: Path, outcome: str) -> DiskFullError:
+    free = modes.free_bytes(path.parent)
+    room = f"{free} bytes free" if free is not None else "free space unknown"
+    message = f"{path}: no space left on the device ({room}); {outcome}"
+    _disk_full_events.append(message)
+    return DiskFullError(message)
+
+
+def disk_full_events() -> list[str]:
+    """Every write this process could not do for want of space (a run that went on past one exits DISK_FULL)."""
+    return list(_disk_full_events)
+
+
+def reset_disk_full_events() -> None:
+    _disk_full_events.clear()
+
+
+def as_domain_error(exc: OSError, path: Path | str | None = None, outcome: str = "stopped there") -> QwenmemError:
+    """An OS error that escaped a command (a full disk, a directory it may not read) as one line with a
+    documented exit code, instead of an internal error: DiskFullError (with the free space), UnsafeLinkError
+    for a symlink loop, WorkspaceError for permission denied and the rest."""
+    where = Path(path or exc.filename or "a file")
+    if exc.errno in _NO_SPACE:
+        return _disk_full(where, outcome)
+    if exc.errno == errno.ELOOP:
+        return UnsafeLinkError(f"{where}: a symlink loop; not followed")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return WorkspaceError(f"{where}: permission denied; {outcome}")
+    return WorkspaceError(f"{where}: {exc.strerror or exc}; {outcome}")
 
 
 _NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
@@ -345,3 +378,26 @@ def _drop_crash_leftovers(workspace: Path) -> None:
     full copies of session or MEMORY.md text that nothing would ever read."""
     with contextlib.suppress(OSError):
         remove_stale_temporaries(workspace)
+
+
+MAX_LINE_BYTES = 64 * 1024 * 1024  # a JSONL line (one message) is kilobytes; a 1 GB "line" is damage, not data
+
+
+def iter_lines_bounded(fh, max_line: int = MAX_LINE_BYTES, skipped: list[int] | None = None) -> Iterator[bytes]:
+    """The lines of a binary file in bounded memory: a line longer than `max_line` (a sparse or corrupt file that is
+    one giant line of NULs) is read past in pieces and not yielded; its length goes to `skipped`."""
+    while True:
+        line = fh.readline(max_line + 1)
+        if not line:
+            return
+        if len(line) <= max_line:
+            yield line
+            continue
+        length = len(line)
+        while not line.endswith(b"\n"):
+            line = fh.readline(1 << 20)
+            if not line:
+                break
+            length += len(line)
+        if skipped is not None:
+            skipped.append(length)
