@@ -4,13 +4,16 @@ complete -c qwenmem -n '__fish_use_subcommand' -a compact
 complete -c qwenmem -n '__fish_use_subcommand' -a completions
 complete -c qwenmem -n '__fish_use_subcommand' -a demo
 complete -c qwenmem -n '__fish_use_subcommand' -a dream
+complete -c qwenmem -n '__fish_use_subcommand' -a fleet
 complete -c qwenmem -n '__fish_use_subcommand' -a info
 complete -c qwenmem -n '__fish_use_subcommand' -a reindex
 complete -c qwenmem -n '__fish_use_subcommand' -a search
 complete -c qwenmem -n '__fish_use_subcommand' -a sessions
 complete -c qwenmem -n '__fish_use_subcommand' -a snapshot
 complete -c qwenmem -n '__fish_use_subcommand' -l agent
+complete -c qwenmem -n '__fish_use_subcommand' -l color
 complete -c qwenmem -n '__fish_use_subcommand' -l debug
+complete -c qwenmem -n '__fish_use_subcommand' -l no-pager
 complete -c qwenmem -n '__fish_use_subcommand' -l version
 complete -c qwenmem -n '__fish_use_subcommand' -l workspace
 complete -c qwenmem -n '__fish_use_subcommand' -s w
@@ -19,6 +22,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l all
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l check
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l dry-run
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l force
+complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l format
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l instruction
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l llm-api-key
@@ -72,6 +76,19 @@ complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l workspace
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -s n
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -s q
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l backoff
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l engine
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l from
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l jobs
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l resume
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l retries
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l scheduler
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l timeout
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -s j
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -s q
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l agent
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l workspace
@@ -111,6 +128,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from sessions' -a restore
 complete -c qwenmem -n '__fish_seen_subcommand_from sessions' -a show
 complete -c qwenmem -n '__fish_seen_subcommand_from list' -l agent
 complete -c qwenmem -n '__fish_seen_subcommand_from list' -l channel
+complete -c qwenmem -n '__fish_seen_subcommand_from list' -l format
 complete -c qwenmem -n '__fish_seen_subcommand_from list' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from list' -l limit
 complete -c qwenmem -n '__fish_seen_subcommand_from list' -l reverse
@@ -125,6 +143,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l all
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l check
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l dry-run
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l fix-tool-pairs
+complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l format
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l from
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l from-backup
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l json

@@ -6,7 +6,7 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from qwenmem.cli import (compact, completion, demo, dream, info, reindex, repair, restore, runner, search,
+    from qwenmem.cli import (compact, completion, demo, dream, fleet, info, reindex, repair, restore, runner, search,
                              sessions, snapshot)
 
     repair.register(sessions.app)
@@ -20,3 +20,4 @@ def register(app: typer.Typer) -> None:
     runner.command(app, "info")(info.info)
     runner.command(app, "demo")(demo.demo)
     runner.command(app, "completions")(completion.completions)
+    fleet.register(app)

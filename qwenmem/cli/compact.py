@@ -10,9 +10,12 @@ import typer
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.errors import exit_code_for_compaction_failures
+from qwenmem.cli.output import OutputFormat
 from qwenmem.cli.result import CommandResult, ErrorItem, status_for
+from qwenmem.cli.tables import Cell, Column, Kind, number
+from qwenmem.cli.tables import render as render_table
 from qwenmem.cli.runner import command
-from qwenmem.cli.options import (AgentOpt, DryRunFlag, JsonFlag, LLMBaseOpt, LLMKeyOpt, LLMModelOpt, LLMRetriesOpt,
+from qwenmem.cli.options import (AgentOpt, DryRunFlag, FormatOpt, JsonFlag, LLMBaseOpt, LLMKeyOpt, LLMModelOpt, LLMRetriesOpt,
                                  LLMTimeoutOpt, QuietFlag, TokenizerOpt, WorkspaceOpt)
 
 
@@ -91,6 +94,7 @@ def compact(
     llm_retries: LLMRetriesOpt = None,
     quiet: QuietFlag = False,
     json_out: JsonFlag = False,
+    output_format: FormatOpt = OutputFormat.TABLE,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
 ) -> CommandResult:
@@ -170,24 +174,25 @@ def compact(
                          render=None if quiet else lambda: _render_results(reports, dry_run))
 
 
-def _render_check(reports, detailed: bool) -> None:
-    from rich.table import Table
+CHECK_COLUMNS = (Column("session", Kind.KEY), Column("msgs", Kind.NUMBER, "right"),
+                 Column("system", Kind.NUMBER, "right", drop=2), Column("summary", Kind.NUMBER, "right", drop=1),
+                 Column("messages", Kind.NUMBER, "right"), Column("tool out", Kind.NUMBER, "right", drop=1),
+                 Column("threshold", Kind.NUMBER, "right"), Column("room", Kind.NUMBER, "right"),
+                 Column("compact?", Kind.LABEL), Column("keep", Kind.NUMBER, "right"))
 
+
+def _render_check(reports: list[Any], detailed: bool) -> None:
     con = output.out()
     if not reports:
         output.note("no sessions to check")
         return
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col, just in (("session", "left"), ("msgs", "right"), ("system", "right"), ("summary", "right"),
-                      ("messages", "right"), ("tool out", "right"), ("threshold", "right"), ("room", "right"),
-                      ("compact?", "left"), ("keep", "right")):
-        table.add_column(col, justify=just, no_wrap=col != "session", overflow="fold")
-    for r in reports:
-        verdict = "[bold red]yes[/]" if r.would_compact else "no"
-        table.add_row(output.escape(r.key), str(r.message_count), f"{r.tokens.system:,}", f"{r.tokens.summary:,}",
-                      f"{r.tokens.messages:,}", f"{r.tokens.tool_outputs:,}", f"{r.budget.left:,}", f"{r.room:,}",
-                      verdict, f"{len(r.kept_ids)}/{r.message_count}")
-    con.print(table)
+    render_table(CHECK_COLUMNS, [
+        [r.key, str(r.message_count), number(r.tokens.system), number(r.tokens.summary), number(r.tokens.messages),
+         number(r.tokens.tool_outputs), number(r.budget.left), number(r.room),
+         Cell("yes", "bold red") if r.would_compact else "no", f"{len(r.kept_ids)}/{r.message_count}"]
+        for r in reports])
+    if output.table_format() == "tsv":
+        return
     first = reports[0]
     b = first.budget
     con.print(f"[dim]{first.generation} generation, {first.tokenizer}: M={b.max_input_length:,}, "

@@ -14,6 +14,7 @@ class AppState:
     debug: bool = False
     json: bool = False  # set by the command's parser (runner.QwenmemCommand), never by scanning argv
     command: str | None = None  # the running command's path ("sessions show"), for its JSON envelope
+    pager: bool = True  # long output for people goes through $PAGER on a terminal (--no-pager: never)
 
 
 def state(ctx: Any) -> AppState:

@@ -11,7 +11,10 @@ import typer
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.errors import ExitCode
-from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
+from qwenmem.cli.options import AgentOpt, DryRunFlag, FormatOpt, JsonFlag, QuietFlag, WorkspaceOpt
+from qwenmem.cli.output import OutputFormat
+from qwenmem.cli.tables import Cell, Column, Kind
+from qwenmem.cli.tables import render as render_table
 from qwenmem.cli.result import CommandResult, Status, status_for
 from qwenmem.cli.runner import command
 
@@ -53,6 +56,7 @@ def repair_cmd(
                                                       "inside the workspace: a backup or copy of it, or a "
                                                       "dialog/YYYY-MM-DD.jsonl offload.", show_default=False)] = None,
     json_out: JsonFlag = False,
+    output_format: FormatOpt = OutputFormat.TABLE,
     quiet: QuietFlag = False,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
@@ -96,22 +100,21 @@ def repair_cmd(
                          quiet=silent, render=None if silent else lambda: _render(result))
 
 
-def _render(result) -> None:
-    from rich.table import Table
+REPAIR_COLUMNS = (Column("session", Kind.KEY), Column("classes", Kind.TEXT), Column("intact", Kind.NUMBER, "right"),
+                  Column("lost", Kind.NUMBER, "right"), Column("removed", Kind.NUMBER, "right"),
+                  Column("status", Kind.LABEL))
 
+
+def _render(result: Any) -> None:
     con = output.out()
     if not result.files:
         output.note("no session files found")
         return
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col, just in (("session", "left"), ("classes", "left"), ("intact", "right"), ("lost", "right"),
-                      ("removed", "right"), ("status", "left")):
-        table.add_column(col, justify=just, overflow="fold")
-    for f in result.files:
-        style = STATUS_STYLE.get(f.status, "white")
-        table.add_row(output.escape(f.key), ", ".join(f.classes) or "-", str(f.messages_intact), str(f.messages_lost),
-                      str(f.messages_removed), f"[{style}]{f.status.replace('_', ' ')}[/]")
-    con.print(table)
+    render_table(REPAIR_COLUMNS, [
+        [f.key, ", ".join(f.classes) or "-", str(f.messages_intact), str(f.messages_lost), str(f.messages_removed),
+         Cell(f.status.replace("_", " "), STATUS_STYLE.get(f.status, "white"))] for f in result.files])
+    if output.table_format() == "tsv":
+        return  # programs get the rows; the per-file details are for people (and in --json)
     verb = {"check": "would", "dry-run": "would", "repair": "did"}[result.mode]
     for f in result.files:
         if f.classes == ["ok"] and not f.pending:

@@ -10,9 +10,11 @@ from typing import Annotated, Optional
 import typer
 
 from qwenmem import __version__
-from qwenmem.cli import commands
+from qwenmem.cli import commands, output
 from qwenmem.cli.context import state
 from qwenmem.cli.options import AgentOpt, WorkspaceOpt
+from qwenmem.cli.output import ColorMode
+from qwenmem.cli.runner import QwenmemGroup
 
 app = typer.Typer(
     name="qwenmem",
@@ -24,6 +26,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,
+    cls=QwenmemGroup,
 )
 
 
@@ -39,12 +42,19 @@ def root(
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show full tracebacks for errors.")] = False,
+    color: Annotated[ColorMode, typer.Option("--color", help="Colour: auto (a terminal, unless NO_COLOR is set or "
+                                             "CLICOLOR=0; CLICOLOR_FORCE=1 forces it), always or never.")
+                     ] = ColorMode.AUTO,
+    no_pager: Annotated[bool, typer.Option("--no-pager", help="Never page long output (default on a terminal: "
+                                           "$PAGER, else less -FRX).")] = False,
     version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True,
                                                     help="Print the version and exit.")] = None,
 ) -> None:
     st = state(ctx)
     st.workspace, st.agent = workspace, agent
     st.debug = debug or bool(os.environ.get("QWENMEM_DEBUG"))
+    st.pager = not no_pager
+    output.configure(color=color, table_format=output.OutputFormat.TABLE)
 
 
 commands.register(app)

@@ -49,12 +49,36 @@ def _learn_json(command: Any, ctx: Any, args: list[str]) -> None:
         state(ctx).json = True
 
 
+def format_help_text(command: Any, formatter: Any) -> None:
+    """The help text with its prose re-wrapped to the terminal but every line from "Examples:" on verbatim: a
+    command line or a path broken across two lines cannot be pasted."""
+    import inspect
+
+    text = inspect.cleandoc(command.help or "").partition("\f")[0]
+    if not text:
+        return
+    prose, marker, examples = text.partition("Examples:")
+    formatter.write_paragraph()
+    with formatter.indentation():
+        if prose.strip():
+            formatter.write_text(prose.strip())
+        if marker:
+            formatter.write_paragraph()
+            formatter.write(" " * formatter.current_indent + marker + "\n")
+            for line in examples.strip("\n").splitlines():
+                if line.strip():
+                    formatter.write(" " * formatter.current_indent + line.rstrip() + "\n")
+
+
 class QwenmemCommand(typer.core.TyperCommand):
-    """A command whose --json is known from its parser (see _learn_json)."""
+    """A command whose --json is known from its parser (see _learn_json) and whose examples are never re-wrapped."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         _learn_json(self, ctx, args)
         return super().parse_args(ctx, args)
+
+    def format_help_text(self, ctx: Any, formatter: Any) -> None:
+        format_help_text(self, formatter)
 
 
 class QwenmemGroup(typer.core.TyperGroup):
@@ -63,6 +87,9 @@ class QwenmemGroup(typer.core.TyperGroup):
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         _learn_json(self, ctx, args)
         return super().parse_args(ctx, args)
+
+    def format_help_text(self, ctx: Any, formatter: Any) -> None:
+        format_help_text(self, formatter)
 
 
 def command(app: typer.Typer, name: str, **kwargs: Any) -> Callable[[F], F]:
@@ -83,6 +110,8 @@ def runs(fn: F) -> F:
         ctx = get_current_context()
         st = state(ctx)
         st.command = ctx.command_path.partition(" ")[2] or None
+        if kwargs.get("output_format") is not None:
+            output.configure(table_format=kwargs["output_format"])
         try:
             result = fn(*args, **kwargs)
         except (typer.Exit, typer.Abort, ClickException, BrokenPipeError):
@@ -131,10 +160,37 @@ def _render_for_people(result: CommandResult) -> None:
         for text in warnings:
             say(text)
     if result.render is not None:
-        result.render()
+        if st_pager():
+            with output.out().pager(pager=_Pager(), styles=True):
+                result.render()
+        else:
+            result.render()
     if not result.warnings_first:
         for text in warnings:
             say(text)
+
+
+def st_pager() -> bool:
+    """Page on a terminal only, unless --no-pager."""
+    return state(get_current_context()).pager and sys.stdout.isatty() and output.out().is_terminal
+
+
+class _Pager:
+    """$PAGER (else `less -FRX`) for output taller than the screen; shorter output is printed as it is."""
+
+    def show(self, content: str) -> None:
+        import shlex
+        import subprocess
+
+        if content.count("\n") < output.out().height:
+            sys.stdout.write(content)
+            sys.stdout.flush()
+            return
+        command = shlex.split(os.environ.get("PAGER") or "less -FRX")
+        try:
+            subprocess.run(command, input=content.encode("utf-8", "backslashreplace"), check=False)
+        except OSError:  # no such pager: print it
+            sys.stdout.write(content)
 
 
 def _error_envelope(json_wanted: bool, command: str | None, code: str, message: str) -> None:

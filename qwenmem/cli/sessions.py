@@ -10,12 +10,16 @@ import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
-from qwenmem.cli.options import AgentOpt, JsonFlag, TokenizerOpt, WorkspaceOpt
+from qwenmem.cli.options import AgentOpt, FormatOpt, JsonFlag, TokenizerOpt, WorkspaceOpt
+from qwenmem.cli.output import OutputFormat
 from qwenmem.cli.errors import ExitCode
 from qwenmem.cli.result import CommandResult, Status, status_for
-from qwenmem.cli.runner import command
+from qwenmem.cli.runner import QwenmemGroup, command
+from qwenmem.cli.tables import Cell, CellValue, Column, Kind, number
+from qwenmem.cli.tables import render as render_table
 
-app = typer.Typer(help="List, show and repair session files (short-term memory).", no_args_is_help=True)
+app = typer.Typer(help="List, show and repair session files (short-term memory).", no_args_is_help=True,
+                  cls=QwenmemGroup)
 
 HEALTH_STYLE = {"ok": "green", "warnings": "yellow", "corrupt": "bold red"}
 
@@ -65,6 +69,7 @@ def list_cmd(
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Show at most N rows.")] = None,
     tokenizer: TokenizerOpt = "estimate",
     json_out: JsonFlag = False,
+    output_format: FormatOpt = OutputFormat.TABLE,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
 ) -> CommandResult:
@@ -96,24 +101,26 @@ def list_cmd(
     return CommandResult(data, warnings=notes, render=lambda: _render_list(rows))
 
 
-def _render_list(rows: list[Any]) -> None:
-    from rich.table import Table
+LIST_COLUMNS = (Column("session", Kind.KEY), Column("channel", Kind.KEY), Column("user", Kind.KEY),
+                Column("msgs", Kind.NUMBER, "right"), Column("tokens", Kind.NUMBER, "right"),
+                Column("summary", Kind.LABEL, "center", drop=3), Column("size", Kind.NUMBER, "right", drop=1),
+                Column("modified", Kind.TEXT, drop=2), Column("health", Kind.LABEL))
 
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col, just in (("session", "left"), ("channel", "left"), ("user", "left"), ("msgs", "right"),
-                      ("tokens", "right"), ("summary", "center"), ("size", "right"), ("modified", "left"),
-                      ("health", "left")):
-        table.add_column(col, justify=just, no_wrap=col != "session", overflow="fold")
+
+def _render_list(rows: list[Any]) -> None:
+    table: list[list[CellValue]] = []
     for r in rows:
         who = (r.user_id or "-") + ("?" if r.ambiguous else "")
-        table.add_row(output.escape(r.key), output.escape(r.channel or "(flat)"), output.escape(who), str(r.messages),
-                      f"{r.tokens:,}", "yes" if r.has_summary else "-", output.human_size(r.size),
-                      _local_minute(r.modified), f"[{HEALTH_STYLE[r.health]}]{r.health}[/]")
+        table.append([r.key, r.channel or "(flat)", who, str(r.messages), number(r.tokens),
+                      "yes" if r.has_summary else "-", Cell(output.human_size(r.size), raw=str(r.size)),
+                      Cell(_local_minute(r.modified), raw=r.modified or ""),
+                      Cell(r.health, HEALTH_STYLE[r.health])])
         for b in r.backups:  # what `repair --from-backup` would read, under the session it backs up
-            table.add_row("  ↳ " + output.escape(b["path"].rsplit(".json.", 1)[-1]), "", "", str(b["messages"]), "",
-                          "", output.human_size(b["size"]), _local_minute(b["modified"]),
-                          f"[{HEALTH_STYLE[b['health']]}]{b['health']}[/]")
-    output.out().print(table)
+            table.append(["  ↳ " + b["path"].rsplit(".json.", 1)[-1], "", "", str(b["messages"]), "", "",
+                          Cell(output.human_size(b["size"]), raw=str(b["size"])),
+                          Cell(_local_minute(b["modified"]), raw=b["modified"] or ""),
+                          Cell(b["health"], HEALTH_STYLE[b["health"]])])
+    render_table(LIST_COLUMNS, table)
 
 
 def _list_notes(rows) -> list[str]:
