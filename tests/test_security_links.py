@@ -174,3 +174,19 @@ def test_paths_outside_every_workspace_are_opened_normally(tmp_path):
     (tmp_path / "alias.txt").symlink_to(tmp_path / "real.txt")
     assert confine.root_for(tmp_path / "alias.txt") is None
     assert read_with_snapshot(tmp_path / "alias.txt")[0] == b"x"
+
+
+def test_repair_never_rebuilds_a_session_from_a_backup_linked_outside(sample_ws, outside):
+    """An empty session with a `*.json.backup_*` sibling that is a link out: the outside file is not evidence."""
+    import json
+    from conftest import run_cli
+
+    session = sample_ws / "sessions" / "console" / "default_1764235442381.json"
+    real = json.loads(session.read_text())
+    (outside / "backup.json").write_text(json.dumps(real).replace("\"text\": \"", "\"text\": \"OUTSIDE_MARKER_7f3a ", 1))
+    session.write_bytes(b"")
+    (session.parent / (session.name + ".backup_20261130_120000")).symlink_to(outside / "backup.json")
+    before = tree_digest(outside)
+    run = run_cli("-w", str(sample_ws), "sessions", "repair", "console/default_1764235442381", "--from-backup")
+    assert "internal error" not in run.stderr and "Traceback" not in run.stderr
+    assert_untouched(outside, before, sample_ws, run)

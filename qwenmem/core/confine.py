@@ -209,3 +209,9 @@ def open_fd(path: os.PathLike | str, flags: int, mode: int = 0o600) -> int:
 def open_binary(path: os.PathLike | str):
     """A confined `open(path, "rb")` that never blocks on a FIFO."""
     return os.fdopen(open_fd(path, os.O_RDONLY | os.O_NONBLOCK), "rb")
+
+
+def read_bytes(path: os.PathLike | str) -> bytes:
+    """A confined `Path.read_bytes()` (UnsafeLinkError for a link that leaves the workspace)."""
+    with open_binary(path) as fh:
+        return fh.read()

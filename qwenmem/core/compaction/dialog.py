@@ -17,6 +17,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Sequence
 
+from qwenmem.core import confine
 from qwenmem.core.fsio import append_durably, iter_lines_bounded
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -32,7 +33,7 @@ def _existing_keys(path: Path) -> set[str]:
     keys: set[str] = set()
     if not path.is_file():
         return keys
-    with open(path, "rb") as fh:
+    with confine.open_binary(path) as fh:
         for raw in iter_lines_bounded(fh):  # bounded: a 1 GB sparse log is one giant line of NULs
             line = raw.decode("utf-8", "replace").rstrip("\n")
             try:

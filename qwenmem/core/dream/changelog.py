@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from qwenmem.core import redact
+from qwenmem.core import confine, redact
 from qwenmem.core.fsio import append_durably
 
 CHANGELOG_NAME = "dream_changelog.jsonl"
@@ -65,7 +65,7 @@ def read_entries(backup_dir: Path) -> list[dict]:
     if not path.is_file():
         return []
     entries = []
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for raw in confine.read_bytes(path).decode("utf-8", errors="replace").splitlines():
         try:
             entries.append(json.loads(raw))
         except json.JSONDecodeError:
