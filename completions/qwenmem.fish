@@ -5,6 +5,7 @@ complete -c qwenmem -n '__fish_use_subcommand' -a completions
 complete -c qwenmem -n '__fish_use_subcommand' -a demo
 complete -c qwenmem -n '__fish_use_subcommand' -a dream
 complete -c qwenmem -n '__fish_use_subcommand' -a fleet
+complete -c qwenmem -n '__fish_use_subcommand' -a history
 complete -c qwenmem -n '__fish_use_subcommand' -a info
 complete -c qwenmem -n '__fish_use_subcommand' -a reindex
 complete -c qwenmem -n '__fish_use_subcommand' -a search
@@ -89,6 +90,32 @@ complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l timeout
 complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -s j
 complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -s n
 complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -s q
+complete -c qwenmem -n '__fish_seen_subcommand_from history' -a check
+complete -c qwenmem -n '__fish_seen_subcommand_from history' -a rebuild-fts
+complete -c qwenmem -n '__fish_seen_subcommand_from history' -a salvage
+complete -c qwenmem -n '__fish_seen_subcommand_from check' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from check' -l deep
+complete -c qwenmem -n '__fish_seen_subcommand_from check' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from check' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from check' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from check' -s q
+complete -c qwenmem -n '__fish_seen_subcommand_from check' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from rebuild-fts' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from rebuild-fts' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from rebuild-fts' -l force
+complete -c qwenmem -n '__fish_seen_subcommand_from rebuild-fts' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from rebuild-fts' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from rebuild-fts' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from rebuild-fts' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -l from
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -s q
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -s w
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l agent
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l workspace
@@ -108,6 +135,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -s n
 complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -s q
 complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -s w
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l format
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l fusion
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l max-results
@@ -116,6 +144,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from search' -l mode
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l no-reindex
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l quiet
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l since
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l tag
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l until
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l vector-weight
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l workspace
@@ -162,6 +191,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from restore' -s w
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l agent
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l compressed
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l full
+complete -c qwenmem -n '__fish_seen_subcommand_from show' -l history
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l no-compressed
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l role

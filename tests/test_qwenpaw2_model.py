@@ -149,3 +149,32 @@ def test_normalised_json_shape_is_shared():
     assert set(shape) == {"index", "id", "role", "name", "created_at", "synthetic", "compressed", "seq", "seq_hi",
                           "live", "blocks"}
     assert [b["type"] for b in shape["blocks"]] == ["tool_call", "tool_result", "text"]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+                     max_leaves=20)
+_block = st.fixed_dictionaries({"type": st.sampled_from(["text", "thinking", "tool_call", "tool_result", "data",
+                                                         "hint", "image", "weird"])}, optional={
+    "text": _json, "thinking": _json, "output": _json, "input": _json, "name": _json, "id": _json, "source": _json})
+_msg = st.fixed_dictionaries({}, optional={"role": st.sampled_from(["user", "assistant", "system", "x"]) | _json,
+                                           "content": st.lists(_block | _json, max_size=4) | _json, "id": _json,
+                                           "name": _json, "metadata": _json, "created_at": _json})
+
+
+@settings(max_examples=200, deadline=None)
+@given(context=st.lists(_msg | _json, max_size=5), summary=_json, scroll=_json, extra=_json)
+def test_any_2x_shaped_document_reads_without_raising_and_round_trips(context, summary, scroll, extra):
+    doc = {"agent": {"state": {"session_id": "s", "summary": summary, "context": context}, "scroll": scroll,
+                     "mode_state": extra}}
+    raw = encode_document(doc)
+    session = read_document(loads_document(raw))
+    assert session.generation == GEN2 and encode_document(session.doc) == raw
+    assert len(session.messages) == len(context)
+    for m in session.messages:
+        m.to_json()
+    assert gen2.quick_problems(doc) == session.problems
+    assert gen2.quick_stats(doc)["messages"] == session.message_count

@@ -10,7 +10,7 @@ from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
 from qwenmem.cli.progress import progress_callback
-from qwenmem.cli.result import CommandResult, document_of
+from qwenmem.cli.result import CommandResult, document_of, status_for
 from qwenmem.cli.runner import command
 
 EmbedderOpt = Annotated[Optional[str], typer.Option(
@@ -60,13 +60,27 @@ def reindex_cmd(
     from qwenmem.core.index import reindex
     from qwenmem.core.settings import load_settings
 
+    from qwenmem.cli.errors import ExitCode
+    from qwenmem.core.index import index_exists
+
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
-    with progress_callback(quiet or json_out) as progress:
-        result = reindex(ws, settings, full=full, sources=sources, progress=progress, recursive=recursive,
-                         backend=embedder, model=model, dry_run=dry_run)
+    had_index = index_exists(ws)
+    try:
+        with progress_callback(quiet or json_out) as progress:
+            result = reindex(ws, settings, full=full, sources=sources, progress=progress, recursive=recursive,
+                             backend=embedder, model=model, dry_run=dry_run)
+    except KeyboardInterrupt:  # the new generation is already removed; say what the user still has
+        output.err().print("interrupted: the index was not changed; the previous index is still in use" if had_index
+                           else "interrupted: no index was written")
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
     data = document_of(result, OMITTED_FIELDS)
-    return CommandResult(data, warnings=result.notices, warnings_as_notes=True, warnings_first=True, quiet=quiet,
+    # Chunks left without vectors (the embedder failed) is a partial success: full text is indexed, the next run
+    # embeds them. Status problems, exit 1, and under --quiet still the one line that says why.
+    partial = bool(result.chunks_without_vectors)
+    warnings = result.notices if not (quiet and partial) else result.notices[-1:]
+    return CommandResult(data, status=status_for(partial), warnings=warnings, warnings_as_notes=True,
+                         warnings_first=True, quiet=quiet and not partial,
                          render=None if quiet else lambda: _render(result, dry_run))
 
 

@@ -32,6 +32,10 @@ class SessionsListResult:
     tokenizer: str
     count: int
     sessions: list[Any]
+    generation: dict[str, Any]  # the workspace's QwenPaw generation (1.x / 2.x / mixed) with file counts
+    strategy: str  # 2.x context strategy (scroll / native), "light" for a 1.x agent.json
+    history: dict[str, Any]  # history.db state (core.history.HistoryState)
+    history_only: list[dict[str, Any]]  # sessions that exist only in history.db: {session_id, rows}
 
 
 @dataclass
@@ -39,6 +43,7 @@ class ShownMessage:
     index: int
     marks: list[Any]
     message: Any
+    normalized: dict[str, Any] | None  # session_model.Message.to_json(): the shape history.db rows also take
 
 
 @dataclass
@@ -55,7 +60,10 @@ class SessionsShowResult:
     problems: list[str]
     summary: str | None
     total_messages: int
-    messages: list[ShownMessage]
+    messages: list[Any]  # ShownMessage for 1.x files; normalised messages for 2.x (session_model.Message.to_json)
+    generation: str | None = None
+    scroll: dict[str, Any] | None = None  # 2.x scroll state: continuation summary, eviction index
+    history: dict[str, Any] | None = None  # --history: the full record (core.history.record.HistoryRecord)
 
 
 @command(app, "list")
@@ -83,44 +91,56 @@ def list_cmd(
 
       qwenmem sessions list --since 7d --json | jq '.result.sessions[] | select(.health != "ok")'
     """
-    from qwenmem.core.listing import list_sessions, parse_since
+    from qwenmem.core.listing import list_sessions_with_history, parse_since
     from qwenmem.core.settings import load_settings
     from qwenmem.core.tokens import get_counter
 
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
     counter = get_counter(tokenizer, settings.token_count_estimate_divisor)
-    rows = list_sessions(ws, counter, channel, user, parse_since(since) if since else None, sort, reverse, limit)
-    notes = _list_notes(rows)
-    data = SessionsListResult(str(ws.path), counter.name, len(rows), rows)
-    if not rows:  # nothing listed: say which filter matched nothing (a plain note for people)
+    rows, extras = list_sessions_with_history(ws, counter, channel, user, parse_since(since) if since else None, sort,
+                                              reverse, limit)
+    notes = _list_notes(rows) + extras.notes
+    more = extras.to_json()
+    data = SessionsListResult(str(ws.path), counter.name, len(rows), rows, more["generation"], more["strategy"],
+                              more["history"], more["history_only"])
+    if not rows and not extras.history_only:  # nothing listed: say which filter matched nothing (a plain note)
         from qwenmem.core.listing import no_match_note
 
         notes.append(no_match_note(ws, channel, user, parse_since(since) if since else None))
         return CommandResult(data, warnings=notes, warnings_as_notes=True)
-    return CommandResult(data, warnings=notes, render=lambda: _render_list(rows))
+    return CommandResult(data, warnings=notes, render=lambda: _render_list(rows, extras))
 
 
 LIST_COLUMNS = (Column("session", Kind.KEY), Column("channel", Kind.KEY), Column("user", Kind.KEY),
                 Column("msgs", Kind.NUMBER, "right"), Column("tokens", Kind.NUMBER, "right"),
                 Column("summary", Kind.LABEL, "center", drop=3), Column("size", Kind.NUMBER, "right", drop=1),
                 Column("modified", Kind.TEXT, drop=2), Column("health", Kind.LABEL))
+# a 2.x (or mixed) workspace adds the generation and the history.db rows after `msgs`
+GEN2_COLUMNS = (Column("gen", Kind.LABEL, drop=4), Column("history", Kind.NUMBER, "right"))
 
 
-def _render_list(rows: list[Any]) -> None:
+def _render_list(rows: list[Any], extras: Any) -> None:
+    gen2 = extras.generation.generation in ("2.x", "mixed")
+    columns = LIST_COLUMNS[:4] + GEN2_COLUMNS + LIST_COLUMNS[4:] if gen2 else LIST_COLUMNS
     table: list[list[CellValue]] = []
     for r in rows:
         who = (r.user_id or "-") + ("?" if r.ambiguous else "")
-        table.append([r.key, r.channel or "(flat)", who, str(r.messages), number(r.tokens),
+        extra: list[CellValue] = [r.generation or "-", "-" if r.history_rows is None else number(r.history_rows)] \
+            if gen2 else []
+        health = Cell(r.health + (" at risk" if r.at_risk else ""), HEALTH_STYLE[r.health])
+        table.append([r.key, r.channel or "(flat)", who, str(r.messages), *extra, number(r.tokens),
                       "yes" if r.has_summary else "-", Cell(output.human_size(r.size), raw=str(r.size)),
-                      Cell(_local_minute(r.modified), raw=r.modified or ""),
-                      Cell(r.health, HEALTH_STYLE[r.health])])
+                      Cell(_local_minute(r.modified), raw=r.modified or ""), health])
         for b in r.backups:  # what `repair --from-backup` would read, under the session it backs up
-            table.append(["  ↳ " + b["path"].rsplit(".json.", 1)[-1], "", "", str(b["messages"]), "", "",
-                          Cell(output.human_size(b["size"]), raw=str(b["size"])),
+            table.append(["  ↳ " + b["path"].rsplit(".json.", 1)[-1], "", "", str(b["messages"]), *([""] * len(extra)),
+                          "", "", Cell(output.human_size(b["size"]), raw=str(b["size"])),
                           Cell(_local_minute(b["modified"]), raw=b["modified"] or ""),
                           Cell(b["health"], HEALTH_STYLE[b["health"]])])
-    render_table(LIST_COLUMNS, table)
+    for h in extras.history_only:  # 2.x: a session whose file is gone, or that never had one
+        table.append([h.session_id, "-", "-", "0", "-", number(h.rows), "-", "-", "-", "",
+                      Cell("history.db only", "dim")])
+    render_table(columns, table)
 
 
 def _list_notes(rows) -> list[str]:
@@ -153,6 +173,8 @@ def show_cmd(
     full: Annotated[bool, typer.Option("--full", help="Do not shorten tool results.")] = False,
     thinking: Annotated[bool, typer.Option("--thinking", help="Show thinking blocks in full.")] = False,
     compressed: Annotated[bool, typer.Option("--compressed/--no-compressed", help="Include messages marked 'compressed'.")] = True,
+    history: Annotated[bool, typer.Option("--history", help="QwenPaw 2.x: the full record from history.db, evicted "
+                                                            "turns included, the live tail marked.")] = False,
     json_out: JsonFlag = False,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
@@ -166,12 +188,24 @@ def show_cmd(
       qwenmem sessions show 1775286565823 --tail 5 --thinking
 
       qwenmem sessions show sessions/discord/1234_discord--dm--1234.json --role user --json
+
+      qwenmem sessions show console:alice --history
     """
+    from qwenmem.cli import show2
+    from qwenmem.core.errors import NotFoundError
     from qwenmem.core.sessions import find_session, load_session
 
     ws = open_workspace(ctx, workspace, agent)
-    ref = find_session(ws, session)
-    loaded = load_session(ref)
+    try:
+        ref = find_session(ws, session)
+    except NotFoundError:
+        if not history:
+            raise
+        ref = None  # a session that exists only in history.db
+    loaded = load_session(ref) if ref is not None else None
+    if history or loaded.generation == "2.x":
+        return show2.show(ws, ref, loaded, session, history, tail, role, full, thinking, compressed,
+                          SessionsShowResult, json_out or _json_wanted(ctx))
     doc = loaded.session
     entries = doc.entries() if doc else []
     indexed = [(i, e) for i, e in enumerate(entries) if compressed or not e.compressed]
@@ -181,7 +215,9 @@ def show_cmd(
         indexed = indexed[-tail:]
     data = SessionsShowResult(
         ref.key, ref.rel, ref.channel, ref.user_id, ref.session_id, loaded.health, loaded.salvaged, loaded.problems,
-        doc.summary if doc else None, len(entries), [ShownMessage(i, e.marks, e.msg) for i, e in indexed])
+        doc.summary if doc else None, len(entries),
+        [ShownMessage(i, e.marks, e.msg, loaded.as_model().messages[i].to_json() if loaded.as_model() else None)
+         for i, e in indexed], loaded.generation)
     warnings: list[str] = []
     if doc is None:  # nothing salvaged: exit 1, with or without --json
         return CommandResult(data, Status.PROBLEMS, errors=[_nothing_salvaged(ref, loaded)])
@@ -278,3 +314,10 @@ def render_blocks(content, full: bool, thinking: bool) -> list[str]:
         else:
             lines.append(f"[dim]<{esc(str(kind))} block: {esc(_shorten(json.dumps(block, ensure_ascii=False), 200, full))}>[/dim]")
     return lines
+
+
+def _json_wanted(ctx: Any) -> bool:
+    """--json given anywhere the runner learns it (the command's own flag or the group's)."""
+    from qwenmem.cli.context import state
+
+    return bool(getattr(state(ctx), "json", False))

@@ -37,6 +37,9 @@ class SessionRow:
     health: str
     problems: list[str] = field(default_factory=list)
     stale_flat_copy: bool = False
+    generation: str | None = None  # "1.x" | "2.x" | None (not readable as a session)
+    history_rows: int | None = None  # rows of this session in history.db (2.x workspaces; None: no store/unknown)
+    at_risk: list[str] = field(default_factory=list)  # 1.x files whose turns QwenPaw 2.x will not import
     backups: list[dict] = field(default_factory=list)  # this session's *.json.backup_* siblings (BACKUP_FIELDS)
 
 
@@ -64,7 +67,28 @@ def fold_backups(rows: list[SessionRow]) -> list[SessionRow]:
     return out
 
 
+def _row_2x(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
+    """A 2.x file: `messages` is the live tail (the scroll placeholder is not transcript); the model sees them all."""
+    from qwenmem.core.session_model.gen2 import quick_stats
+
+    ref, st = loaded.ref, quick_stats(loaded.gen2_doc)
+    session_id, identity = ref.session_id, ref.source
+    if identity != "chats.json" and st["session_id"]:
+        session_id, identity = st["session_id"], "agent.state.session_id"
+    return SessionRow(
+        key=ref.key, path=ref.rel, channel=ref.channel, user_id=ref.user_id, session_id=session_id,
+        identity=identity, ambiguous=ref.ambiguous and identity != "agent.state.session_id",
+        messages=st["messages"], in_context=st["in_context"],
+        tokens=sum(message_tokens(m, counter) for m in st["context"]),
+        has_summary=bool(st["summary"] or st["continuation_summary"]), summary_tokens=counter.count(st["summary"]),
+        size=loaded.size, modified=loaded.mtime.isoformat(timespec="seconds") if loaded.mtime else None,
+        first_timestamp=st["first"], last_timestamp=st["last"], health=loaded.health, problems=loaded.problems,
+        stale_flat_copy=ref.stale_flat_copy, generation="2.x")
+
+
 def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
+    if loaded.gen2_doc is not None:
+        return _row_2x(loaded, counter)
     ref, doc = loaded.ref, loaded.session
     messages = in_context = tokens = summary_tokens = 0
     first = last = None
@@ -80,8 +104,9 @@ def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
                 msg = item
             in_context += 1
             tokens += message_tokens(msg, counter)
-        stamps = [m.get("timestamp") for m in (i[0] if type(i) is list and i else i for i in content)
-                  if type(m) is dict and m.get("timestamp")]
+        # only strings: a row travels back from a pool worker by pickle, which a deeply nested value breaks
+        stamps = [m["timestamp"] for m in (i[0] if type(i) is list and i else i for i in content)
+                  if type(m) is dict and type(m.get("timestamp")) is str and m["timestamp"]]
         first, last = (stamps[0], stamps[-1]) if stamps else (None, None)
         summary_tokens = counter.count(doc.summary)
     return SessionRow(
@@ -90,7 +115,7 @@ def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
         has_summary=bool(doc and doc.summary), summary_tokens=summary_tokens, size=loaded.size,
         modified=loaded.mtime.isoformat(timespec="seconds") if loaded.mtime else None,
         first_timestamp=first, last_timestamp=last, health=loaded.health, problems=loaded.problems,
-        stale_flat_copy=ref.stale_flat_copy,
+        stale_flat_copy=ref.stale_flat_copy, generation="1.x" if doc is not None else None,
     )
 
 
@@ -170,10 +195,23 @@ def no_match_note(ws: Workspace, channel: str | None = None, user: str | None = 
 def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = None, user: str | None = None,
                   since: datetime | None = None, sort: str = "modified", reverse: bool = False,
                   limit: int | None = None) -> list[SessionRow]:
+    return list_sessions_with_history(ws, counter, channel, user, since, sort, reverse, limit)[0]
+
+
+def list_sessions_with_history(ws: Workspace, counter: TokenCounter, channel: str | None = None,
+                               user: str | None = None, since: datetime | None = None, sort: str = "modified",
+                               reverse: bool = False, limit: int | None = None):
+    """(rows, ListingHistory): the rows with their history.db row counts and at-risk flags, plus the workspace's
+    generation, the store's state and the sessions that exist only in history.db."""
+    from qwenmem.core.history.overview import annotate
+
     if sort not in SORT_KEYS:
         raise UsageError(f"--sort {sort!r}: choose one of {', '.join(SORT_KEYS)}")
     refs = []
+    all_ids: set[str] = set()
     for ref in iter_session_refs(ws, include_backups=True):
+        if ref.session_id and ref.source == "chats.json":
+            all_ids.add(ref.session_id)
         if channel is not None and (ref.channel or "") != channel:
             continue
         if user is not None and not matches_user(ref, user):
@@ -186,6 +224,7 @@ def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = No
                 pass
         refs.append(ref)
     rows = fold_backups(_rows(refs, counter))
+    extras = annotate(ws, rows, all_ids)
     keyfunc = {
         "modified": lambda r: r.modified or "",
         "name": lambda r: r.key,
@@ -196,4 +235,4 @@ def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = No
     }[sort]
     # newest / largest first by default; names alphabetically
     rows.sort(key=keyfunc, reverse=(sort not in ("name", "health")) != reverse)
-    return rows[:limit] if limit else rows
+    return (rows[:limit] if limit else rows), extras

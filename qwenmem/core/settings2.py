@@ -43,8 +43,9 @@ def _same_type(default: Any, value: Any) -> bool:
 
 
 def mask_secret(value: str) -> str:
-    """QwenPaw's _mask_key: the first 5 characters, then stars."""
-    return value if len(value) <= 5 else value[:5] + "*" * (len(value) - 5)
+    """QwenPaw's _mask_key keeps the first 5 characters, which is the whole of a short key: a key of 8 characters or
+    fewer is all stars here."""
+    return "*" * len(value) if len(value) <= 8 else value[:5] + "*" * (len(value) - 5)
 
 
 @dataclass
@@ -134,3 +135,104 @@ def workspace_generation(ws: Workspace, files_1x: int, files_2x: int) -> Generat
     else:
         gen = "unknown"
     return GenerationSummary(gen, files_1x, files_2x, markers2 + markers1)
+
+
+def count_file_generations(ws: Workspace) -> tuple[int, int]:
+    """(1.x files, 2.x files) under sessions/, from each file's first bytes (a full parse only when they are
+    unusual). Dot-files and CoPaw backups are not sessions."""
+    from qwenmem.core.session_model.detect import classify_document, sniff_generation
+    from qwenmem.core.sessions import iter_session_files
+
+    n1 = n2 = 0
+    for path in iter_session_files(ws):
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(256)
+            kind = sniff_generation(head)
+            if kind is None and head.lstrip()[:1] == b"{":
+                import json
+
+                kind = classify_document(json.loads(path.read_bytes().decode("utf-8", "replace")))
+        except (OSError, ValueError, RecursionError):
+            continue
+        n1 += kind == "1.x"
+        n2 += kind == "2.x"
+    return n1, n2
+
+
+# 1.x settings 2.x removed (spec §1.4: "removed, ignored"), and 1.x defaults 2.x changed.
+REMOVED_IN_2X = ("compact_with_thinking_block", "summarize_when_compact", "recursive_file_watcher")
+DEFAULTS_2X = {"offload_retention_days": 30}
+
+
+def rows_for_2x(rows: list[tuple[str, Any, str]], gen2: Gen2Settings) -> list[tuple[str, Any, str]]:
+    """settings.as_rows() as QwenPaw 2.x reads them: removed keys dropped, changed defaults applied, and the model
+    limit taken from the provider (max_input_length in agent.json is vestigial in 2.x)."""
+    out = []
+    for name, value, source in rows:
+        if name in REMOVED_IN_2X:
+            continue
+        if name == "generation":
+            continue
+        if name in DEFAULTS_2X and source == "default":
+            value, source = DEFAULTS_2X[name], "default (2.x)"
+        if name == "max_input_length" and gen2.provider is not None:
+            value, source = gen2.provider.context_size, gen2.provider.context_source
+        if name in ("active_provider", "active_model") and gen2.provider is not None and gen2.provider.provider_id:
+            value = gen2.provider.provider_id if name == "active_provider" else gen2.provider.model_id
+            source = gen2.provider.active_source
+        if name == "embedding.api_key":
+            value = gen2.embedding_api_key
+        out.append((name, value, source))
+    return out
+
+
+@dataclass
+class Qwenpaw2Info:
+    """Everything `info` shows about the 2.x side of a workspace."""
+
+    generation: GenerationSummary
+    settings: Gen2Settings
+    history: Any  # history.state.HistoryState
+    reme_dirs: dict[str, dict]
+    rows: list[tuple[str, Any, str]]
+    derived: dict[str, int]
+
+    def to_json(self) -> dict:
+        return {"strategy": self.settings.strategy, "strategy_source": self.settings.strategy_source,
+                "scroll": dict(self.settings.scroll), "history_retention_days": self.settings.history_retention_days,
+                "history": self.history.to_json(), "reme_dirs": self.reme_dirs,
+                "provider": self.settings.provider.to_json() if self.settings.provider else None,
+                "embedding_api_key": self.settings.embedding_api_key}
+
+
+def qwenpaw2_info(ws: Workspace, settings: Any, env: Mapping[str, str] | None = None) -> Qwenpaw2Info:
+    """`settings` is settings.load_settings(ws). For a 1.x workspace the rows stay as they are."""
+    from qwenmem.core.history.state import history_state
+
+    n1, n2 = count_file_generations(ws)
+    generation = workspace_generation(ws, n1, n2)
+    is2 = generation.generation in ("2.x", "mixed")
+    gen2 = load_gen2_settings(ws, env=env, legacy_agent_json=settings.generation == "legacy" and not is2)
+    history = history_state(gen2.history_db, check=True) if is2 else history_state(gen2.history_db, check=False)
+    reme = {key: {"path": str(ws.path / name), "exists": (ws.path / name).is_dir()}
+            for key, name in gen2.reme_dirs.items() if key in ("metadata_dir", "digest_dir", "session_dir")}
+    rows = settings.as_rows()
+    derived = {"compact_threshold": settings.compact_threshold, "reserve_tokens": settings.reserve_tokens}
+    if is2:
+        rows = rows_for_2x(rows, gen2)
+        size = gen2.provider.context_size if gen2.provider else settings.max_input_length
+        reserve = size * settings.reserve_threshold_ratio
+        if gen2.strategy == SCROLL:  # scroll's bounded reserve (spec §4.4)
+            reserve = min(40_000, max(reserve, min(10_000, 0.1 * size)))
+        derived = {"compact_threshold": int(size * settings.compact_threshold_ratio), "reserve_tokens": int(reserve)}
+    return Qwenpaw2Info(generation, gen2, history, reme, rows, derived)
+
+
+def workspace_history_state(ws: Workspace, check: bool = True, env: Mapping[str, str] | None = None):
+    """The history.db summary of a workspace for `doctor`: path (from agent.json scroll_config.db_filename), size,
+    rows, sessions and `status` ok / corrupt / locked / unreadable / not_history / missing (see
+    history.state.history_state). Never raises for a damaged store; an unreadable agent.json raises ConfigError."""
+    from qwenmem.core.history.state import history_state
+
+    return history_state(load_gen2_settings(ws, env=env).history_db, check=check)

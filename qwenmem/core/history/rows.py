@@ -46,7 +46,7 @@ class HistoryRow:
     name: str | None
     content: str | None
     tool_call_id: str | None
-    tool_input: Any
+    tool_input: str | None  # JSON text
     tool_state: str | None
     headline: str | None
     blocks: Any
@@ -57,9 +57,10 @@ class HistoryRow:
     @classmethod
     def from_tuple(cls, t: tuple) -> "HistoryRow":
         row = cls(*t)
-        row.tool_input = decode_json_column(row.tool_input)
+        # tool_input stays the JSON text it is (a normalised tool_call carries its input as text, like 2.x Msgs)
         row.blocks = decode_json_column(row.blocks)
-        row.metadata = decode_json_column(row.metadata)
+        if row.metadata is not None:
+            row.metadata = decode_json_column(row.metadata)
         return row
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from qwenmem.core.session_model import gen1, gen2
@@ -28,3 +29,16 @@ def read_document(doc: Any) -> Session | None:
     if kind == GEN1:
         return gen1.read(doc)
     return None
+
+
+# Both generations dump the agent's first key first: 1.x `memory`, 2.x `state` (spec §2.2; json.dumps keeps order).
+_HEAD = re.compile(rb'^\s*\{\s*"agent"\s*:\s*\{\s*"(state|memory)"\s*:')
+
+
+def sniff_generation(head: bytes) -> str | None:
+    """A guess from the first bytes of a file, to parse each file once; None when the start is unusual (the full
+    parse decides then)."""
+    m = _HEAD.match(head)
+    if not m:
+        return None
+    return GEN2 if m.group(1) == b"state" else GEN1

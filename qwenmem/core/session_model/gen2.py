@@ -29,7 +29,7 @@ def agent_of(doc: Any) -> dict | None:
 
 
 def is_placeholder(msg: dict, synthetic_ids: set[str]) -> bool:
-    if msg.get("id") in synthetic_ids:
+    if isinstance(msg.get("id"), str) and msg["id"] in synthetic_ids:
         return True
     metadata = msg.get("metadata")
     if isinstance(metadata, dict) and metadata.get("qwenpaw_tag") == SCROLL_MEMORY_TAG:
@@ -53,7 +53,7 @@ def read_message(msg: Any, index: int, synthetic_ids: set[str]) -> tuple[Message
         problems.append(f"message {index}: content is not a list (AgentScope 2.0 rejects it)")
     blocks = normalize_content(content)
     allowed = ALLOWED_BLOCKS.get(role) if isinstance(role, str) else None
-    if allowed is not None:
+    if allowed is not None and isinstance(content, list):
         bad = sorted({b.original_type or b.type for b in blocks if b.type not in allowed})
         if bad:
             problems.append(f"message {index}: a {role} message may not hold {', '.join(bad)} blocks "
@@ -129,3 +129,60 @@ def set_messages(session: Session, msgs: list) -> Session:
 def set_summary(session: Session, summary: str) -> Session:
     agent_of(session.doc)["state"]["summary"] = summary  # type: ignore[index]
     return read(session.doc)
+
+
+def quick_problems(doc: dict) -> list[str]:
+    """The problems read() would report, without building the model (sessions list runs this for every file)."""
+    state = agent_of(doc)["state"]  # type: ignore[index]
+    if not isinstance(state, dict):
+        return ["agent.state is not an object"]
+    context = state.get("context")
+    if context is None:
+        return []
+    if not isinstance(context, list):
+        return ["agent.state.context is not a list"]
+    problems = []
+    for i, msg in enumerate(context):
+        if type(msg) is not dict:
+            problems.append(f"message {i}: a {type(msg).__name__}, not an object")
+            continue
+        role, content = msg.get("role"), msg.get("content")
+        if role not in ROLES:
+            problems.append(f"message {i}: role {role!r} is not user/assistant/system")
+        if type(content) is not list:
+            problems.append(f"message {i}: content is not a list (AgentScope 2.0 rejects it)")
+            continue
+        allowed = ALLOWED_BLOCKS.get(role) if isinstance(role, str) else None
+        if allowed is not None:
+            kinds = {(b.get("type") if type(b) is dict and isinstance(b.get("type"), str) else None) for b in content}
+            kinds = {"data" if k in ("image", "audio", "video", "file") else k for k in kinds}
+            if not kinds <= allowed:
+                # the full reader names the blocks; rerun it for this rare case
+                return read(doc).problems
+    return problems
+
+
+def quick_stats(doc: dict) -> dict:
+    """Counts for a listing row without building the model: transcript messages (placeholders excluded), context
+    length, first/last created_at, the summary text, whether a continuation summary exists, the embedded session id."""
+    agent = agent_of(doc)
+    state = agent["state"] if isinstance(agent["state"], dict) else {}  # type: ignore[index]
+    context = state.get("context") if isinstance(state.get("context"), list) else []
+    scroll = agent.get("scroll") if isinstance(agent.get("scroll"), dict) else None  # type: ignore[union-attr]
+    ids = scroll.get("synthetic_ids") if scroll else None
+    synthetic = {str(i) for i in ids} if isinstance(ids, list) else set()
+    stamps, transcript = [], 0
+    for msg in context:
+        if type(msg) is not dict:
+            transcript += 1  # not a message QwenPaw can load, but an entry of the context (read() counts it too)
+            continue
+        if is_placeholder(msg, synthetic):
+            continue
+        transcript += 1
+        if msg.get("created_at"):
+            stamps.append(str(msg["created_at"]))
+    sid = state.get("session_id")
+    return {"messages": transcript, "in_context": len(context), "first": stamps[0] if stamps else None,
+            "last": stamps[-1] if stamps else None, "summary": summary_text(state.get("summary")),
+            "continuation_summary": bool(scroll and isinstance(scroll.get("continuation_summary"), dict)),
+            "session_id": None if sid is None else str(sid), "context": context}
