@@ -201,3 +201,10 @@ def test_list_and_show_history_while_a_writer_holds_a_transaction(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_history_on_a_workspace_without_history_db(sample_ws):
+    run = invoke("-w", str(sample_ws), "sessions", "show", "console/default_1764235442381", "--history")
+    assert run.code == 3 and "no history database" in run.stderr and "Traceback" not in run.stderr
+    listed = invoke("-w", str(sample_ws), "sessions", "list", "--json").json()["result"]
+    assert listed["generation"]["generation"] == "1.x" and all(r["at_risk"] == [] for r in listed["sessions"])

@@ -45,6 +45,10 @@ def main(argv: list[str] | None = None) -> None:
         with contextlib.suppress(AttributeError, ValueError):
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["__complete"]:  # the shell completions' dynamic words: answered before Typer parses anything
+        from qwenmem.cli.completion_words import main as complete_words
+
+        sys.exit(complete_words(args[1:]))
     from qwenmem.core.redact import masked_output
 
     with masked_output(argv=args):  # no configured API key in anything printed (qwenmem/core/redact.py)
