@@ -44,7 +44,7 @@ def test_paraphrase_is_removed_and_the_more_detailed_entry_stays(embedder):
 def test_similar_entries_with_different_numbers_are_flagged_not_removed(embedder):
     out = consolidate(MEMORY, None, "2026-01-01", embedder, threshold=0.9)
     assert "is 100." in out.text and "is 200." in out.text
-    assert len(out.flagged) == 1 and "numbers differ" in out.flagged[0].reason
+    assert len(out.flagged) == 1 and "values differ" in out.flagged[0].reason
 
 
 def test_threshold_is_honoured(embedder):
