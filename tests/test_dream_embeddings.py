@@ -52,16 +52,27 @@ def test_threshold_is_honoured(embedder):
     assert strict.text == MEMORY and not strict.flagged
 
 
-def test_log_paraphrase_is_not_promoted_and_changed_value_replaces(embedder):
-    log = ("# day\n\n## Facts\n- For work, the user likes brief answers in English.\n"
+def test_log_restatement_is_not_promoted_and_changed_value_replaces(embedder):
+    log = ("# day\n\n## Facts\n- For work, the user prefers short answers in English.\n"
            "- The maximum size of the production database connection pool is now 300.\n")
     memory = "# M\n\n## Prefs\n- The user prefers short answers in English for work.\n\n## DB\n" \
              "- Production database connection pool maximum size: 100.\n"
     out = consolidate(memory, log, "2026-01-02", embedder, threshold=0.85)
-    assert "brief answers" not in out.text
+    assert "For work, the user" not in out.text
     assert "- The maximum size of the production database connection pool is now 300.\n" in out.text
     assert "maximum size: 100" not in out.text
     assert [c.action for c in out.changes] == ["replaced"]
+    assert any("near-duplicate of MEMORY.md line 4" in s for s in out.skipped)
+
+
+def test_reworded_log_entry_is_promoted_rather_than_trusted_to_a_cosine(embedder):
+    """"likes brief" is not "prefers short" word for word: without lexical evidence the entry is added (a
+    redundant line is recoverable, a dropped fact is not)."""
+    log = "# day\n\n## Facts\n- For work, the user likes brief answers in English.\n"
+    memory = "# M\n\n## Prefs\n- The user prefers short answers in English for work.\n"
+    out = consolidate(memory, log, "2026-01-02", embedder, threshold=0.85)
+    assert "- For work, the user likes brief answers in English.\n" in out.text
+    assert [c.action for c in out.changes] == ["added"]
 
 
 def test_dream_uses_a_given_embedder_and_reports_its_model(sample_ws, embedder):

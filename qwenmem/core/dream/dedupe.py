@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from qwenmem.core.dream.changelog import FLAGGED, MERGED, REMOVED, Change
-from qwenmem.core.dream.evidence import negations, restates, same_subject, subject_key, values_differ
+from qwenmem.core.dream.evidence import keys_agree, negations, restates, same_subject, values_differ
 from qwenmem.core.dream.markdown import _ITEM, MemoryDoc
 from qwenmem.core.dream.normalize import is_cjk_heavy, normalize, numbers
 
@@ -131,10 +131,7 @@ def find_duplicates(doc: MemoryDoc, embedder=None, threshold: float = 0.9) -> De
 def _may_contain(inner: str, outer: str) -> bool:
     """A substring is not a restatement when the longer entry is keyed differently ("端口: 8080" inside
     "管理端口: 8080") or negates it ("... does not use pgbouncer")."""
-    ki, ko = subject_key(inner), subject_key(outer)
-    if ki is not None and ko is not None and ki != ko:
-        return False
-    return negations(inner) == negations(outer)
+    return keys_agree(inner, outer) and negations(inner) == negations(outer)
 
 
 def _long_enough(key: str, latin_min: int = 16, cjk_min: int = 8) -> bool:

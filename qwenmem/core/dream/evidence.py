@@ -58,6 +58,12 @@ def subject_key(text: str) -> str | None:
     return key or None
 
 
+def keys_agree(a: str, b: str) -> bool:
+    """False only when both entries are keyed and by different keys."""
+    ka, kb = subject_key(a), subject_key(b)
+    return ka is None or kb is None or ka == kb
+
+
 def negations(text: str) -> set[str]:
     return {t for t in tokens(text) if t in NEGATIONS}
 
@@ -88,8 +94,7 @@ def restates(loser: str, keeper: str) -> bool:
         return False
     if {t for t in lt if t in NEGATIONS} != {t for t in kt if t in NEGATIONS}:
         return False
-    lk, kk = subject_key(loser), subject_key(keeper)
-    if lk is not None and kk is not None and lk != kk:
+    if not keys_agree(loser, keeper):
         return False
     return order_overlap(lc, kc) >= ORDER_MIN
 
