@@ -156,6 +156,8 @@ def _near_duplicates(doc, embedder, threshold, keys, raw, removed, flagged, drop
         if not same_scope and not (_long_enough(keys[a]) and _long_enough(keys[b])):
             continue
         keep, lose = (a, b) if len(keys[a]) >= len(keys[b]) else (b, a)
+        if not restates(raw[lose], raw[keep]) and restates(raw[keep], raw[lose]):
+            keep, lose = lose, keep  # equally long, clauses reordered: whichever one the other restates goes
         if restates(raw[lose], raw[keep]):
             drop(lose, keep, REMOVED, f"near-duplicate of line {doc.items[keep].start + 1} (embedding cosine "
                  f"{sim:.2f} ≥ {threshold:g}, and every word and number of it is in that entry; the more detailed "

@@ -3,7 +3,7 @@ thing. An embedding cannot give either: multilingual-e5 scores unrelated short l
 (`- **姓名**: 周振江` vs the spouse line), so a cosine only ever narrows the candidates, and these checks decide.
 
 Tokens: NFKC, casefolded; numbers whole (`10.0.3.7:5432`), Latin-like words, CJK one character each (Chinese has
-no spaces), and the check marks ✅/❌ as yes/no. Function words are ignored for containment, never numbers.
+no spaces), and the check marks ✅/❌ as yes/no. Only articles and copulas are ignored, never numbers.
 """
 
 from __future__ import annotations
@@ -18,19 +18,13 @@ _MARKS = {"✅": "✓yes", "✔": "✓yes", "☑": "✓yes", "❌": "✓no", "�
 # "**key**: value", "key: value", "key：value" — the key names what the entry is about
 _KEYED = re.compile(r"^\s*(?:\*\*|__)?([^:：*_\n]{1,40}?)(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(\S.*)$", re.S)
 
-STOPWORDS = frozenset(
-    "the a an is are was were be been of to in on at for and or with by as it its that this these those now also "
-    "there here which who from into than then so very".split()
-) | frozenset("的了是在和与及也都之就着把被")
+# Only articles and copulas are ignored: prepositions carry meaning ("reports to Bob" vs "reports on Bob's team").
+STOPWORDS = frozenset("the an is are was were be been".split()) | frozenset("的了")
 NEGATIONS = frozenset(
-    "not no never none nothing nobody without don doesn didn isn aren wasn weren won cannot can't shouldn mustn "
+    "not no never none nothing nobody without don doesn didn isn aren wasn weren won cannot shouldn mustn "
     "neither nor".split()
 ) | frozenset({"不", "没", "無", "无", "未", "别", "別", "勿", "非", "否", "✓no"})
-
-# Calibrated on bench/data/dream_pairs.json (bench/dream_pairs.py): of the shorter entry's consecutive content-token
-# pairs, how many must also be consecutive in the longer one. Every true duplicate there scores >= 0.75; word-order
-# swaps ("A reports to B" / "B reports to A") and reshuffled CJK phrases score lower.
-ORDER_MIN = 0.6
+_CLAUSE = re.compile(r"[;，；、。！？!?]|,(?!\d)|\.(?=\s|$)")  # "12,000" stays one number
 SAME_SUBJECT_MIN = 0.75  # Jaccard of the non-number content tokens for "about the same thing"
 
 
@@ -68,35 +62,32 @@ def negations(text: str) -> set[str]:
     return {t for t in tokens(text) if t in NEGATIONS}
 
 
-def _pairs(seq: list[str]) -> list[tuple[str, str]]:
-    return list(zip(seq, seq[1:]))
+def _contiguous(part: list[str], whole: list[str]) -> bool:
+    n = len(part)
+    return any(whole[k:k + n] == part for k in range(len(whole) - n + 1))
 
 
-def order_overlap(inner: list[str], outer: list[str]) -> float:
-    """Share of `inner`'s consecutive token pairs that are also consecutive in `outer` (1.0 for a single token)."""
-    pi = _pairs(inner)
-    if not pi:
-        return 1.0 if inner and inner[0] in outer else 0.0
-    po = set(_pairs(outer))
-    return sum(p in po for p in pi) / len(pi)
+def clauses(text: str) -> list[list[str]]:
+    """The entry's clauses (split at commas, semicolons and sentence ends) as content-token sequences."""
+    out = [content(tokens(piece)) for piece in _CLAUSE.split(text)]
+    return [c for c in out if c]
 
 
 def restates(loser: str, keeper: str) -> bool:
-    """Whether `keeper` states everything `loser` states, so that removing `loser` loses nothing:
-    every content word and number of `loser` occurs in `keeper`, mostly in the same order, `keeper` negates nothing
-    `loser` affirms (and the reverse), and a keyed entry keeps its key ("**端口**: 8080" is not "**管理端口**: 8080").
+    """Whether `keeper` states everything `loser` states, so that removing `loser` loses nothing: every clause of
+    `loser` occurs word for word (articles, case, spacing and punctuation aside) in `keeper`, `keeper` negates
+    nothing `loser` affirms (nor the reverse), and a keyed entry keeps its key ("**端口**: 8080" is not
+    "**管理端口**: 8080"). Clauses may move ("For work, the user prefers …" / "The user prefers … for work"), words
+    inside a clause may not: "Alice owns the billing service" is not restated by "Alice's manager owns the billing
+    service", though every word is there and a model scores the two as near-identical.
     """
-    lt, kt = tokens(loser), tokens(keeper)
-    lc, kc = content(lt), content(kt)
-    if not lc:
+    parts = clauses(loser)
+    whole = content(tokens(keeper))
+    if not parts or not whole:
         return False
-    if not set(lc) <= set(kc):
+    if negations(loser) != negations(keeper) or not keys_agree(loser, keeper):
         return False
-    if {t for t in lt if t in NEGATIONS} != {t for t in kt if t in NEGATIONS}:
-        return False
-    if not keys_agree(loser, keeper):
-        return False
-    return order_overlap(lc, kc) >= ORDER_MIN
+    return all(_contiguous(part, whole) for part in parts)
 
 
 def same_subject(a: str, b: str) -> bool:
