@@ -132,7 +132,7 @@ def main() -> None:
              + f" from `bench/data/dream_pairs.json`; `--similarity {THRESHOLD}` (the default).", "",
              "| model | removal precision | removal recall | false removals | zh P / R | en P / R "
              "| conflicts flagged | false flags | before issue 10: P / R / false removals | cosine: duplicates "
-             "| cosine: the rest |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| cosine: distinct and conflicts |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     details = []
     for name, emb in embedders().items():
         s = score(pairs, emb)

@@ -122,13 +122,11 @@ def test_with_multilingual_e5_only_restated_entries_go(tmp_path, e5):
 
 @needs_corpus
 @pytest.mark.slow
-def test_the_issue_10_file_keeps_every_entry_and_flags_only_same_key_pairs(tmp_path, e5):
-    """The reported repro: e5 scores the user's name and the spouse line at ~0.9; before, 15 entries went."""
+def test_the_issue_10_file_keeps_every_entry_and_flags_nothing(tmp_path, e5):
+    """The reported repro: e5 scores the user's name and the spouse line at ~0.9; before, 15 entries went and about
+    50 unrelated pairs were flagged as possibly contradictory. No two entries there are about the same thing."""
     before = ZZJMAY.read_text(encoding="utf-8")
     result, after = _dream(tmp_path, ZZJMAY, e5, 0.9)
     assert after == before and result.status == "unchanged"
-    for flag in result.flagged:
-        partner = int(re.search(r"line (\d+)", flag.reason).group(1))
-        key = re.compile(r"^\s*[-*+]\s+\*\*([^*]+)\*\*")
-        mine, theirs = key.match(flag.old), key.match(before.splitlines()[partner - 1])
-        assert mine and theirs and mine.group(1) == theirs.group(1), flag
+    assert "- **姓名**: 周振江\n" in after
+    assert result.flagged == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _CJK = "\u2e80-\u9fff\u3040-\u30ff\uac00-\ud7af\uf900-\ufaff"
@@ -29,8 +30,13 @@ SAME_SUBJECT_MIN = 0.75  # Jaccard of the non-number content tokens for "about t
 
 
 def tokens(text: str) -> list[str]:
+    return list(_tokens(text))
+
+
+@lru_cache(maxsize=8192)  # a dream compares each entry with many others
+def _tokens(text: str) -> tuple[str, ...]:
     text = unicodedata.normalize("NFKC", _MD_LINK.sub(r"\1", text)).casefold()
-    return [_MARKS.get(t, t) for t in _TOKEN.findall(text)]
+    return tuple(_MARKS.get(t, t) for t in _TOKEN.findall(text))
 
 
 def content(toks: list[str]) -> list[str]:
