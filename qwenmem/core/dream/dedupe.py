@@ -146,6 +146,8 @@ def _near_duplicates(doc, embedder, threshold, keys, raw, removed, flagged, drop
     import numpy as np
 
     vectors = np.asarray(embedder.embed([raw[i] for i in candidates]), dtype=np.float32)
+    flagged_items: set[int] = set()
+    statement = {i: _long_enough(keys[i]) for i in candidates}  # once per entry, not once per pair
     sims = np.triu(vectors @ vectors.T, k=1)
     for a_pos, b_pos in np.argwhere(sims >= threshold):  # row-major: pairs come in document order
         a, b = candidates[a_pos], candidates[b_pos]
@@ -153,16 +155,18 @@ def _near_duplicates(doc, embedder, threshold, keys, raw, removed, flagged, drop
             continue
         sim = float(sims[a_pos, b_pos])
         same_scope = doc.items[a].section == doc.items[b].section
-        if not same_scope and not (_long_enough(keys[a]) and _long_enough(keys[b])):
+        if not same_scope and not (statement[a] and statement[b]):
             continue
         keep, lose = (a, b) if len(keys[a]) >= len(keys[b]) else (b, a)
-        if not restates(raw[lose], raw[keep]) and restates(raw[keep], raw[lose]):
-            keep, lose = lose, keep  # equally long, clauses reordered: whichever one the other restates goes
-        if restates(raw[lose], raw[keep]):
+        forward = restates(raw[lose], raw[keep])
+        if not forward and restates(raw[keep], raw[lose]):
+            keep, lose, forward = lose, keep, True  # equally long, clauses reordered: the one restated goes
+        if forward:
             drop(lose, keep, REMOVED, f"near-duplicate of line {doc.items[keep].start + 1} (embedding cosine "
-                 f"{sim:.2f} ≥ {threshold:g}, and every word and number of it is in that entry; the more detailed "
+                 f"{sim:.2f} ≥ {threshold:g}, and that entry states every clause of it word for word; the more detailed "
                  "entry stays)", round(sim, 4))
-        elif same_subject(raw[a], raw[b]) and values_differ(raw[a], raw[b]):
+        elif b not in flagged_items and same_subject(raw[a], raw[b]) and values_differ(raw[a], raw[b]):
+            flagged_items.add(b)  # one flag per entry: a list of templated lines must not flag every pair
             flagged.append(Change(FLAGGED, f"about the same thing as line {doc.items[a].start + 1} (cosine "
                                   f"{sim:.2f}) but the values differ; possibly contradictory, left for review",
                                   old=_describe(doc, b), line=doc.items[b].start + 1,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
@@ -47,36 +48,63 @@ def _is_number(tok: str) -> bool:
     return tok[:1].isdigit()
 
 
+def _subject_key(first_line: str) -> str | None:
+    m = _KEYED.match(first_line)
+    if not m or m.group(1).strip().endswith(("http", "https")) or re.search(r"\d$", m.group(1)):
+        return None
+    return "".join(content(tokens(m.group(1)))) or None
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What the checks need of one entry, computed once per text (a dream compares each entry with many)."""
+
+    words: tuple[str, ...]  # content tokens in order
+    vocabulary: frozenset[str]
+    clauses: tuple[tuple[str, ...], ...]
+    key: str | None
+    negations: frozenset[str]
+    numbers: frozenset[str]
+    subject_words: frozenset[str]  # content words without numbers and negations
+    adjacent: frozenset[tuple[str, str]]  # neighbouring content words (within a clause, for the clauses' own)
+    clause_adjacent: frozenset[tuple[str, str]]
+
+
+@lru_cache(maxsize=8192)
+def profile(text: str) -> Profile:
+    toks = tokens(text)
+    words = tuple(content(toks))
+    parts = tuple(c for c in (tuple(content(tokens(piece))) for piece in _CLAUSE.split(text)) if c)
+    return Profile(words, frozenset(words), parts, _subject_key(text.split("\n", 1)[0]),
+                   frozenset(t for t in toks if t in NEGATIONS), frozenset(t for t in toks if _is_number(t)),
+                   frozenset(t for t in words if not _is_number(t) and t not in NEGATIONS),
+                   frozenset(zip(words, words[1:])), frozenset(pair for c in parts for pair in zip(c, c[1:])))
+
+
 def subject_key(text: str) -> str | None:
     """The key of a "key: value" entry, normalised ("**姓名**: 周振江" → "姓名"), else None. Only the first line
     counts, and a URL's or a time's colon is no key separator."""
-    first = text.split("\n", 1)[0]
-    m = _KEYED.match(first)
-    if not m or m.group(1).strip().endswith(("http", "https")) or re.search(r"\d$", m.group(1)):
-        return None
-    key = "".join(content(tokens(m.group(1))))
-    return key or None
+    return profile(text).key
 
 
 def keys_agree(a: str, b: str) -> bool:
     """False only when both entries are keyed and by different keys."""
-    ka, kb = subject_key(a), subject_key(b)
+    ka, kb = profile(a).key, profile(b).key
     return ka is None or kb is None or ka == kb
 
 
-def negations(text: str) -> set[str]:
-    return {t for t in tokens(text) if t in NEGATIONS}
-
-
-def _contiguous(part: list[str], whole: list[str]) -> bool:
-    n = len(part)
-    return any(whole[k:k + n] == part for k in range(len(whole) - n + 1))
+def negations(text: str) -> frozenset[str]:
+    return profile(text).negations
 
 
 def clauses(text: str) -> list[list[str]]:
     """The entry's clauses (split at commas, semicolons and sentence ends) as content-token sequences."""
-    out = [content(tokens(piece)) for piece in _CLAUSE.split(text)]
-    return [c for c in out if c]
+    return [list(c) for c in profile(text).clauses]
+
+
+def _contiguous(part: tuple[str, ...], whole: tuple[str, ...]) -> bool:
+    n = len(part)
+    return any(whole[k:k + n] == part for k in range(len(whole) - n + 1))
 
 
 def restates(loser: str, keeper: str) -> bool:
@@ -87,23 +115,22 @@ def restates(loser: str, keeper: str) -> bool:
     inside a clause may not: "Alice owns the billing service" is not restated by "Alice's manager owns the billing
     service", though every word is there and a model scores the two as near-identical.
     """
-    parts = clauses(loser)
-    whole = content(tokens(keeper))
-    if not parts or not whole:
+    lp, kp = profile(loser), profile(keeper)
+    if not lp.clauses or not kp.words or not lp.vocabulary <= kp.vocabulary \
+            or not lp.clause_adjacent <= kp.adjacent:  # cheap necessary conditions first
         return False
-    if negations(loser) != negations(keeper) or not keys_agree(loser, keeper):
+    if lp.negations != kp.negations or not keys_agree(loser, keeper):
         return False
-    return all(_contiguous(part, whole) for part in parts)
+    return all(_contiguous(part, kp.words) for part in lp.clauses)
 
 
 def same_subject(a: str, b: str) -> bool:
     """Whether two entries are about the same thing, so that differing values may contradict: keyed entries need
     the same key; other entries nearly the same words once numbers are set aside."""
-    ka, kb = subject_key(a), subject_key(b)
-    if ka is not None and kb is not None:
-        return ka == kb
-    wa = {t for t in content(tokens(a)) if not _is_number(t) and t not in NEGATIONS}
-    wb = {t for t in content(tokens(b)) if not _is_number(t) and t not in NEGATIONS}
+    pa, pb = profile(a), profile(b)
+    if pa.key is not None and pb.key is not None:
+        return pa.key == pb.key
+    wa, wb = pa.subject_words, pb.subject_words
     if not wa or not wb:
         return False
     return len(wa & wb) / len(wa | wb) >= SAME_SUBJECT_MIN
@@ -111,7 +138,5 @@ def same_subject(a: str, b: str) -> bool:
 
 def values_differ(a: str, b: str) -> bool:
     """Different numbers, or one negates what the other affirms."""
-    ta, tb = tokens(a), tokens(b)
-    nums_a, nums_b = {t for t in ta if _is_number(t)}, {t for t in tb if _is_number(t)}
-    neg_a, neg_b = {t for t in ta if t in NEGATIONS}, {t for t in tb if t in NEGATIONS}
-    return nums_a != nums_b or neg_a != neg_b
+    pa, pb = profile(a), profile(b)
+    return pa.numbers != pb.numbers or pa.negations != pb.negations
