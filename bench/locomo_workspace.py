@@ -13,11 +13,13 @@ Each conversation becomes <dest>/<sample_id>/ with memory/<YYYY-MM-DD>.md daily 
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import datetime
 from pathlib import Path
 
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "benchmarks" / "locomo" / "locomo10.json"
+SHARED = Path(os.environ.get("QWENMEM_SHARED", Path(__file__).resolve().parents[2] / "shared"))  # as tests/conftest.py
+LOCOMO = SHARED / "corpus" / "benchmarks" / "locomo" / "locomo10.json"
 DIA = re.compile(r"D\d+:\d+")
 
 

@@ -7,6 +7,7 @@ and mixed Chinese/English. Spanish files from the corpus are indexed too, as dis
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -14,7 +15,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-REAL = REPO.parent / "shared" / "corpus" / "real"
+REAL = Path(os.environ.get("QWENMEM_SHARED", REPO.parent / "shared")) / "corpus" / "real"  # as tests/conftest.py
 
 FILES = {
     "MEMORY.md": "zzjmay123__aiWorkflow__fb53935/MEMORY.md",

@@ -9,26 +9,36 @@ _qwenmem() {
     done
     local words
     case "$path" in
-        "") words="compact completions demo dream info reindex search sessions --agent --debug --version --workspace -w" ;;
-        "compact") words="--agent --all --check --dry-run --force --instruction --json --llm-api-key --llm-base-url --llm-model --llm-retries --llm-timeout --longterm --max-input-length --no-longterm --no-prune --old-max-bytes --prune --prune-only --quiet --recent-max-bytes --recent-n --reserve-ratio --summarizer --threshold-ratio --tokenizer --workspace -n -q -w" ;;
+        "") words="compact completions demo dream fleet history info reindex search sessions snapshot --agent --color --debug --no-pager --version --workspace -w" ;;
+        "compact") words="--agent --all --check --dry-run --force --format --instruction --json --llm-api-key --llm-base-url --llm-model --llm-retries --llm-timeout --longterm --max-input-length --no-longterm --no-prune --old-max-bytes --prune --prune-only --quiet --recent-max-bytes --recent-n --reserve-ratio --summarizer --threshold-ratio --tokenizer --workspace -n -q -w" ;;
         "completions") words="" ;;
         "demo") words="--into --keep --no-keep" ;;
         "dream") words="--agent --allow-shrink --date --dry-run --embeddings --json --keep --list-backups --llm-api-key --llm-base-url --llm-model --llm-retries --llm-timeout --log-file --max-shrink --mode --no-embeddings --promote --quiet --restore --similarity --workspace -n -q -w" ;;
+        "fleet") words="--backoff --dry-run --engine --from --jobs --quiet --resume --retries --scheduler --timeout -j -n -q" ;;
+        "history") words="check rebuild-fts salvage" ;;
+        "history check") words="--agent --deep --json --quiet --workspace -q -w" ;;
+        "history rebuild-fts") words="--agent --dry-run --force --json --workspace -n -w" ;;
+        "history salvage") words="--agent --dry-run --from --json --quiet --workspace -n -q -w" ;;
         "info") words="--agent --json --workspace -w" ;;
         "reindex") words="--agent --dry-run --embedder --full --json --model --no-recursive --quiet --recursive --sources --workspace -n -q -w" ;;
-        "search") words="--agent --fusion --json --max-results --min-score --mode --no-reindex --quiet --since --until --vector-weight --workspace -n -q -w" ;;
+        "search") words="--agent --format --fusion --json --max-results --min-score --mode --no-reindex --quiet --since --tag --until --vector-weight --workspace -n -q -w" ;;
         "sessions") words="list repair restore show" ;;
-        "sessions list") words="--agent --channel --json --limit --reverse --since --sort --tokenizer --user --workspace -w" ;;
-        "sessions repair") words="--agent --all --check --dry-run --fix-tool-pairs --from --from-backup --json --quiet --workspace -n -q -w" ;;
+        "sessions list") words="--agent --channel --format --json --limit --reverse --since --sort --tokenizer --user --workspace -w" ;;
+        "sessions repair") words="--agent --all --check --dry-run --fix-tool-pairs --format --from --from-backup --json --quiet --workspace -n -q -w" ;;
         "sessions restore") words="--agent --dry-run --json --run --workspace -n -w" ;;
-        "sessions show") words="--agent --compressed --full --json --no-compressed --role --tail --thinking --workspace -w" ;;
+        "sessions show") words="--agent --compressed --full --history --json --no-compressed --role --tail --thinking --workspace -w" ;;
+        "snapshot") words="list restore --agent --dry-run --json --keep --quiet --reason --workspace -m -n -q -w" ;;
+        "snapshot list") words="--agent --json --workspace -w" ;;
+        "snapshot restore") words="--agent --dry-run --exact --json --keep --path --quiet --workspace -n -q -w" ;;
     esac
     COMPREPLY=($(compgen -W "$words" -- "$cur"))
 }
 _qwenmem_subs() {
     case "$1" in
-        "") echo "compact completions demo dream info reindex search sessions" ;;
+        "") echo "compact completions demo dream fleet history info reindex search sessions snapshot" ;;
+        "history") echo "check rebuild-fts salvage" ;;
         "sessions") echo "list repair restore show" ;;
+        "snapshot") echo "list restore" ;;
     esac
 }
 complete -o default -F _qwenmem qwenmem

@@ -4,12 +4,17 @@ complete -c qwenmem -n '__fish_use_subcommand' -a compact
 complete -c qwenmem -n '__fish_use_subcommand' -a completions
 complete -c qwenmem -n '__fish_use_subcommand' -a demo
 complete -c qwenmem -n '__fish_use_subcommand' -a dream
+complete -c qwenmem -n '__fish_use_subcommand' -a fleet
+complete -c qwenmem -n '__fish_use_subcommand' -a history
 complete -c qwenmem -n '__fish_use_subcommand' -a info
 complete -c qwenmem -n '__fish_use_subcommand' -a reindex
 complete -c qwenmem -n '__fish_use_subcommand' -a search
 complete -c qwenmem -n '__fish_use_subcommand' -a sessions
+complete -c qwenmem -n '__fish_use_subcommand' -a snapshot
 complete -c qwenmem -n '__fish_use_subcommand' -l agent
+complete -c qwenmem -n '__fish_use_subcommand' -l color
 complete -c qwenmem -n '__fish_use_subcommand' -l debug
+complete -c qwenmem -n '__fish_use_subcommand' -l no-pager
 complete -c qwenmem -n '__fish_use_subcommand' -l version
 complete -c qwenmem -n '__fish_use_subcommand' -l workspace
 complete -c qwenmem -n '__fish_use_subcommand' -s w
@@ -18,6 +23,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l all
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l check
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l dry-run
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l force
+complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l format
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l instruction
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from compact' -l llm-api-key
@@ -71,6 +77,45 @@ complete -c qwenmem -n '__fish_seen_subcommand_from dream' -l workspace
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -s n
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -s q
 complete -c qwenmem -n '__fish_seen_subcommand_from dream' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l backoff
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l engine
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l from
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l jobs
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l resume
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l retries
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l scheduler
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -l timeout
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -s j
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from fleet' -s q
+complete -c qwenmem -n '__fish_seen_subcommand_from history' -a check
+complete -c qwenmem -n '__fish_seen_subcommand_from history' -a rebuild-fts
+complete -c qwenmem -n '__fish_seen_subcommand_from history' -a salvage
+complete -c qwenmem -n '__fish_seen_subcommand_from check' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from check' -l deep
+complete -c qwenmem -n '__fish_seen_subcommand_from check' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from check' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from check' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from check' -s q
+complete -c qwenmem -n '__fish_seen_subcommand_from check' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from rebuild-fts' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from rebuild-fts' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from rebuild-fts' -l force
+complete -c qwenmem -n '__fish_seen_subcommand_from rebuild-fts' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from rebuild-fts' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from rebuild-fts' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from rebuild-fts' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -l from
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -s q
+complete -c qwenmem -n '__fish_seen_subcommand_from salvage' -s w
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l agent
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from info' -l workspace
@@ -90,6 +135,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -s n
 complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -s q
 complete -c qwenmem -n '__fish_seen_subcommand_from reindex' -s w
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l format
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l fusion
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l max-results
@@ -98,6 +144,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from search' -l mode
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l no-reindex
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l quiet
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l since
+complete -c qwenmem -n '__fish_seen_subcommand_from search' -l tag
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l until
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l vector-weight
 complete -c qwenmem -n '__fish_seen_subcommand_from search' -l workspace
@@ -110,6 +157,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from sessions' -a restore
 complete -c qwenmem -n '__fish_seen_subcommand_from sessions' -a show
 complete -c qwenmem -n '__fish_seen_subcommand_from list' -l agent
 complete -c qwenmem -n '__fish_seen_subcommand_from list' -l channel
+complete -c qwenmem -n '__fish_seen_subcommand_from list' -l format
 complete -c qwenmem -n '__fish_seen_subcommand_from list' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from list' -l limit
 complete -c qwenmem -n '__fish_seen_subcommand_from list' -l reverse
@@ -124,6 +172,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l all
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l check
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l dry-run
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l fix-tool-pairs
+complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l format
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l from
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l from-backup
 complete -c qwenmem -n '__fish_seen_subcommand_from repair' -l json
@@ -142,6 +191,7 @@ complete -c qwenmem -n '__fish_seen_subcommand_from restore' -s w
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l agent
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l compressed
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l full
+complete -c qwenmem -n '__fish_seen_subcommand_from show' -l history
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l json
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l no-compressed
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l role
@@ -149,3 +199,31 @@ complete -c qwenmem -n '__fish_seen_subcommand_from show' -l tail
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l thinking
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -l workspace
 complete -c qwenmem -n '__fish_seen_subcommand_from show' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -a list
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -a restore
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l keep
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l reason
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -s m
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -s q
+complete -c qwenmem -n '__fish_seen_subcommand_from snapshot' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from list' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from list' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from list' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from list' -s w
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l agent
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l dry-run
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l exact
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l json
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l keep
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l path
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l quiet
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -l workspace
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -s n
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -s q
+complete -c qwenmem -n '__fish_seen_subcommand_from restore' -s w

@@ -6,7 +6,8 @@ Script entries (consumed in order for /v1/chat/completions; the last one repeats
   {"delay": 3.0, "content": "..."}   a slow reply
   {"raw": b"not json"}               a malformed body
   {"empty": True}                    a reply with no choices
-Requests are recorded in `server.requests`. /v1/embeddings answers deterministic vectors.
+Requests are recorded in `server.requests`. /v1/embeddings answers deterministic vectors. `port` lets a test bring
+a stopped server back at the same address.
 """
 
 from __future__ import annotations
@@ -67,13 +68,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class ScriptedLLMServer:
-    def __init__(self, script: list[dict] | None = None, dim: int = 16):
+    def __init__(self, script: list[dict] | None = None, dim: int = 16, port: int = 0):
         self.script = list(script or [{"content": "## Goal\n- ok"}])
         self.requests: list[dict] = []
         self.dim = dim
         self._lock = threading.Lock()
         ThreadingHTTPServer.request_queue_size = 64
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.owner = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)

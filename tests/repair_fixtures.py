@@ -4,16 +4,25 @@ workspace builder from real files, and a whole-tree snapshot to prove that read-
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 from conftest import CORPUS_REAL
 
 ROLES = ("user", "assistant", "system")
-TRUNCATED_BACKUP = next(CORPUS_REAL.glob("ziwei-control__*/sessions/main_main.json.backup_*"))
-TELEGRAM = next(CORPUS_REAL.glob("ssaputralo__*/sessions/8301437789_telegram--8301437789.json"))
-WIKI = next(CORPUS_REAL.glob("jownda__*/sessions/default_1775286565823.json"))
-TINY = next(CORPUS_REAL.glob("White-147__*/workspaces/default/sessions/default_1775623352315.json"))
+
+
+def _corpus(pattern: str) -> Path:
+    """A real file, or a path that does not exist when ../shared is absent (importing this module must not fail)."""
+    return next(CORPUS_REAL.glob(pattern), CORPUS_REAL / pattern)
+
+
+TRUNCATED_BACKUP = _corpus("ziwei-control__*/sessions/main_main.json.backup_*")
+TELEGRAM = _corpus("ssaputralo__*/sessions/8301437789_telegram--8301437789.json")
+WIKI = _corpus("jownda__*/sessions/default_1775286565823.json")
+TINY = _corpus("White-147__*/workspaces/default/sessions/default_1775623352315.json")
 
 
 def qwenpaw_strict_load(data: bytes) -> list:
@@ -48,11 +57,14 @@ def qwenpaw_strict_load(data: bytes) -> list:
 
 
 def make_workspace(root: Path, files: dict[str, bytes]) -> Path:
-    """A workspace with sessions/<rel> = bytes for each entry."""
+    """A workspace with sessions/<rel> = bytes for each entry, last modified an hour ago (a damaged file modified in
+    the last seconds may be a save in progress, which a repair waits out: tests of that write their own files)."""
+    an_hour_ago = time.time() - 3600
     for rel, data in files.items():
         path = root / "sessions" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+        os.utime(path, (an_hour_ago, an_hour_ago))
     return root
 
 

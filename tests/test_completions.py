@@ -9,7 +9,16 @@ import subprocess
 import pytest
 
 from conftest import REPO
-from qwenmem.cli.completion import COMPLETION_FILES, generate
+from qwenmem.cli.completion import COMPLETION_FILES
+from qwenmem.cli.completion import generate as generate_for
+
+
+def generate(shell):
+    import typer.main
+
+    from qwenmem.cli.app import app
+
+    return generate_for(shell, typer.main.get_command(app))
 
 
 @pytest.mark.parametrize("shell", sorted(COMPLETION_FILES))

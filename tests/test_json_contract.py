@@ -5,17 +5,28 @@ from conftest import invoke
 ENVELOPE = {"qwenmem_json", "command", "status", "result", "warnings", "errors"}
 SESSION_ROW = {"key", "path", "channel", "user_id", "session_id", "identity", "ambiguous", "messages", "in_context",
                "tokens", "has_summary", "summary_tokens", "size", "modified", "first_timestamp", "last_timestamp",
-               "health", "problems", "stale_flat_copy"}
+               "health", "problems", "stale_flat_copy", "backups", "generation", "history_rows", "at_risk"}
+HISTORY_STATE = {"path", "exists", "size", "wal_size", "rows", "sessions", "user_version", "status", "detail",
+                 "quarantined"}
 SHOW_RESULT = {"key", "path", "channel", "user_id", "session_id", "health", "salvaged", "problems", "summary",
-               "total_messages", "messages"}
-INFO_RESULT = {"workspace", "root", "agent", "found_by", "notes", "files", "settings", "derived"}
+               "total_messages", "messages", "generation", "scroll", "history"}
+# the normalised message shape shared by 1.x and 2.x files and history.db rows (session_model.Message.to_json)
+NORMALIZED_MESSAGE = {"index", "id", "role", "name", "created_at", "synthetic", "compressed", "seq", "seq_hi", "live",
+                      "blocks"}
+INFO_RESULT = {"workspace", "root", "agent", "found_by", "notes", "files", "settings", "derived", "generation",
+               "qwenpaw2"}
+QWENPAW2_INFO = {"strategy", "strategy_source", "scroll", "history_retention_days", "history", "reme_dirs", "provider",
+                 "embedding_api_key"}
 
 
 def test_sessions_list_contract(sample_ws):
     doc = invoke("-w", str(sample_ws), "sessions", "list", "--json").json()
     assert set(doc) == ENVELOPE
     assert doc["qwenmem_json"] == 1 and doc["command"] == "sessions list" and doc["status"] == "ok"
-    assert set(doc["result"]) == {"workspace", "tokenizer", "count", "sessions"}
+    assert set(doc["result"]) == {"workspace", "tokenizer", "count", "sessions", "generation", "strategy", "history",
+                                  "history_only"}
+    assert set(doc["result"]["generation"]) == {"generation", "files_1x", "files_2x", "markers"}
+    assert set(doc["result"]["history"]) == HISTORY_STATE
     assert doc["result"]["count"] == 4
     for row in doc["result"]["sessions"]:
         assert set(row) == SESSION_ROW
@@ -28,7 +39,8 @@ def test_sessions_show_contract(sample_ws):
     assert set(doc) == ENVELOPE and doc["command"] == "sessions show"
     assert set(doc["result"]) == SHOW_RESULT
     first = doc["result"]["messages"][0]
-    assert set(first) == {"index", "marks", "message"}
+    assert set(first) == {"index", "marks", "message", "normalized"}
+    assert set(first["normalized"]) == NORMALIZED_MESSAGE
     assert set(first["message"]) == {"id", "name", "role", "content", "metadata", "timestamp"}
 
 
@@ -38,6 +50,9 @@ def test_info_contract(sample_ws):
     assert set(doc["result"]) == INFO_RESULT
     assert {"name", "value", "source"} == set(doc["result"]["settings"][0])
     assert doc["result"]["derived"] == {"compact_threshold": 104857, "reserve_tokens": 13107}
+    assert set(doc["result"]["qwenpaw2"]) == QWENPAW2_INFO
+    assert set(doc["result"]["qwenpaw2"]["history"]) == HISTORY_STATE
+    assert doc["result"]["generation"]["generation"] == "1.x"
 
 
 def test_error_envelope_contract(tmp_path):
@@ -58,3 +73,19 @@ def test_list_warnings_reach_json_too(sample_ws):
     doc = invoke("-w", str(sample_ws), "sessions", "list", "--json").json()
     assert any("1 corrupt session file" in w for w in doc["warnings"])
     assert any("ambiguously" in w for w in doc["warnings"])
+
+
+def test_error_before_the_workspace_is_opened_names_its_command(tmp_path):
+    # a usage error raised before any workspace lookup used to be reported as command "qwenmem"
+    doc = invoke("-w", str(tmp_path / "missing"), "compact", "some/session", "--all", "--json").json()
+    assert doc["command"] == "compact" and doc["status"] == "error" and doc["errors"][0]["code"] == "usage"
+    doc = invoke("-w", str(tmp_path / "missing"), "sessions", "repair", "--check", "--dry-run", "--json").json()
+    assert doc["command"] == "sessions repair"
+
+
+def test_json_after_double_dash_is_a_search_query_not_the_flag(sample_ws):
+    run = invoke("-w", str(sample_ws), "search", "--mode", "text", "--", "--json")
+    # a query, not the flag: searched (nothing holds it: "no results", exit 1 like grep) and no JSON printed
+    assert run.code == 1 and "no results for '--json'" in run.stderr and not run.stdout.lstrip().startswith("{")
+    doc = invoke("-w", str(sample_ws), "search", "--mode", "text", "--json", "--", "--json").json()
+    assert doc["result"]["query"] == "--json"

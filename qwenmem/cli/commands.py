@@ -1,4 +1,4 @@
-"""The command map: every command group, mounted on the root app. Each group is one module."""
+"""The command map: every command, mounted on the root app. Each command is one module named after it."""
 
 from __future__ import annotations
 
@@ -6,13 +6,19 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from qwenmem.cli import compact, completion, demo, dream, info, repair, search, sessions
+    from qwenmem.cli import (compact, completion, demo, dream, fleet, history, info, reindex, repair, restore, runner,
+                             search, sessions, snapshot)
 
     repair.register(sessions.app)
+    restore.register(sessions.app)
     app.add_typer(sessions.app, name="sessions")
     compact.register(app)
-    search.register(app)  # search and reindex
+    search.register(app)
+    reindex.register(app)
     dream.register(app)
-    app.command("info")(info.info)
-    app.command("demo")(demo.demo)
-    app.command("completions")(completion.completions)
+    snapshot.register(app)
+    history.register(app)
+    runner.command(app, "info")(info.info)
+    runner.command(app, "demo")(demo.demo)
+    runner.command(app, "completions")(completion.completions)
+    fleet.register(app)

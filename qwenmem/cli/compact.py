@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from dataclasses import dataclass
+from typing import Annotated, Any, Optional
 
 import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
-from qwenmem.cli.options import (AgentOpt, DryRunFlag, JsonFlag, LLMBaseOpt, LLMKeyOpt, LLMModelOpt, LLMRetriesOpt,
+from qwenmem.cli.errors import exit_code_for_compaction_failures
+from qwenmem.cli.output import OutputFormat
+from qwenmem.cli.result import CommandResult, ErrorItem, status_for
+from qwenmem.cli.tables import Cell, Column, Kind, number
+from qwenmem.cli.tables import render as render_table
+from qwenmem.cli.runner import command
+from qwenmem.cli.options import (AgentOpt, DryRunFlag, FormatOpt, JsonFlag, LLMBaseOpt, LLMKeyOpt, LLMModelOpt, LLMRetriesOpt,
                                  LLMTimeoutOpt, QuietFlag, TokenizerOpt, WorkspaceOpt)
 
 
@@ -38,8 +45,27 @@ RecentBytesOpt = Annotated[Optional[int], _Opt("--recent-max-bytes", min=1000, h
 InstructionOpt = Annotated[str, _Opt("--instruction", help="Extra instruction for the LLM summary (like "
                                                            "/compact <text>).")]
 
+
+@dataclass
+class CompactCheckResult:
+    """`compact --check --json` result."""
+
+    workspace: str
+    generation: str
+    sessions: list[Any]
+
+
+@dataclass
+class CompactResult:
+    """`compact --json` result."""
+
+    workspace: str
+    dry_run: bool
+    sessions: list[Any]
+
+
 def register(app: typer.Typer) -> None:
-    app.command("compact")(compact)
+    command(app, "compact")(compact)
 
 
 def compact(
@@ -68,9 +94,10 @@ def compact(
     llm_retries: LLMRetriesOpt = None,
     quiet: QuietFlag = False,
     json_out: JsonFlag = False,
+    output_format: FormatOpt = OutputFormat.TABLE,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
-) -> None:
+) -> CommandResult:
     """Compact sessions the way QwenPaw does: cut old tool outputs, summarize what leaves the context,
     and note it in the day's memory log. Removed messages go to dialog/<date>.jsonl; originals are backed up.
 
@@ -117,14 +144,9 @@ def compact(
                 if session:
                     raise
                 warnings.append(str(exc))
-        if json_out:
-            output.print_json("compact check", {"workspace": str(ws.path), "generation": settings.generation,
-                                                "sessions": reports}, warnings=warnings)
-            return
-        _render_check(reports, detailed=bool(session))
-        for w in warnings:
-            output.warn(w)
-        return
+        data = CompactCheckResult(str(ws.path), settings.generation, reports)
+        return CommandResult(data, warnings=warnings, command="compact check",
+                             render=lambda: _render_check(reports, detailed=bool(session)))
 
     if summarizer != "extractive" and not prune_only:
         from qwenmem.core.llm import resolve_llm_config
@@ -145,44 +167,32 @@ def compact(
     skipped = [r for r in reports if r.status == "skipped"]  # damaged sessions: repair first; a partial run
     warnings = [f"{r.key}: {w}" for r in reports for w in r.warnings]
     warnings += [f"{r.key}: skipped, {r.error}" for r in reports if r.status == "skipped"]
-    if json_out:
-        output.print_json("compact", {"workspace": str(ws.path), "dry_run": dry_run, "sessions": reports},
-                          status="problems" if failed or skipped else "ok", warnings=warnings,
-                          errors=[{"code": r.error_kind, "message": f"{r.key}: {r.error}"} for r in failed])
-    elif not quiet:
-        _render_results(reports, dry_run)
-    if not json_out:
-        for w in warnings:
-            output.warn(w)
-        for r in failed:
-            output.error_line(f"{r.key}: {r.error}")
-    if failed:
-        kinds = {r.error_kind for r in failed}
-        code = 5 if kinds == {"llm"} and len(failed) == len(reports) else 4 if kinds == {"changed"} and len(
-            failed) == len(reports) else 1
-        raise typer.Exit(code)
-    if skipped:
-        raise typer.Exit(1)
+    failures = [ErrorItem(r.error_kind, f"{r.key}: {r.error}") for r in failed]
+    code = exit_code_for_compaction_failures([r.error_kind for r in failed], len(reports)) if failed else None
+    return CommandResult(CompactResult(str(ws.path), dry_run, reports), status_for(bool(failed or skipped)),
+                         warnings=warnings, errors=failures, exit_code=code, quiet=False,
+                         render=None if quiet else lambda: _render_results(reports, dry_run))
 
 
-def _render_check(reports, detailed: bool) -> None:
-    from rich.table import Table
+CHECK_COLUMNS = (Column("session", Kind.KEY), Column("msgs", Kind.NUMBER, "right"),
+                 Column("system", Kind.NUMBER, "right", drop=2), Column("summary", Kind.NUMBER, "right", drop=1),
+                 Column("messages", Kind.NUMBER, "right"), Column("tool out", Kind.NUMBER, "right", drop=1),
+                 Column("threshold", Kind.NUMBER, "right"), Column("room", Kind.NUMBER, "right"),
+                 Column("compact?", Kind.LABEL), Column("keep", Kind.NUMBER, "right"))
 
+
+def _render_check(reports: list[Any], detailed: bool) -> None:
     con = output.out()
     if not reports:
         output.note("no sessions to check")
         return
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col, just in (("session", "left"), ("msgs", "right"), ("system", "right"), ("summary", "right"),
-                      ("messages", "right"), ("tool out", "right"), ("threshold", "right"), ("room", "right"),
-                      ("compact?", "left"), ("keep", "right")):
-        table.add_column(col, justify=just, no_wrap=col != "session", overflow="fold")
-    for r in reports:
-        verdict = "[bold red]yes[/]" if r.would_compact else "no"
-        table.add_row(output.escape(r.key), str(r.message_count), f"{r.tokens.system:,}", f"{r.tokens.summary:,}",
-                      f"{r.tokens.messages:,}", f"{r.tokens.tool_outputs:,}", f"{r.budget.left:,}", f"{r.room:,}",
-                      verdict, f"{len(r.kept_ids)}/{r.message_count}")
-    con.print(table)
+    render_table(CHECK_COLUMNS, [
+        [r.key, str(r.message_count), number(r.tokens.system), number(r.tokens.summary), number(r.tokens.messages),
+         number(r.tokens.tool_outputs), number(r.budget.left), number(r.room),
+         Cell("yes", "bold red") if r.would_compact else "no", f"{len(r.kept_ids)}/{r.message_count}"]
+        for r in reports])
+    if output.table_format() == "tsv":
+        return
     first = reports[0]
     b = first.budget
     con.print(f"[dim]{first.generation} generation, {first.tokenizer}: M={b.max_input_length:,}, "

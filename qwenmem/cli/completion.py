@@ -6,20 +6,16 @@ from the app.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 SHELLS = ("bash", "zsh", "fish")
 
 
-def _tree() -> dict[str, tuple[list[str], dict]]:
-    """{'sessions list': (['--json', ...], {}), ...}: every command path with its options."""
-    import typer.main
-
-    from qwenmem.cli.app import app
-
-    root = typer.main.get_command(app)
+def _tree(root: Any) -> dict[str, tuple[list[str], dict[str, Any]]]:
+    """{'sessions list': (['--json', ...], {}), ...}: every command path of the click command `root`, with its
+    options."""
     out: dict[str, tuple[list[str], dict]] = {}
 
     def walk(cmd, path: str) -> None:
@@ -35,8 +31,10 @@ def _tree() -> dict[str, tuple[list[str], dict]]:
     return out
 
 
-def generate(shell: str) -> str:
-    tree = _tree()
+def generate(shell: str, root: Any) -> str:
+    """The completion script for `shell` of the click command `root` (the app, reached through the click context
+    by the command, or built by the caller: no import of the app here)."""
+    tree = _tree(root)
     if shell == "bash":
         return _bash(tree)
     if shell == "zsh":
@@ -113,7 +111,7 @@ def _fish(tree) -> str:
     return "\n".join(lines) + "\n"
 
 
-def completions(shell: Annotated[str, typer.Argument(help="bash, zsh or fish")]) -> None:
+def completions(ctx: typer.Context, shell: Annotated[str, typer.Argument(help="bash, zsh or fish")]) -> None:
     """Print a shell completion script.
 
     Examples:
@@ -124,7 +122,7 @@ def completions(shell: Annotated[str, typer.Argument(help="bash, zsh or fish")])
     """
     import sys
 
-    sys.stdout.write(generate(shell))
+    sys.stdout.write(generate(shell, ctx.find_root().command))
 
 
 COMPLETION_FILES = {"bash": "qwenmem.bash", "zsh": "_qwenmem", "fish": "qwenmem.fish"}

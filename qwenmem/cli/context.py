@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import typer
+from typing import Any
 
 
 @dataclass
@@ -13,23 +12,21 @@ class AppState:
     workspace: Path | None = None
     agent: str | None = None
     debug: bool = False
+    json: bool = False  # set by the command's parser (runner.QwenmemCommand), never by scanning argv
+    command: str | None = None  # the running command's path ("sessions show"), for its JSON envelope
+    pager: bool = True  # long output for people goes through $PAGER on a terminal (--no-pager: never)
 
 
-# The running command's path ("sessions show"), so an error raised inside it can be reported in its JSON envelope.
-current_command: dict[str, str | None] = {"path": None}
-
-
-def state(ctx: typer.Context) -> AppState:
+def state(ctx: Any) -> AppState:
     root = ctx.find_root()
     if not isinstance(root.obj, AppState):
         root.obj = AppState()
     return root.obj
 
 
-def open_workspace(ctx: typer.Context, workspace: Path | None = None, agent: str | None = None):
+def open_workspace(ctx: Any, workspace: Path | None = None, agent: str | None = None) -> Any:
     """The workspace for this command: a per-command -w/--agent beats the global one."""
     from qwenmem.core.workspace import discover_workspace
 
     st = state(ctx)
-    current_command["path"] = ctx.command_path.partition(" ")[2] or None
     return discover_workspace(workspace or st.workspace, agent or st.agent)

@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from qwenmem.cli import output
+from qwenmem.cli.runner import execute
 
 # Each step is a qwenmem command line run against the demo copy; steps whose command is not installed are skipped.
 DEMO_STEPS: list[tuple[str, list[str]]] = [
@@ -34,6 +35,7 @@ def sample_workspace() -> Path:
 
 
 def demo(
+    ctx: typer.Context,
     target: Annotated[Optional[Path], typer.Option("--into", help="Copy the sample here instead of a temp dir.")] = None,
     keep: Annotated[bool, typer.Option("--keep/--no-keep", help="Keep the demo copy afterwards.")] = True,
 ) -> None:
@@ -58,7 +60,7 @@ def demo(
     for title, argv in DEMO_STEPS:
         con.rule(f"[bold]{title}[/bold]")
         con.print(f"[dim]$ qwenmem -w {output.escape(str(dest))} {output.escape(' '.join(argv))}[/dim]")
-        code = _run(["-w", str(dest), *argv])
+        code = execute(ctx.find_root().command, ["-w", str(dest), *argv])
         if code not in (0, 1):
             failures += 1
             output.warn(f"step exited with {code}")
@@ -70,8 +72,3 @@ def demo(
     if failures:
         raise typer.Exit(1)
 
-
-def _run(argv: list[str]) -> int:
-    from qwenmem.cli.app import run
-
-    return run(argv)

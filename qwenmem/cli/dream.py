@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -12,6 +13,26 @@ from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import (AgentOpt, DryRunFlag, JsonFlag, LLMBaseOpt, LLMKeyOpt, LLMModelOpt, LLMRetriesOpt,
                                  LLMTimeoutOpt, QuietFlag, WorkspaceOpt)
+from qwenmem.cli.result import CommandResult, document_of
+from qwenmem.cli.runner import command
+
+#: fields of core's DreamResult that are not in the document: its warnings are the envelope's `warnings`
+OMITTED_FIELDS = frozenset({"warnings"})
+
+
+@dataclass
+class BackupRow:
+    name: str
+    path: str
+    size: int
+
+
+@dataclass
+class ListBackupsResult:
+    """`dream --list-backups --json` result."""
+
+    backups: list[BackupRow]
+    recent: list[Any]
 
 
 def dream(
@@ -49,7 +70,7 @@ def dream(
     json_out: JsonFlag = False,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
-) -> None:
+) -> CommandResult:
     """Consolidate MEMORY.md with the day's log: remove duplicates, let newer facts replace older ones, promote new
     facts under a dated heading. Backs up first (backup/memory_backup_*.md), writes atomically, and records every
     change in backup/dream_changelog.jsonl. Only MEMORY.md and backup/ are ever written.
@@ -78,13 +99,14 @@ def dream(
         ws = open_workspace(ctx, workspace, agent)
         settings = load_settings(ws)
         if list_flag:
-            return _list(ws, json_out)
+            return _list(ws)
         if restore_flag:
             from qwenmem.core.dream.run import restore
 
-            result = restore(ws, settings, backup, dry_run, keep)
-            _log(log_file, _restore_lines(result))
-            return _render_restore(result, json_out, quiet)
+            restored = restore(ws, settings, backup, dry_run, keep)
+            _log(log_file, _restore_lines(restored))
+            return CommandResult(restored, command="dream restore",
+                                 render=None if quiet else lambda: _render_restore(restored))
         from qwenmem.core.dream.run import DreamOptions, dream as run_dream
 
         options = DreamOptions(date=date, dry_run=dry_run, promote=promote, use_embeddings=embeddings,
@@ -96,7 +118,8 @@ def dream(
         _log(log_file, [f"error: {exc}"])
         raise
     _log(log_file, _summary_lines(result) + [f"  warning: {w}" for w in result.warnings])
-    _render(result, json_out, quiet)
+    return CommandResult(document_of(result, OMITTED_FIELDS), warnings=result.warnings, quiet=quiet,
+                         warnings_first=True, render=None if quiet else lambda: _render(result))
 
 
 def _llm_config(ws, settings, mode, base_url, model, api_key, timeout, retries):
@@ -142,6 +165,8 @@ def _summary_lines(r) -> list[str]:
     for c in r.changes + r.flagged:
         where = f"line {c.line}" if c.line else (c.section or "")
         lines.append(f"  {c.action:<8} {where}: {_short(c.old or c.new, 70)} ({_short(c.reason, 100)})")
+    if getattr(r, "snapshot", None):
+        lines.append(f"  snapshot of memory/, digest/, MEMORY.md: {r.snapshot} (`qwenmem snapshot restore` undoes)")
     if r.backup:
         lines.append(f"  backup: {r.backup}")
     if r.changelog:
@@ -153,15 +178,7 @@ def _summary_lines(r) -> list[str]:
     return lines
 
 
-def _render(r, json_out: bool, quiet: bool) -> None:
-    if json_out:
-        output.print_json("dream", r, warnings=r.warnings)
-        return
-    if not quiet:
-        for w in r.warnings:
-            output.warn(w)
-    if quiet:
-        return
+def _render(r: Any) -> None:
     if r.status == "dry-run":
         output.out().print(output.escape(r.diff), end="", soft_wrap=True)
     for line in _summary_lines(r):
@@ -178,28 +195,24 @@ def _restore_lines(r) -> list[str]:
     return lines
 
 
-def _render_restore(r, json_out: bool, quiet: bool) -> None:
-    if json_out:
-        output.print_json("dream restore", r)
-        return
-    if quiet:
-        return
+def _render_restore(r: Any) -> None:
     if r.status == "dry-run":
         output.out().print(output.escape(r.diff), end="", soft_wrap=True)
     for line in _restore_lines(r):
         output.out().print(output.escape(line), soft_wrap=True)
 
 
-def _list(ws, json_out: bool) -> None:
+def _list(ws: Any) -> CommandResult:
     from qwenmem.core.dream.backups import list_backups
     from qwenmem.core.dream.changelog import read_entries
 
     found = list_backups(ws)
     dreams = read_entries(ws.backup_dir)[-10:]
-    if json_out:
-        output.print_json("dream list-backups", {"backups": [{"name": b.name, "path": str(b.path), "size": b.size}
-                                                             for b in found], "recent": dreams})
-        return
+    data = ListBackupsResult([BackupRow(b.name, str(b.path), b.size) for b in found], dreams)
+    return CommandResult(data, command="dream list-backups", render=lambda: _render_list(ws, found, dreams))
+
+
+def _render_list(ws: Any, found: list[Any], dreams: list[Any]) -> None:
     if not found:
         output.note(f"no MEMORY.md backups in {ws.backup_dir}")
     for b in found:
@@ -211,4 +224,4 @@ def _list(ws, json_out: bool) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("dream")(dream)
+    command(app, "dream")(dream)

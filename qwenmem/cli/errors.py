@@ -9,7 +9,7 @@ from qwenmem.core import errors as E
 
 class ExitCode(IntEnum):
     OK = 0  # done, or nothing to do
-    PROBLEMS = 1  # problems found (--check), partial success, or an internal error
+    PROBLEMS = 1  # problems found (--check), partial success, no search results, or an internal error
     USAGE = 2  # bad arguments, unknown or ambiguous session, unsafe path
     WORKSPACE = 3  # workspace or a config file missing, unreadable or malformed
     BUSY = 4  # another qwenmem holds the lock, or a file changed underneath us; nothing was written
@@ -19,7 +19,8 @@ class ExitCode(IntEnum):
 
 EXIT_CODE_HELP = {
     ExitCode.OK: "success, or nothing to do",
-    ExitCode.PROBLEMS: "problems found (e.g. `repair --check`), partial success, or an internal error",
+    ExitCode.PROBLEMS: ("problems found (e.g. `repair --check`), partial success (e.g. `reindex` with the embedder down), "
+                       "no results (`search`), or an internal error"),
     ExitCode.USAGE: "usage error: bad option, unknown or ambiguous session, path outside the workspace",
     ExitCode.WORKSPACE: "workspace or config file missing, unreadable or malformed",
     ExitCode.BUSY: "busy: another qwenmem holds the lock, or a file changed while we worked (nothing written)",
@@ -47,3 +48,16 @@ def classify(exc: BaseException) -> tuple[ExitCode, str]:
         if isinstance(exc, cls):
             return code, name
     return ExitCode.PROBLEMS, "internal_error"
+
+
+#: how core/compaction names a session's failure in its report (one per session of a `compact --all` run)
+_COMPACTION_KINDS: dict[str, ExitCode] = {"llm": ExitCode.LLM, "changed": ExitCode.BUSY}
+
+
+def exit_code_for_compaction_failures(kinds: list[str], sessions: int) -> ExitCode:
+    """A run where every session failed the same named way exits with that name (LLM 5, BUSY 4); any other mix
+    of failures is a partial success (1)."""
+    distinct = set(kinds)
+    if len(kinds) == sessions and len(distinct) == 1 and next(iter(distinct)) in _COMPACTION_KINDS:
+        return _COMPACTION_KINDS[next(iter(distinct))]
+    return ExitCode.PROBLEMS

@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import AgentOpt, JsonFlag, WorkspaceOpt
+from qwenmem.cli.result import CommandResult
 
 
-def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt = None, agent: AgentOpt = None) -> None:
+@dataclass
+class InfoResult:
+    """`info --json` result."""
+
+    workspace: str
+    root: str
+    agent: str | None
+    found_by: str
+    notes: list[str]
+    files: dict[str, dict[str, Any]]
+    settings: list[dict[str, Any]]
+    derived: dict[str, int]
+    generation: dict[str, Any]  # 1.x / 2.x / mixed with file counts (settings2.GenerationSummary)
+    qwenpaw2: dict[str, Any]  # strategy, scroll settings, history.db state, ReMe 0.4 folders, provider context
+
+
+def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt = None,
+         agent: AgentOpt = None) -> CommandResult:
     """Show the resolved workspace, its files, every setting with its source, and qwenmem's own data directory.
 
     Examples:
@@ -19,9 +40,12 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
       qwenmem --agent work info --json
     """
     from qwenmem.core.settings import load_settings
+    from qwenmem.core.settings2 import qwenpaw2_info
+    from qwenmem.core.workspace import path_exists
 
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
+    gen = qwenpaw2_info(ws, settings)
     files = {
         "agent.json": ws.path / "agent.json",
         "chats.json": ws.path / "chats.json",
@@ -32,17 +56,18 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
         "backup/": ws.backup_dir,
         "qwenmem data": ws.data_dir,
     }
-    result = {
-        "workspace": str(ws.path), "root": str(ws.root), "agent": ws.agent_id, "found_by": ws.source,
-        "notes": list(ws.notes),
-        "files": {name: {"path": str(p), "exists": p.exists()} for name, p in files.items()},
-        "settings": [{"name": n, "value": v, "source": s} for n, v, s in settings.as_rows()],
-        "derived": {"compact_threshold": settings.compact_threshold, "reserve_tokens": settings.reserve_tokens},
-    }
-    if json_out:
-        output.print_json("info", result)
-        return
+    result = InfoResult(
+        str(ws.path), str(ws.root), ws.agent_id, ws.source, list(ws.notes),
+        {name: {"path": str(p), "exists": path_exists(p)} for name, p in files.items()},
+        [{"name": n, "value": v, "source": s} for n, v, s in gen.rows], gen.derived, gen.generation.to_json(),
+        gen.to_json())
+    return CommandResult(result, render=lambda: _render(ws, files, gen))
+
+
+def _render(ws: Any, files: dict[str, Any], gen: Any) -> None:
     from rich.table import Table
+
+    from qwenmem.core.workspace import path_exists
 
     con = output.out()
     con.print(f"[bold]workspace[/bold] {output.escape(str(ws.path))}  (found by {ws.source}"
@@ -54,14 +79,41 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
     t.add_column("path", overflow="fold")
     t.add_column("exists")
     for name, p in files.items():
-        t.add_row(name, output.escape(str(p)), "yes" if p.exists() else "-")
+        t.add_row(name, output.escape(str(p)), "yes" if path_exists(p) else "-")
     con.print(t)
     s = Table(box=None, show_edge=False, header_style="bold")
     s.add_column("setting")
     s.add_column("value", overflow="fold")
     s.add_column("source", style="dim")
-    for name, value, source in settings.as_rows():
+    for name, value, source in gen.rows:
         s.add_row(name, output.escape(str(value)), output.escape(source))
-    s.add_row("compact threshold", f"{settings.compact_threshold:,} tokens", "derived")
-    s.add_row("reserve", f"{settings.reserve_tokens:,} tokens", "derived")
+    s.add_row("compact threshold", f"{gen.derived['compact_threshold']:,} tokens", "derived")
+    s.add_row("reserve", f"{gen.derived['reserve_tokens']:,} tokens", "derived")
     con.print(s)
+    _print_qwenpaw2(con, gen)
+
+
+def _print_qwenpaw2(con, gen) -> None:
+    g = gen.generation
+    con.print(f"[bold]QwenPaw generation[/bold] {g.generation}  ({g.files_1x} 1.x and {g.files_2x} 2.x session files"
+              + (f"; markers: {', '.join(g.markers)}" if g.markers else "") + ")")
+    if g.generation not in ("2.x", "mixed"):
+        return
+    c = gen.settings
+    con.print(f"  context strategy {c.strategy}  [dim]({output.escape(c.strategy_source)})[/dim]")
+    con.print("  scroll " + ", ".join(f"{k}={v}" for k, v in c.scroll.items()))
+    if c.provider:
+        p = c.provider
+        con.print(f"  model {output.escape(str(p.provider_id))}/{output.escape(str(p.model_id))}: context "
+                  f"{p.context_size:,} tokens [dim]({output.escape(p.context_source)}); api key {p.api_key}[/dim]")
+    h = gen.history
+    size = output.human_size(h.size) + (f" + {output.human_size(h.wal_size)} WAL" if h.wal_size else "")
+    rows = "?" if h.rows is None else f"{h.rows:,}"
+    retention = c.history_retention_days
+    con.print(f"  history.db {output.escape(h.path)}: {h.status}" + (f", {size}, {rows} rows in {h.sessions} sessions"
+              if h.exists and h.rows is not None else "") + f"; retention {retention or 'forever'}"
+              + (" day(s)" if retention else "") + (f"  [yellow]{output.escape(h.detail)}[/]" if h.detail else ""))
+    for q in h.quarantined:
+        con.print(f"  [yellow]quarantined store[/] {output.escape(q)}")
+    for name, info in gen.reme_dirs.items():
+        con.print(f"  ReMe {name} {output.escape(info['path'])}" + ("" if info["exists"] else " [dim](absent)[/dim]"))

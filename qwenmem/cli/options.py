@@ -7,6 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from qwenmem.cli.output import OutputFormat
+
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="table (fitted to the terminal), tsv (tab-separated "
+                                                 "rows, no header, for programs) or json (same as --json).")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print a versioned JSON document on stdout instead of tables.")]
 DryRunFlag = Annotated[bool, typer.Option("--dry-run", "-n", help="Show what would change; write nothing.")]
 WorkspaceOpt = Annotated[

@@ -3,7 +3,8 @@
 JSON envelope (version 1, pinned by tests/test_json_contract.py):
   {"qwenmem_json": 1, "command": "sessions list", "status": "ok"|"problems"|"error",
    "result": <command-specific object or null>, "warnings": [str], "errors": [{"code": str, "message": str}]}
-Colour: Rich turns it off when stdout/stderr is not a terminal or NO_COLOR is set.
+Colour (`--color auto|always|never`): auto colours a terminal unless NO_COLOR is set or CLICOLOR=0;
+CLICOLOR_FORCE=1 colours even a pipe. Tables: `--format table|tsv|json` (qwenmem/cli/tables.py).
 """
 
 from __future__ import annotations
@@ -20,8 +21,63 @@ from typing import Any
 JSON_VERSION = 1
 
 
+class ColorMode(str, Enum):
+    AUTO = "auto"
+    ALWAYS = "always"
+    NEVER = "never"
+
+
+class OutputFormat(str, Enum):
+    TABLE = "table"
+    TSV = "tsv"
+    JSON = "json"
+
+
+_settings: dict[str, Any] = {"color": ColorMode.AUTO, "format": OutputFormat.TABLE}
+
+
+def configure(color: ColorMode | None = None, table_format: OutputFormat | None = None) -> None:
+    """Set this run's colour mode and table format (the root callback and the runner do); consoles are rebuilt."""
+    if color is not None:
+        _settings["color"] = ColorMode(color)
+    if table_format is not None:
+        _settings["format"] = OutputFormat(table_format)
+    out.cache_clear()
+    err.cache_clear()
+
+
+def table_format() -> str:
+    return OutputFormat(_settings["format"]).value
+
+
+def color_wanted(is_terminal: bool) -> bool:
+    """--color, then NO_COLOR (https://no-color.org), CLICOLOR_FORCE and CLICOLOR (https://bixense.com/clicolors/)."""
+    import os
+
+    mode = ColorMode(_settings["color"])
+    if mode is not ColorMode.AUTO:
+        return mode is ColorMode.ALWAYS
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("CLICOLOR_FORCE", "0") != "0":
+        return True
+    if os.environ.get("CLICOLOR") == "0":
+        return False
+    return is_terminal
+
+
+def _console_colors(stream: Any) -> dict[str, Any]:
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if color_wanted(tty):
+        return {"force_terminal": True} if not tty else {}
+    return {"color_system": None, "no_color": True}
+
+
 @lru_cache(maxsize=1)
-def out():
+def out() -> Any:
     import os
 
     from rich.console import Console
@@ -36,14 +92,14 @@ def out():
 
     # Piped output is read by programs and pagers: do not fold table rows at an imaginary 80 columns.
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 240
-    return _Console(highlight=False, width=width)
+    return _Console(highlight=False, width=width, **_console_colors(sys.stdout))
 
 
 @lru_cache(maxsize=1)
-def err():
+def err() -> Any:
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return Console(stderr=True, highlight=False, soft_wrap=True, **_console_colors(sys.stderr))
 
 
 def _default(obj: Any) -> Any:

@@ -1,23 +1,43 @@
-"""`qwenmem sessions repair` and `qwenmem sessions restore` (mounted on the `sessions` group)."""
+"""`qwenmem sessions repair` (mounted on the `sessions` group; `restore` is cli/restore.py)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
-from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
+from qwenmem.cli.errors import ExitCode
+from qwenmem.cli.options import AgentOpt, DryRunFlag, FormatOpt, JsonFlag, QuietFlag, WorkspaceOpt
+from qwenmem.cli.output import OutputFormat
+from qwenmem.cli.tables import Cell, Column, Kind
+from qwenmem.cli.tables import render as render_table
+from qwenmem.cli.result import CommandResult, Status, status_for
+from qwenmem.cli.runner import command
 
 STATUS_STYLE = {"ok": "green", "warning": "yellow", "repaired": "green", "would_repair": "yellow", "needs_repair": "yellow",
-                "needs_flag": "yellow", "unrecoverable": "bold red", "changed": "bold red", "error": "bold red"}
+                "needs_flag": "yellow", "unrecoverable": "bold red", "changed": "bold red", "busy": "bold red",
+                "error": "bold red"}
+
+
+@dataclass
+class RepairResult:
+    """`sessions repair --json` result."""
+
+    workspace: str
+    mode: str
+    run: str | None
+    quarantine: str | None
+    counts: dict[str, int]
+    statuses: dict[str, int]
+    files: list[Any]
 
 
 def register(app: typer.Typer) -> None:
-    app.command("repair")(repair_cmd)
-    app.command("restore")(restore_cmd)
+    command(app, "repair")(repair_cmd)
 
 
 def repair_cmd(
@@ -36,14 +56,16 @@ def repair_cmd(
                                                       "inside the workspace: a backup or copy of it, or a "
                                                       "dialog/YYYY-MM-DD.jsonl offload.", show_default=False)] = None,
     json_out: JsonFlag = False,
+    output_format: FormatOpt = OutputFormat.TABLE,
     quiet: QuietFlag = False,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
-) -> None:
+) -> CommandResult:
     """Find and repair damaged session files without losing anything.
 
     --check and --dry-run look at every session unless some are named; a real run needs names or --all. A real run copies each original to <workspace>/.qwenmem/quarantine/<run>/ before an atomic replace, and
-    refuses (exit 4) if a file changed while it worked. Healthy files are never rewritten.
+    refuses (exit 4) if a file changed while it worked or is being written (open for writing, or damaged and
+    modified seconds ago and still changing). Healthy files are never rewritten.
 
     Examples:
 
@@ -70,43 +92,36 @@ def repair_cmd(
     refs = [find_session(ws, s) for s in sessions] if sessions else list(iter_session_refs(ws))
     source = ws.resolve_inside(from_file) if from_file is not None else None
     result = run_repair(ws, refs, mode, fix_tool_pairs, from_backup, source)
-    status = "problems" if result.needs_attention or result.changed_underneath else "ok"
-    if json_out:
-        output.print_json(f"sessions repair", {"workspace": result.workspace, "mode": result.mode,
-                                               "run": result.run_id, "quarantine": result.quarantine,
-                                               "counts": result.counts, "statuses": result.statuses,
-                                               "files": result.files}, status=status)
-    elif not quiet or status != "ok":
-        _render(result)
-    if result.changed_underneath:
-        raise typer.Exit(4)
-    if result.needs_attention:
-        raise typer.Exit(1)
+    status = status_for(bool(result.needs_attention or result.changed_underneath))
+    data = RepairResult(result.workspace, result.mode, result.run_id, result.quarantine, result.counts,
+                        result.statuses, result.files)
+    silent = quiet and status is Status.OK
+    return CommandResult(data, status, exit_code=ExitCode.BUSY if result.changed_underneath else None,
+                         quiet=silent, render=None if silent else lambda: _render(result))
 
 
-def _render(result) -> None:
-    from rich.table import Table
+REPAIR_COLUMNS = (Column("session", Kind.KEY), Column("classes", Kind.TEXT), Column("intact", Kind.NUMBER, "right"),
+                  Column("lost", Kind.NUMBER, "right"), Column("removed", Kind.NUMBER, "right"),
+                  Column("status", Kind.LABEL))
 
+
+def _render(result: Any) -> None:
     con = output.out()
     if not result.files:
         output.note("no session files found")
         return
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col, just in (("session", "left"), ("classes", "left"), ("intact", "right"), ("lost", "right"),
-                      ("removed", "right"), ("status", "left")):
-        table.add_column(col, justify=just, overflow="fold")
-    for f in result.files:
-        style = STATUS_STYLE.get(f.status, "white")
-        table.add_row(output.escape(f.key), ", ".join(f.classes) or "-", str(f.messages_intact), str(f.messages_lost),
-                      str(f.messages_removed), f"[{style}]{f.status.replace('_', ' ')}[/]")
-    con.print(table)
+    render_table(REPAIR_COLUMNS, [
+        [f.key, ", ".join(f.classes) or "-", str(f.messages_intact), str(f.messages_lost), str(f.messages_removed),
+         Cell(f.status.replace("_", " "), STATUS_STYLE.get(f.status, "white"))] for f in result.files])
+    if output.table_format() == "tsv":
+        return  # programs get the rows; the per-file details are for people (and in --json)
     verb = {"check": "would", "dry-run": "would", "repair": "did"}[result.mode]
     for f in result.files:
         if f.classes == ["ok"] and not f.pending:
             continue
         con.print(f"\n[bold]{output.escape(f.path)}[/bold]")
         # a repair that failed or was refused (changed underneath, unwritable) did not do what it planned
-        done_verb = "not done" if verb == "did" and f.status in ("error", "changed") else verb
+        done_verb = "not done" if verb == "did" and f.status in ("error", "changed", "busy") else verb
         for action in f.actions:
             con.print(f"  {done_verb}: {output.escape(action)}")
         for pending in f.pending:
@@ -126,62 +141,3 @@ def _render(result) -> None:
                     f"(undo with `qwenmem sessions restore {result.run_id}`)")
     if result.mode != "repair" and any(f.status in ("needs_repair", "would_repair") for f in result.files):
         output.note("to repair, run the same command without --check/--dry-run (a real run needs sessions or --all)")
-
-
-def restore_cmd(
-    ctx: typer.Context,
-    target: Annotated[Optional[str], typer.Argument(help="A quarantine run id (or prefix), or a session whose "
-                                                          "newest quarantined original to put back.",
-                                                     metavar="RUN|SESSION", show_default=False)] = None,
-    run: Annotated[Optional[str], typer.Option("--run", help="Take the session's original from this run.")] = None,
-    dry_run: DryRunFlag = False,
-    json_out: JsonFlag = False,
-    workspace: WorkspaceOpt = None,
-    agent: AgentOpt = None,
-) -> None:
-    """Put quarantined originals back, or list quarantine runs.
-
-    The file being replaced is itself quarantined first, so a restore can be undone the same way.
-
-    Examples:
-
-      qwenmem sessions restore
-
-      qwenmem sessions restore 20261130T031502123456
-
-      qwenmem sessions restore telegram/77_telegram--77 --dry-run
-    """
-    from qwenmem.core.repair.quarantine import list_runs
-    from qwenmem.core.repair.restore import restore
-
-    ws = open_workspace(ctx, workspace, agent)
-    if target is None and run is None:
-        runs = list_runs(ws)
-        if json_out:
-            output.print_json("sessions restore", {"workspace": str(ws.path), "runs": runs})
-            return
-        if not runs:
-            output.note(f"no quarantine runs under {ws.data_dir / 'quarantine'}")
-            return
-        from rich.table import Table
-
-        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-        for col in ("run", "kind", "created", "files"):
-            table.add_column(col, overflow="fold")
-        for r in runs:
-            table.add_row(r.run_id, r.kind, r.created, output.escape(", ".join(r.files) or "-"))
-        output.out().print(table)
-        return
-    result = restore(ws, target or "", run, dry_run)
-    if json_out:
-        output.print_json("sessions restore", result,
-                          status="problems" if any(f.status == "changed" for f in result.files) else "ok")
-    else:
-        con = output.out()
-        for f in result.files:
-            extra = f" (the replaced file is kept at {output.escape(f.kept_current)})" if f.kept_current else ""
-            con.print(f"{f.status.replace('_', ' ')}: {output.escape(f.path)} from {output.escape(f.source)}{extra}")
-        if result.backup_run:
-            output.note(f"undo with `qwenmem sessions restore {result.backup_run}`")
-    if any(f.status == "changed" for f in result.files):
-        raise typer.Exit(4)

@@ -1,50 +1,47 @@
-"""`qwenmem search` and `qwenmem reindex`: hybrid full-text + vector search over the memory files."""
+"""`qwenmem search`: hybrid full-text + vector search over the memory files (`reindex` is cli/reindex.py)."""
 
 from __future__ import annotations
 
-import contextlib
-from typing import Annotated, Optional
+from dataclasses import dataclass
+from typing import Annotated, Any, Optional
 
 import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
-from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
+from qwenmem.cli.errors import ExitCode
+from qwenmem.cli.options import AgentOpt, JsonFlag, QuietFlag, WorkspaceOpt
+from qwenmem.cli.progress import progress_callback
+from qwenmem.cli.result import CommandResult
+from qwenmem.cli.runner import command
 
-EmbedderOpt = Annotated[Optional[str], typer.Option(
-    "--embedder", help="auto (QwenPaw's embedding endpoint if configured, else a local model), local, openai or none. "
-    "Default: whatever the index was built with.")]
-ModelOpt = Annotated[Optional[str], typer.Option(
-    "--model", help="Embedding model: a local directory, a cached Hugging Face name, or the openai model name.")]
+@dataclass
+class SearchHit:
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    text_score: float | None
+    vector_score: float | None
+    snippet: str
+    highlights: list[Any]
+    kind: str | None  # QwenPaw 2.x memory: core (MEMORY.md), note, day_index, daily_log, digest; null for 1.x
+
+
+@dataclass
+class SearchResult:
+    """`search --json` result."""
+
+    query: str
+    mode: str
+    fusion: str
+    embedder: str | None
+    count: int
+    hits: list[SearchHit]
 
 
 def register(app: typer.Typer) -> None:
-    app.command("search")(search_cmd)
-    app.command("reindex")(reindex_cmd)
-
-
-@contextlib.contextmanager
-def _progress_callback(quiet: bool):
-    """A Rich progress bar on stderr driven by core's (stage, done, total) callbacks, created on first use so a
-    search that needs no indexing does not pay for importing rich.progress."""
-    state: dict = {"prog": None, "tasks": {}}
-
-    def callback(stage: str, done: int, total: int) -> None:
-        if quiet:
-            return
-        if state["prog"] is None:
-            state["prog"], _, _ = output.progress("indexing", None, quiet)
-            state["prog"].start()
-        tasks = state["tasks"]
-        if stage not in tasks:
-            tasks[stage] = state["prog"].add_task(stage, total=total)
-        state["prog"].update(tasks[stage], completed=done, total=total)
-
-    try:
-        yield callback
-    finally:
-        if state["prog"] is not None:
-            state["prog"].stop()
+    command(app, "search")(search_cmd)
 
 
 def search_cmd(
@@ -52,20 +49,27 @@ def search_cmd(
     query: Annotated[str, typer.Argument(help="What to look for (words, a phrase, an identifier, Chinese text).")],
     max_results: Annotated[int, typer.Option("--max-results", "-n", min=1, max=1000, help="Show at most N results.")] = 5,
     min_score: Annotated[float, typer.Option("--min-score", min=0.0, max=1.0,
-                                             help="Drop results whose fused score (0-1) is below this.")] = 0.0,
+                                             help="Drop results whose score is below this (absolute, 0-1: the same scale for every query).")] = 0.0,
     mode: Annotated[str, typer.Option("--mode", help="hybrid, text (BM25 only) or vector (embeddings only).")] = "hybrid",
-    fusion: Annotated[str, typer.Option("--fusion", help="weighted (normalised scores) or rrf (reciprocal rank).")] = "weighted",
+    fusion: Annotated[str, typer.Option("--fusion", help="weighted (normalised scores), rrf (reciprocal rank) or reme "
+                                        "(ReMe 0.4's own fusion, for comparison).")] = "weighted",
     vector_weight: Annotated[float, typer.Option("--vector-weight", min=0.0, max=1.0,
                                                  help="Weight of the vector side in weighted fusion (the assistant "
                                                  "uses 0.7; 0.5 measured better on LoCoMo).")] = 0.5,
-    since: Annotated[Optional[str], typer.Option("--since", help="Only daily logs dated on/after: 2026-05-01 or 7d.")] = None,
-    until: Annotated[Optional[str], typer.Option("--until", help="Only daily logs dated on/before: 2026-05-31 or 2w.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Only daily logs and notes dated on/after: 2026-05-01 "
+                                                 "or 7d (a 2.x note's date: its front matter, else its folder).")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="Only daily logs and notes dated on/before: 2026-05-31 "
+                                                 "or 2w.")] = None,
+    tags: Annotated[Optional[list[str]], typer.Option("--tag", help="Only notes with this front-matter tag "
+                                                      "(QwenPaw 2.x; repeatable: any of them).")] = None,
+    search_format: Annotated[str, typer.Option("--format", help="text (for people) or reme (ReMe 0.4's "
+                                               "memory_search blocks, as the assistant reads them).")] = "text",
     no_reindex: Annotated[bool, typer.Option("--no-reindex", help="Search the index as it is, even if stale.")] = False,
     json_out: JsonFlag = False,
     quiet: QuietFlag = False,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
-) -> None:
+) -> CommandResult:
     """Search the memory files (MEMORY.md, memory/*.md, and whatever `reindex --sources` added).
 
     A stale index is brought up to date incrementally first (only changed files are re-read and re-embedded);
@@ -82,23 +86,43 @@ def search_cmd(
     from qwenmem.core.index.search import search
     from qwenmem.core.settings import load_settings
 
+    from qwenmem.core.errors import UsageError
+
+    if search_format not in ("text", "reme"):
+        raise UsageError(f"--format {search_format!r}: choose text or reme (or --json)")
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
-    with _progress_callback(quiet or json_out) as progress:
+    with progress_callback(quiet or json_out) as progress:
         result = search(ws, settings, query, mode=mode, fusion=fusion, max_results=max_results, min_score=min_score,
-                        since=since, until=until, vector_weight=vector_weight, auto_reindex=not no_reindex,
-                        progress=progress)
-    if json_out:
-        hits = [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line, "score": h.score,
-                 "text_score": h.text_score, "vector_score": h.vector_score, "snippet": h.snippet,
-                 "highlights": h.highlights} for h in result.hits]
-        output.print_json("search", {"query": result.query, "mode": result.mode, "fusion": result.fusion,
-                                     "embedder": result.embedder, "count": len(hits), "hits": hits},
-                          warnings=result.notices)
-        return
-    if not quiet:
-        for n in result.notices:
-            output.note(n)
+                        since=since, until=until, tags=tags, vector_weight=vector_weight,
+                        auto_reindex=not no_reindex, progress=progress)
+    hits = [SearchHit(h.path, h.start_line, h.end_line, h.score, h.text_score, h.vector_score, h.snippet,
+                      h.highlights, h.kind) for h in result.hits]
+    data = SearchResult(result.query, result.mode, result.fusion, result.embedder, len(hits), hits)
+    # Like grep: nothing found is not an error (status ok), but exit 1 (PROBLEMS) lets `search X && ...` branch on it.
+    nothing = None if hits else ExitCode.PROBLEMS
+    warnings = result.notices + ([] if hits or not json_out else [f"no results for {query!r}"])
+    return CommandResult(data, warnings=warnings, warnings_as_notes=True, warnings_first=True, quiet=quiet,
+                         exit_code=nothing, render=lambda: _render_reme(ws, result) if search_format == "reme" else
+                         _render(result, query, quiet))
+
+
+def _render_reme(ws: Any, result: Any) -> None:
+    """ReMe 0.4's memory_search text on stdout (workspace-relative paths, whole chunks, wikilink neighbours)."""
+    from qwenmem.core.index import store
+    from qwenmem.core.reme_index import RemeHit, format_memory_search
+
+    gen = store.current_generation(ws)
+    manifest = store.Manifest.load(gen) if gen else None
+    both = result.mode == "hybrid"
+    hits = [RemeHit(h.path, h.start_line, h.end_line, h.score, h.vector_score if both else None,
+                    h.text_score if both else None, h.text) for h in result.hits]
+    import sys
+
+    sys.stdout.write(format_memory_search(hits, manifest.files if manifest else None) + "\n")
+
+
+def _render(result: Any, query: str, quiet: bool) -> None:
     if not result.hits:
         if not quiet:
             output.note(f"no results for {query!r}")
@@ -110,7 +134,11 @@ def search_cmd(
             parts.append(f"text {h.text_score:.2f}")
         if h.vector_score is not None and result.mode == "hybrid":
             parts.append(f"vector {h.vector_score:.2f}")
-        console.print(f"[bold cyan]{output.escape(h.path)}[/]:{h.start_line}-{h.end_line}  [dim]{' · '.join(parts)}[/]")
+        from qwenmem.core.reme_index import KIND_LABELS
+
+        label = f"  [magenta]{KIND_LABELS[h.kind]}[/]" if h.kind in KIND_LABELS else ""
+        console.print(f"[bold cyan]{output.escape(h.path)}[/]:{h.start_line}-{h.end_line}{label}  "
+                      f"[dim]{' · '.join(parts)}[/]")
         console.print("  " + _highlight(h.snippet, h.highlights))
 
 
@@ -122,59 +150,3 @@ def _highlight(snippet: str, marks: list[tuple[int, int]]) -> str:
         at = end
     out.append(output.escape(snippet[at:]))
     return "".join(out)
-
-
-def reindex_cmd(
-    ctx: typer.Context,
-    full: Annotated[bool, typer.Option("--full", help="Rebuild everything (re-chunk and re-embed every file).")] = False,
-    sources: Annotated[Optional[str], typer.Option(
-        "--sources", help="Comma list: memory (MEMORY.md, memory/*.md), dialog (dialog/*.jsonl), sessions, or all. "
-        "Default: what the index already covers (memory at first).")] = None,
-    recursive: Annotated[Optional[bool], typer.Option(
-        "--recursive/--no-recursive", help="Include memory/**/*.md. Default: QwenPaw's recursive_file_watcher.")] = None,
-    embedder: EmbedderOpt = None,
-    model: ModelOpt = None,
-    dry_run: DryRunFlag = False,
-    json_out: JsonFlag = False,
-    quiet: QuietFlag = False,
-    workspace: WorkspaceOpt = None,
-    agent: AgentOpt = None,
-) -> None:
-    """Build or update the search index in <workspace>/.qwenmem/index/ (never QwenPaw's file_store/).
-
-    Incremental: unchanged files are skipped, unchanged chunks keep their vectors, deleted files drop out, and a
-    changed embedding model re-embeds everything (with a notice). A crash leaves the previous index in use.
-
-    Examples:
-
-      qwenmem reindex
-
-      qwenmem reindex --sources memory,dialog --recursive
-
-      qwenmem reindex --embedder none --full --json
-    """
-    from qwenmem.core.index import reindex
-    from qwenmem.core.settings import load_settings
-
-    ws = open_workspace(ctx, workspace, agent)
-    settings = load_settings(ws)
-    with _progress_callback(quiet or json_out) as progress:
-        result = reindex(ws, settings, full=full, sources=sources, progress=progress, recursive=recursive,
-                         backend=embedder, model=model, dry_run=dry_run)
-    if json_out:
-        output.print_json("reindex", result, warnings=result.notices)
-        return
-    if quiet:
-        return
-    for n in result.notices:
-        output.note(n)
-    changes = (f"{len(result.files_added)} added, {len(result.files_changed)} changed, "
-               f"{len(result.files_removed)} removed of {result.files_total} file(s)"
-               + (f", {len(result.files_skipped)} skipped" if result.files_skipped else ""))
-    if result.up_to_date:
-        output.out().print(f"index is up to date ({result.files_total} file(s), {result.chunks_total} chunks)")
-        return
-    verb = "would index" if dry_run else "indexed"
-    output.out().print(f"{verb}: {changes}; {result.chunks_total} chunks ({result.chunks_new} new); "
-                       f"{result.pieces_embedded} piece(s) embedded, {result.pieces_reused} reused; "
-                       f"embedder {result.embedder or 'none'}; {result.reason}; {result.seconds:.1f} s")

@@ -3,20 +3,70 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from dataclasses import dataclass
+from typing import Annotated, Any, Optional
 
 import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
-from qwenmem.cli.options import AgentOpt, JsonFlag, TokenizerOpt, WorkspaceOpt
+from qwenmem.cli.options import AgentOpt, FormatOpt, JsonFlag, TokenizerOpt, WorkspaceOpt
+from qwenmem.cli.output import OutputFormat
+from qwenmem.cli.errors import ExitCode
+from qwenmem.cli.result import CommandResult, Status, status_for
+from qwenmem.cli.runner import QwenmemGroup, command
+from qwenmem.cli.tables import Cell, CellValue, Column, Kind, number
+from qwenmem.cli.tables import render as render_table
 
-app = typer.Typer(help="List, show and repair session files (short-term memory).", no_args_is_help=True)
+app = typer.Typer(help="List, show and repair session files (short-term memory).", no_args_is_help=True,
+                  cls=QwenmemGroup)
 
 HEALTH_STYLE = {"ok": "green", "warnings": "yellow", "corrupt": "bold red"}
 
 
-@app.command("list")
+@dataclass
+class SessionsListResult:
+    """`sessions list --json` result."""
+
+    workspace: str
+    tokenizer: str
+    count: int
+    sessions: list[Any]
+    generation: dict[str, Any]  # the workspace's QwenPaw generation (1.x / 2.x / mixed) with file counts
+    strategy: str  # 2.x context strategy (scroll / native), "light" for a 1.x agent.json
+    history: dict[str, Any]  # history.db state (core.history.HistoryState)
+    history_only: list[dict[str, Any]]  # sessions that exist only in history.db: {session_id, rows}
+
+
+@dataclass
+class ShownMessage:
+    index: int
+    marks: list[Any]
+    message: Any
+    normalized: dict[str, Any] | None  # session_model.Message.to_json(): the shape history.db rows also take
+
+
+@dataclass
+class SessionsShowResult:
+    """`sessions show --json` result."""
+
+    key: str
+    path: str
+    channel: str | None
+    user_id: str | None
+    session_id: str | None
+    health: str
+    salvaged: bool
+    problems: list[str]
+    summary: str | None
+    total_messages: int
+    messages: list[Any]  # ShownMessage for 1.x files; normalised messages for 2.x (session_model.Message.to_json)
+    generation: str | None = None
+    scroll: dict[str, Any] | None = None  # 2.x scroll state: continuation summary, eviction index
+    history: dict[str, Any] | None = None  # --history: the full record (core.history.record.HistoryRecord)
+
+
+@command(app, "list")
 def list_cmd(
     ctx: typer.Context,
     channel: Annotated[Optional[str], typer.Option("--channel", help="Only this channel (sub-directory).")] = None,
@@ -27,9 +77,10 @@ def list_cmd(
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Show at most N rows.")] = None,
     tokenizer: TokenizerOpt = "estimate",
     json_out: JsonFlag = False,
+    output_format: FormatOpt = OutputFormat.TABLE,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
-) -> None:
+) -> CommandResult:
     """List every session file with its health. Never modifies anything.
 
     Examples:
@@ -40,37 +91,56 @@ def list_cmd(
 
       qwenmem sessions list --since 7d --json | jq '.result.sessions[] | select(.health != "ok")'
     """
-    from qwenmem.core.listing import list_sessions, parse_since
+    from qwenmem.core.listing import list_sessions_with_history, parse_since
     from qwenmem.core.settings import load_settings
     from qwenmem.core.tokens import get_counter
 
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
     counter = get_counter(tokenizer, settings.token_count_estimate_divisor)
-    rows = list_sessions(ws, counter, channel, user, parse_since(since) if since else None, sort, reverse, limit)
-    notes = _list_notes(rows)
-    if json_out:
-        output.print_json("sessions list", {"workspace": str(ws.path), "tokenizer": counter.name,
-                                            "count": len(rows), "sessions": rows}, warnings=notes)
-        return
-    if not rows:
-        output.note(f"no session files under {ws.sessions_dir}")
-        return
-    from rich.table import Table
+    rows, extras = list_sessions_with_history(ws, counter, channel, user, parse_since(since) if since else None, sort,
+                                              reverse, limit)
+    notes = _list_notes(rows) + extras.notes
+    more = extras.to_json()
+    data = SessionsListResult(str(ws.path), counter.name, len(rows), rows, more["generation"], more["strategy"],
+                              more["history"], more["history_only"])
+    if not rows and not extras.history_only:  # nothing listed: say which filter matched nothing (a plain note)
+        from qwenmem.core.listing import no_match_note
 
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col, just in (("session", "left"), ("channel", "left"), ("user", "left"), ("msgs", "right"),
-                      ("tokens", "right"), ("summary", "center"), ("size", "right"), ("modified", "left"),
-                      ("health", "left")):
-        table.add_column(col, justify=just, no_wrap=col != "session", overflow="fold")
+        notes.append(no_match_note(ws, channel, user, parse_since(since) if since else None))
+        return CommandResult(data, warnings=notes, warnings_as_notes=True)
+    return CommandResult(data, warnings=notes, render=lambda: _render_list(rows, extras))
+
+
+LIST_COLUMNS = (Column("session", Kind.KEY), Column("channel", Kind.KEY), Column("user", Kind.KEY),
+                Column("msgs", Kind.NUMBER, "right"), Column("tokens", Kind.NUMBER, "right"),
+                Column("summary", Kind.LABEL, "center", drop=3), Column("size", Kind.NUMBER, "right", drop=1),
+                Column("modified", Kind.TEXT, drop=2), Column("health", Kind.LABEL))
+# a 2.x (or mixed) workspace adds the generation and the history.db rows after `msgs`
+GEN2_COLUMNS = (Column("gen", Kind.LABEL, drop=4), Column("history", Kind.NUMBER, "right"))
+
+
+def _render_list(rows: list[Any], extras: Any) -> None:
+    gen2 = extras.generation.generation in ("2.x", "mixed")
+    columns = LIST_COLUMNS[:4] + GEN2_COLUMNS + LIST_COLUMNS[4:] if gen2 else LIST_COLUMNS
+    table: list[list[CellValue]] = []
     for r in rows:
         who = (r.user_id or "-") + ("?" if r.ambiguous else "")
-        table.add_row(output.escape(r.key), output.escape(r.channel or "(flat)"), output.escape(who), str(r.messages),
-                      f"{r.tokens:,}", "yes" if r.has_summary else "-", output.human_size(r.size),
-                      _local_minute(r.modified), f"[{HEALTH_STYLE[r.health]}]{r.health}[/]")
-    output.out().print(table)
-    for text in notes:
-        output.warn(text)
+        extra: list[CellValue] = [r.generation or "-", "-" if r.history_rows is None else number(r.history_rows)] \
+            if gen2 else []
+        health = Cell(r.health + (" at risk" if r.at_risk else ""), HEALTH_STYLE[r.health])
+        table.append([r.key, r.channel or "(flat)", who, str(r.messages), *extra, number(r.tokens),
+                      "yes" if r.has_summary else "-", Cell(output.human_size(r.size), raw=str(r.size)),
+                      Cell(_local_minute(r.modified), raw=r.modified or ""), health])
+        for b in r.backups:  # what `repair --from-backup` would read, under the session it backs up
+            table.append(["  ↳ " + b["path"].rsplit(".json.", 1)[-1], "", "", str(b["messages"]), *([""] * len(extra)),
+                          "", "", Cell(output.human_size(b["size"]), raw=str(b["size"])),
+                          Cell(_local_minute(b["modified"]), raw=b["modified"] or ""),
+                          Cell(b["health"], HEALTH_STYLE[b["health"]])])
+    for h in extras.history_only:  # 2.x: a session whose file is gone, or that never had one
+        table.append([h.session_id, "-", "-", "0", "-", number(h.rows), "-", "-", "-", "",
+                      Cell("history.db only", "dim")])
+    render_table(columns, table)
 
 
 def _list_notes(rows) -> list[str]:
@@ -82,19 +152,19 @@ def _list_notes(rows) -> list[str]:
     if ambiguous:
         notes.append(f"{ambiguous} file name(s) split ambiguously at '_' into user and session (marked ?); "
                      "chats.json would settle it")
-    bad = sum(r.health == "corrupt" for r in rows)
     # CoPaw's *.json.backup_* copies are listed, but `repair --check`/`--all` cover live sessions only
     bad_backups = [r.key for r in rows if r.health == "corrupt" and BACKUP_RE.search(r.path)]
-    if bad - len(bad_backups):
-        notes.append(f"{bad - len(bad_backups)} corrupt session file(s); run `qwenmem sessions repair --check` "
-                     "for details")
+    bad = sum(r.health == "corrupt" for r in rows) - len(bad_backups)
+    bad_backups += [b["key"] for r in rows for b in r.backups if b["health"] == "corrupt"]
+    if bad:
+        notes.append(f"{bad} corrupt session file(s); run `qwenmem sessions repair --check` for details")
     if bad_backups:
         notes.append(f"{len(bad_backups)} damaged backup copy(ies), which `repair --all` leaves alone; name one to "
                      f"check it: `qwenmem sessions repair {bad_backups[0]} --check`")
     return notes
 
 
-@app.command("show")
+@command(app, "show")
 def show_cmd(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="Session key, file name, path, or QwenPaw session id.")],
@@ -103,10 +173,12 @@ def show_cmd(
     full: Annotated[bool, typer.Option("--full", help="Do not shorten tool results.")] = False,
     thinking: Annotated[bool, typer.Option("--thinking", help="Show thinking blocks in full.")] = False,
     compressed: Annotated[bool, typer.Option("--compressed/--no-compressed", help="Include messages marked 'compressed'.")] = True,
+    history: Annotated[bool, typer.Option("--history", help="QwenPaw 2.x: the full record from history.db, evicted "
+                                                            "turns included, the live tail marked.")] = False,
     json_out: JsonFlag = False,
     workspace: WorkspaceOpt = None,
     agent: AgentOpt = None,
-) -> None:
+) -> CommandResult:
     """Show one conversation readably: roles, names, timestamps, tool calls, summary.
 
     Examples:
@@ -116,12 +188,24 @@ def show_cmd(
       qwenmem sessions show 1775286565823 --tail 5 --thinking
 
       qwenmem sessions show sessions/discord/1234_discord--dm--1234.json --role user --json
+
+      qwenmem sessions show console:alice --history
     """
+    from qwenmem.cli import show2
+    from qwenmem.core.errors import NotFoundError
     from qwenmem.core.sessions import find_session, load_session
 
     ws = open_workspace(ctx, workspace, agent)
-    ref = find_session(ws, session)
-    loaded = load_session(ref)
+    try:
+        ref = find_session(ws, session)
+    except NotFoundError:
+        if not history:
+            raise
+        ref = None  # a session that exists only in history.db
+    loaded = load_session(ref) if ref is not None else None
+    if history or loaded.generation == "2.x":
+        return show2.show(ws, ref, loaded, session, history, tail, role, full, thinking, compressed,
+                          SessionsShowResult, json_out or _json_wanted(ctx))
     doc = loaded.session
     entries = doc.entries() if doc else []
     indexed = [(i, e) for i, e in enumerate(entries) if compressed or not e.compressed]
@@ -129,25 +213,29 @@ def show_cmd(
         indexed = [(i, e) for i, e in indexed if isinstance(e.msg, dict) and e.msg.get("role") == role]
     if tail:
         indexed = indexed[-tail:]
-    if json_out:
-        output.print_json("sessions show", {
-            "key": ref.key, "path": ref.rel, "channel": ref.channel, "user_id": ref.user_id,
-            "session_id": ref.session_id, "health": loaded.health, "salvaged": loaded.salvaged,
-            "problems": loaded.problems, "summary": doc.summary if doc else None, "total_messages": len(entries),
-            "messages": [{"index": i, "marks": e.marks, "message": e.msg} for i, e in indexed]},
-            status="problems" if loaded.health == "corrupt" else "ok")
-        if doc is None:  # nothing salvaged: the same exit status as without --json
-            raise typer.Exit(1)
-        return
+    data = SessionsShowResult(
+        ref.key, ref.rel, ref.channel, ref.user_id, ref.session_id, loaded.health, loaded.salvaged, loaded.problems,
+        doc.summary if doc else None, len(entries),
+        [ShownMessage(i, e.marks, e.msg, loaded.as_model().messages[i].to_json() if loaded.as_model() else None)
+         for i, e in indexed], loaded.generation)
+    warnings: list[str] = []
+    if doc is None:  # nothing salvaged: exit 1, with or without --json
+        return CommandResult(data, Status.PROBLEMS, errors=[_nothing_salvaged(ref, loaded)])
     if loaded.health == "corrupt":
-        if doc is None:
-            output.error_line(f"{ref.rel}: nothing can be salvaged ({'; '.join(loaded.problems)})")
-            raise typer.Exit(1)
-        output.warn(f"{ref.rel} is damaged; showing the {len(entries)} message(s) that can be salvaged "
-                    f"({'; '.join(loaded.problems)})")
+        warnings.append(f"{ref.rel} is damaged; showing the {len(entries)} message(s) that can be salvaged "
+                        f"({'; '.join(loaded.problems)})")
     elif loaded.problems:
-        output.warn("; ".join(loaded.problems[:5]) + (" …" if len(loaded.problems) > 5 else ""))
-    _render_conversation(ref, doc, indexed, len(entries), full, thinking)
+        warnings.append("; ".join(loaded.problems[:5]) + (" …" if len(loaded.problems) > 5 else ""))
+    # a damaged file that could be salvaged is shown, and is no failure: exit 0 as before, status problems
+    return CommandResult(data, status_for(loaded.health == "corrupt"), warnings=warnings,
+                         exit_code=ExitCode.OK, warnings_first=True,
+                         render=lambda: _render_conversation(ref, doc, indexed, len(entries), full, thinking))
+
+
+def _nothing_salvaged(ref: Any, loaded: Any) -> Any:
+    from qwenmem.cli.result import ErrorItem
+
+    return ErrorItem("unrecoverable", f"{ref.rel}: nothing can be salvaged ({'; '.join(loaded.problems)})")
 
 
 def _local_minute(iso: str | None) -> str:
@@ -226,3 +314,10 @@ def render_blocks(content, full: bool, thinking: bool) -> list[str]:
         else:
             lines.append(f"[dim]<{esc(str(kind))} block: {esc(_shorten(json.dumps(block, ensure_ascii=False), 200, full))}>[/dim]")
     return lines
+
+
+def _json_wanted(ctx: Any) -> bool:
+    """--json given anywhere the runner learns it (the command's own flag or the group's)."""
+    from qwenmem.cli.context import state
+
+    return bool(getattr(state(ctx), "json", False))

@@ -9,7 +9,7 @@ import os
 import re
 
 from qwenmem.core.errors import UsageError
-from qwenmem.core.sessions import LoadedSession, iter_session_refs, load_session
+from qwenmem.core.sessions import LoadedSession, backed_up_name, is_session_backup, iter_session_refs, load_session
 from qwenmem.core.tokens import EstimateCounter, TokenCounter, get_counter, message_tokens
 from qwenmem.core.workspace import Workspace
 
@@ -37,9 +37,58 @@ class SessionRow:
     health: str
     problems: list[str] = field(default_factory=list)
     stale_flat_copy: bool = False
+    generation: str | None = None  # "1.x" | "2.x" | None (not readable as a session)
+    history_rows: int | None = None  # rows of this session in history.db (2.x workspaces; None: no store/unknown)
+    at_risk: list[str] = field(default_factory=list)  # 1.x files whose turns QwenPaw 2.x will not import
+    backups: list[dict] = field(default_factory=list)  # this session's *.json.backup_* siblings (BACKUP_FIELDS)
+
+
+BACKUP_FIELDS = ("key", "path", "messages", "size", "modified", "health", "problems")
+
+
+def fold_backups(rows: list[SessionRow]) -> list[SessionRow]:
+    """A backup sibling goes under the session it backs up, not in a row of its own; one whose session file is
+    gone keeps its row (it may be all that is left: `repair --from-backup` rebuilds the session from it)."""
+    live = {r.path: r for r in rows if not is_session_backup(r.path.rsplit("/", 1)[-1])}
+    out = []
+    for row in rows:
+        head, _, name = row.path.rpartition("/")
+        if not is_session_backup(name):
+            out.append(row)
+            continue
+        owner = live.get(f"{head}/{backed_up_name(name)}" if head else backed_up_name(name))
+        if owner is None:
+            row.problems = row.problems + [f"a backup copy of {backed_up_name(name)}, which does not exist"]
+            out.append(row)
+        else:
+            owner.backups.append({k: getattr(row, k) for k in BACKUP_FIELDS})
+    for row in out:
+        row.backups.sort(key=lambda b: b["path"])
+    return out
+
+
+def _row_2x(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
+    """A 2.x file: `messages` is the live tail (the scroll placeholder is not transcript); the model sees them all."""
+    from qwenmem.core.session_model.gen2 import quick_stats
+
+    ref, st = loaded.ref, quick_stats(loaded.gen2_doc)
+    session_id, identity = ref.session_id, ref.source
+    if identity != "chats.json" and st["session_id"]:
+        session_id, identity = st["session_id"], "agent.state.session_id"
+    return SessionRow(
+        key=ref.key, path=ref.rel, channel=ref.channel, user_id=ref.user_id, session_id=session_id,
+        identity=identity, ambiguous=ref.ambiguous and identity != "agent.state.session_id",
+        messages=st["messages"], in_context=st["in_context"],
+        tokens=sum(message_tokens(m, counter) for m in st["context"]),
+        has_summary=bool(st["summary"] or st["continuation_summary"]), summary_tokens=counter.count(st["summary"]),
+        size=loaded.size, modified=loaded.mtime.isoformat(timespec="seconds") if loaded.mtime else None,
+        first_timestamp=st["first"], last_timestamp=st["last"], health=loaded.health, problems=loaded.problems,
+        stale_flat_copy=ref.stale_flat_copy, generation="2.x")
 
 
 def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
+    if loaded.gen2_doc is not None:
+        return _row_2x(loaded, counter)
     ref, doc = loaded.ref, loaded.session
     messages = in_context = tokens = summary_tokens = 0
     first = last = None
@@ -55,8 +104,9 @@ def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
                 msg = item
             in_context += 1
             tokens += message_tokens(msg, counter)
-        stamps = [m.get("timestamp") for m in (i[0] if type(i) is list and i else i for i in content)
-                  if type(m) is dict and m.get("timestamp")]
+        # only strings: a row travels back from a pool worker by pickle, which a deeply nested value breaks
+        stamps = [m["timestamp"] for m in (i[0] if type(i) is list and i else i for i in content)
+                  if type(m) is dict and type(m.get("timestamp")) is str and m["timestamp"]]
         first, last = (stamps[0], stamps[-1]) if stamps else (None, None)
         summary_tokens = counter.count(doc.summary)
     return SessionRow(
@@ -65,7 +115,7 @@ def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
         has_summary=bool(doc and doc.summary), summary_tokens=summary_tokens, size=loaded.size,
         modified=loaded.mtime.isoformat(timespec="seconds") if loaded.mtime else None,
         first_timestamp=first, last_timestamp=last, health=loaded.health, problems=loaded.problems,
-        stale_flat_copy=ref.stale_flat_copy,
+        stale_flat_copy=ref.stale_flat_copy, generation="1.x" if doc is not None else None,
     )
 
 
@@ -112,16 +162,59 @@ def parse_since(value: str, now: datetime | None = None) -> datetime:
     return parsed if parsed.tzinfo else parsed.astimezone()
 
 
+def matches_user(ref, user: str) -> bool:
+    """The user id, or any user id an ambiguous file name could split into (`ou_x_y.json` may be user `ou_x`)."""
+    return ref.user_id == user or any(u == user for u, _ in ref.alternatives)
+
+
+def _names(values) -> str:
+    names = sorted(v for v in set(values) if v)
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    return shown or "none"
+
+
+def no_match_note(ws: Workspace, channel: str | None = None, user: str | None = None, since: datetime | None = None) -> str:
+    """Why `sessions list` printed nothing: no files at all, or filters that match none of them (and what exists)."""
+    refs = list(iter_session_refs(ws))
+    if not refs:
+        return f"no session files under {ws.sessions_dir}"
+    given = [f"--{name} {value}" for name, value in (("channel", channel), ("user", user)) if value is not None]
+    if since is not None:
+        given.append(f"--since {since.isoformat(timespec='seconds')}")
+    hints = []
+    if channel is not None:
+        hints.append(f"channels: {_names(r.channel for r in refs)}")
+    if user is not None:
+        scope = [r for r in refs if channel is None or (r.channel or "") == channel]
+        users = (u for r in scope for u in ([r.user_id] if not r.ambiguous else [a for a, _ in r.alternatives]))
+        hints.append(f"users{' in ' + channel if channel is not None else ''}: {_names(users)}")
+    return (f"no session matches {' '.join(given) or 'the filters'} ({len(refs)} session file(s) in "
+            f"{ws.sessions_dir}" + ("; " + "; ".join(hints) if hints else "") + ")")
+
+
 def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = None, user: str | None = None,
                   since: datetime | None = None, sort: str = "modified", reverse: bool = False,
                   limit: int | None = None) -> list[SessionRow]:
+    return list_sessions_with_history(ws, counter, channel, user, since, sort, reverse, limit)[0]
+
+
+def list_sessions_with_history(ws: Workspace, counter: TokenCounter, channel: str | None = None,
+                               user: str | None = None, since: datetime | None = None, sort: str = "modified",
+                               reverse: bool = False, limit: int | None = None):
+    """(rows, ListingHistory): the rows with their history.db row counts and at-risk flags, plus the workspace's
+    generation, the store's state and the sessions that exist only in history.db."""
+    from qwenmem.core.history.overview import annotate
+
     if sort not in SORT_KEYS:
         raise UsageError(f"--sort {sort!r}: choose one of {', '.join(SORT_KEYS)}")
     refs = []
+    all_ids: set[str] = set()
     for ref in iter_session_refs(ws, include_backups=True):
+        if ref.session_id and ref.source == "chats.json":
+            all_ids.add(ref.session_id)
         if channel is not None and (ref.channel or "") != channel:
             continue
-        if user is not None and ref.user_id != user:
+        if user is not None and not matches_user(ref, user):
             continue
         if since is not None:
             try:
@@ -130,7 +223,8 @@ def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = No
             except OSError:
                 pass
         refs.append(ref)
-    rows = _rows(refs, counter)
+    rows = fold_backups(_rows(refs, counter))
+    extras = annotate(ws, rows, all_ids)
     keyfunc = {
         "modified": lambda r: r.modified or "",
         "name": lambda r: r.key,
@@ -141,4 +235,4 @@ def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = No
     }[sort]
     # newest / largest first by default; names alphabetically
     rows.sort(key=keyfunc, reverse=(sort not in ("name", "health")) != reverse)
-    return rows[:limit] if limit else rows
+    return (rows[:limit] if limit else rows), extras

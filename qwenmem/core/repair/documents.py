@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qwenmem.core import sessions as S
-from qwenmem.core.recovery import Parsed, _Partial, tolerant_parse
+from qwenmem.core.jsonsafe import SESSION_DECODER
+from qwenmem.core.session_model.tolerant_json import Parsed, _Partial, tolerant_parse
 
-_DECODER = json.JSONDecoder()
+_DECODER = SESSION_DECODER  # an oversized integer literal is damage, not a crash
 WS = " \t\r\n"
 WS_NUL = WS + "\x00"
 _AGENT_INNER = re.compile(r'"agent"\s*:\s*\{\s*"memory"\s*:\s*\{\s*"content"\s*:')
@@ -124,6 +125,7 @@ class Salvaged:
     summary: str = "intact"  # intact | absent | cut | resynced
     filled_keys: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    rewrapped: str = ""  # where the messages of a value that was not a session were found
     start: int = 0
     end: int = 0
 
@@ -224,6 +226,68 @@ def assistant_name(messages: list) -> str:
     return names.most_common(1)[0][0] if names else "QwenPaw"
 
 
+def _is_message_item(value: Any) -> bool:
+    return _valid_item(value, True) or _valid_item(value, False)
+
+
+def _message_list(value: Any) -> bool:
+    """A list that can be a conversation: [msg, marks] pairs or message objects, at least one of them loadable."""
+    return (isinstance(value, list) and bool(value) and all(isinstance(i, (list, dict)) for i in value)
+            and any(_is_message_item(i) for i in value))
+
+
+_SHAPE_SEARCH_NODES = 10_000  # how many JSON values the search for a misplaced conversation looks at, at most
+
+
+def find_conversation(obj: Any) -> tuple[dict, str] | None:
+    """A session object rebuilt around the messages in a value that is not one (spec §3.2: QwenPaw loads every
+    such value as an empty session and saves that over it), with a description of where they were.
+
+    Shapes, nearest the top first: a session nested under some key, the `agent` object alone, the `memory` object
+    alone, a list of `[msg, marks]` items or of messages, one message."""
+    queue: list[tuple[Any, str]] = [(obj, "the top-level value")]
+    seen = 0
+    while queue and seen < _SHAPE_SEARCH_NODES:
+        value, where = queue.pop(0)
+        seen += 1
+        if isinstance(value, dict):
+            agent, memory = value.get("agent"), value.get("memory")
+            if seen > 1 and isinstance(agent, dict) and isinstance(agent.get("memory"), dict) \
+                    and isinstance(agent["memory"].get("content"), list):
+                return {"agent": agent}, f"a session nested in {where}"
+            if isinstance(memory, dict) and isinstance(memory.get("content"), list):
+                return {"agent": value}, f"an agent state without its \"agent\" wrapper ({where})"
+            if _valid_item(value, False):
+                return {"agent": {"memory": {"content": [[value, []]]}}}, f"a single message ({where})"
+            if isinstance(value.get("content"), list) and (_message_list(value["content"]) or not value["content"]) \
+                    and ("_compressed_summary" in value or value["content"]):
+                return {"agent": {"memory": value}}, f"a memory object without its session ({where})"
+            queue.extend((v, f"{where}[{json.dumps(k, ensure_ascii=False)}]") for k, v in value.items())
+        elif isinstance(value, list):
+            if _message_list(value):
+                kind = "[message, marks] items" if any(isinstance(i, list) for i in value) else "messages"
+                return {"agent": {"memory": {"content": value}}}, f"a bare list of {len(value)} {kind} ({where})"
+            queue.extend((v, f"{where}[{i}]") for i, v in enumerate(value))
+    return None
+
+
+def _rewrapped(obj: Any, span: DocSpan) -> Salvaged | None:
+    """`salvage_document` of the session rebuilt around the messages in a value that is not a session."""
+    found = find_conversation(obj)
+    if found is None:
+        return None
+    doc, where = found
+    content = doc["agent"]["memory"]["content"]
+    cut = not span.complete and bool(content) and not _is_message_item(content[-1])
+    if cut:  # the item the damage cut off
+        content.pop()
+    result = salvage_document(DocSpan(span.start, span.end, True, doc, span.offset, span.text))
+    result.complete, result.rewrapped, result.partial_items = span.complete, where, int(cut)
+    if not span.complete:
+        result.damage_at = span.offset + span.value.end
+    return result
+
+
 def salvage_document(span: DocSpan) -> Salvaged:
     text = span.text
     parsed: Parsed | None = None if span.complete else span.value
@@ -231,14 +295,14 @@ def salvage_document(span: DocSpan) -> Salvaged:
     base = dict(complete=span.complete, start=span.start, end=span.end)
     if not isinstance(obj, dict):
         kind = "cut off before anything could be read" if isinstance(obj, _Partial) else f"a JSON {type(obj).__name__}"
-        return Salvaged(None, reason=f"{kind}, not a session object", **base)
+        return _rewrapped(obj, span) or Salvaged(None, reason=f"{kind}, not a session object", **base)
     if isinstance(obj.get("agent"), dict):
         layout, holder, prefix = "agent", obj["agent"], ("agent",)
     elif isinstance(obj.get("memory"), dict):
         layout, holder, prefix = "memory", obj, ()
     else:
         what = "cut off before agent.memory" if not span.complete else "a JSON object without agent.memory"
-        return Salvaged(None, reason=what, **base)
+        return _rewrapped(obj, span) or Salvaged(None, reason=what, **base)
     memory = holder.get("memory")
     if not isinstance(memory, dict) or not isinstance(memory.get("content"), list):
         what = "cut off before the conversation" if not span.complete else "agent.memory.content is missing or not a list"
@@ -281,14 +345,14 @@ def salvage_document(span: DocSpan) -> Salvaged:
                 for key, value in _members(text, m.end()).items():
                     if key not in holder and key != "memory":
                         holder[key] = value
-    agent_state = any(key in obj for key in ("toolkit", "name", "_sys_prompt", "plan_notebook"))
-    if layout == "memory" and (span.nested or agent_state or not span.complete):
-        # an agent state that lost its {"agent": ...} wrapper; only QwenPaw's unit tests write a bare
-        # {"memory": ...} (complete, without agent keys), and the runner cannot load that shape
+    if layout == "memory":
+        # an agent state that lost its {"agent": ...} wrapper (QwenPaw's unit tests write a bare {"memory": ...});
+        # the runner finds no "agent" in it, starts an empty conversation and saves that over the file
         obj = {"agent": obj}
         layout, holder = "agent", obj["agent"]
         result.doc, result.layout = obj, layout
         result.filled_keys.append("agent")
+        result.rewrapped = result.rewrapped or "an agent state without its \"agent\" wrapper"
     if "_compressed_summary" not in memory:
         if result.summary == "intact":
             result.summary = "absent" if span.complete else "lost"

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Callable
 
 from qwenmem.core.errors import ChangedUnderneathError, UsageError, WorkspaceError
-from qwenmem.core.fsio import atomic_write_bytes, exclusive_lock, read_with_snapshot
+from qwenmem.core.fsio import Snapshot, atomic_write_bytes, exclusive_lock, read_with_snapshot
+from qwenmem.core.repair import busy
 from qwenmem.core.repair.diagnose import EMPTY, NOT_A_SESSION, Diagnosis, diagnose
 from qwenmem.core.repair.evidence import Evidence, best_usable, find_evidence
 from qwenmem.core.repair.quarantine import QuarantineRun, sha256
@@ -20,7 +21,7 @@ from qwenmem.core.workspace import Workspace
 
 CHECK, DRY_RUN, REPAIR = "check", "dry-run", "repair"
 BeforeWrite = Callable[[Path], None]
-ATTENTION = ("needs_repair", "would_repair", "unrecoverable", "needs_flag", "changed", "error")
+ATTENTION = ("needs_repair", "would_repair", "unrecoverable", "needs_flag", "changed", "busy", "error")
 
 
 @dataclass
@@ -28,7 +29,8 @@ class FileReport:
     path: str
     key: str
     classes: list[str]
-    status: str  # ok | warning | needs_repair | would_repair | repaired | unrecoverable | needs_flag | changed | error
+    status: str  # ok | warning | needs_repair | would_repair | repaired | unrecoverable | needs_flag | changed | busy
+    # | error
     messages_found: int = 0
     messages_intact: int = 0
     messages_lost: int = 0
@@ -69,7 +71,8 @@ class RepairRun:
 
     @property
     def changed_underneath(self) -> bool:
-        return any(f.status == "changed" for f in self.files)
+        """A file changed, or was being written, while we worked: nothing was written to it (exit 4)."""
+        return any(f.status in ("changed", "busy") for f in self.files)
 
 
 def _report(ref: SessionRef, d: Diagnosis, sha: str) -> FileReport:
@@ -133,12 +136,13 @@ def run_repair(ws: Workspace, refs: list[SessionRef], mode: str = CHECK, fix_too
 
 
 def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_backup: bool, from_file: Path | None,
-         run: QuarantineRun | None, before_write: BeforeWrite | None) -> FileReport:
+         run: QuarantineRun | None, before_write: BeforeWrite | None, read: tuple[bytes, Snapshot] | None = None,
+         settled: bool = False) -> FileReport:
     if ref.outside_workspace:  # never read, quarantine or replace a link that leads out of the workspace
         return FileReport(ref.rel, ref.key, [], "error",
                           notes=["symlink leads outside the workspace; not read and left as it is"])
     try:
-        data, snap = read_with_snapshot(ref.path, MAX_SESSION_BYTES)
+        data, snap = read or read_with_snapshot(ref.path, MAX_SESSION_BYTES)
     except WorkspaceError as exc:
         return FileReport(ref.rel, ref.key, [], "error", notes=[str(exc)])
     d = diagnose(data, fix_tool_pairs)
@@ -172,6 +176,14 @@ def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_b
     if mode != REPAIR:
         rep.status = "needs_repair" if mode == CHECK else "would_repair"
         return rep
+    if not settled:  # a damaged file may be a save in progress: make sure nobody is writing it, then judge it again
+        now = busy.settle(ref.path, data, snap, MAX_SESSION_BYTES)
+        if now.busy:
+            rep.status = "busy"
+            rep.notes.append(now.busy + "; nothing written (run the repair again when it is idle)")
+            return rep
+        return _one(ws, ref, mode, fix_tool_pairs, from_backup, from_file, run, before_write,
+                    (now.data, now.snapshot), settled=True)
     try:
         return _write(ws, ref, data, snap, new_bytes, d, rep, run, before_write)
     except (OSError, WorkspaceError) as exc:  # disk full, read-only directory...: this file stays as it was
@@ -199,12 +211,34 @@ def _write(ws, ref, data, snap, new_bytes, d: Diagnosis, rep: FileReport, run: Q
                                       "messages": alt.messages, "file": where})
     if before_write is not None:
         before_write(ref.path)
+    writers = busy.writers_of(ref.path)  # the last look, just before the rename
+    if writers:
+        rep.status = "busy"
+        rep.notes.append(f"{ref.path.name} is being written ({', '.join(map(str, writers[:3]))} has it open for "
+                         "writing); nothing written")
+        return rep
+    watch = busy.SaveWatch(ref.path, snap)
     try:
         kept = replace_preserving(ws, ref.path, new_bytes, snap, area="quarantine", stamp=run.run_id)
     except ChangedUnderneathError as exc:
+        watch.close()
         rep.status = "changed"
         rep.notes.append(str(exc))
         entry["status"] = "changed underneath: nothing written"
+        run.record(entry)
+        return rep
+    try:
+        late = watch.late_save()
+    finally:
+        watch.close()
+    if late is not None and sha256(ref.path.read_bytes()) == rep.result_sha256:
+        # a process opened the file just before the rename and saved into the old one: its save wins
+        atomic_write_bytes(ref.path, late)
+        rep.status = "busy"
+        rep.notes.append(f"{ref.path.name} was saved by another process while the repair was written; that save "
+                         "was put back and the repair not done (run it again when the file is idle)")
+        entry["status"] = "a concurrent save went into the replaced file; it was put back"
+        entry["original"] = kept.relative_to(run.directory).as_posix() if kept else None
         run.record(entry)
         return rep
     entry["original"] = kept.relative_to(run.directory).as_posix() if kept else None

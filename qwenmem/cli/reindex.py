@@ -1,0 +1,97 @@
+"""`qwenmem reindex`: build or refresh the search index in <workspace>/.qwenmem/index/."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from qwenmem.cli import output
+from qwenmem.cli.context import open_workspace
+from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
+from qwenmem.cli.progress import progress_callback
+from qwenmem.cli.result import CommandResult, document_of, status_for
+from qwenmem.cli.runner import command
+
+EmbedderOpt = Annotated[Optional[str], typer.Option(
+    "--embedder", help="auto (QwenPaw's embedding endpoint if configured, else a local model), local, openai or none. "
+    "Default: whatever the index was built with.")]
+ModelOpt = Annotated[Optional[str], typer.Option(
+    "--model", help="Embedding model: a local directory, a cached Hugging Face name, or the openai model name.")]
+
+
+#: fields of core's ReindexResult that are not in the document: the notices are the envelope's `warnings`
+OMITTED_FIELDS = frozenset({"notices"})
+
+
+def register(app: typer.Typer) -> None:
+    command(app, "reindex")(reindex_cmd)
+
+
+def reindex_cmd(
+    ctx: typer.Context,
+    full: Annotated[bool, typer.Option("--full", help="Rebuild everything (re-chunk and re-embed every file).")] = False,
+    sources: Annotated[Optional[str], typer.Option(
+        "--sources", help="Comma list: memory (MEMORY.md, memory/*.md), dialog (dialog/*.jsonl), sessions, or all. "
+        "Default: what the index already covers (memory at first).")] = None,
+    recursive: Annotated[Optional[bool], typer.Option(
+        "--recursive/--no-recursive", help="Include memory/**/*.md. Default: QwenPaw's recursive_file_watcher.")] = None,
+    embedder: EmbedderOpt = None,
+    model: ModelOpt = None,
+    dry_run: DryRunFlag = False,
+    json_out: JsonFlag = False,
+    quiet: QuietFlag = False,
+    workspace: WorkspaceOpt = None,
+    agent: AgentOpt = None,
+) -> CommandResult:
+    """Build or update the search index in <workspace>/.qwenmem/index/ (never QwenPaw's file_store/).
+
+    Incremental: unchanged files are skipped, unchanged chunks keep their vectors, deleted files drop out, and a
+    changed embedding model re-embeds everything (with a notice). A crash leaves the previous index in use.
+
+    Examples:
+
+      qwenmem reindex
+
+      qwenmem reindex --sources memory,dialog --recursive
+
+      qwenmem reindex --embedder none --full --json
+    """
+    from qwenmem.core.index import reindex
+    from qwenmem.core.settings import load_settings
+
+    from qwenmem.cli.errors import ExitCode
+    from qwenmem.core.index import index_exists
+
+    ws = open_workspace(ctx, workspace, agent)
+    settings = load_settings(ws)
+    had_index = index_exists(ws)
+    try:
+        with progress_callback(quiet or json_out) as progress:
+            result = reindex(ws, settings, full=full, sources=sources, progress=progress, recursive=recursive,
+                             backend=embedder, model=model, dry_run=dry_run)
+    except KeyboardInterrupt:  # the new generation is already removed; say what the user still has
+        output.err().print("interrupted: the index was not changed; the previous index is still in use" if had_index
+                           else "interrupted: no index was written")
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    data = document_of(result, OMITTED_FIELDS)
+    # Chunks left without vectors (the embedder failed) is a partial success: full text is indexed, the next run
+    # embeds them. Status problems, exit 1, and under --quiet still the one line that says why.
+    partial = bool(result.chunks_without_vectors)
+    warnings = result.notices if not (quiet and partial) else result.notices[-1:]
+    return CommandResult(data, status=status_for(partial), warnings=warnings, warnings_as_notes=True,
+                         warnings_first=True, quiet=quiet and not partial,
+                         render=None if quiet else lambda: _render(result, dry_run))
+
+
+def _render(result: Any, dry_run: bool) -> None:
+    changes = (f"{len(result.files_added)} added, {len(result.files_changed)} changed, "
+               f"{len(result.files_removed)} removed of {result.files_total} file(s)"
+               + (f", {len(result.files_skipped)} skipped" if result.files_skipped else ""))
+    if result.up_to_date:
+        output.out().print(f"index is up to date ({result.files_total} file(s), {result.chunks_total} chunks)")
+        return
+    verb = "would index" if dry_run else "indexed"
+    output.out().print(f"{verb}: {changes}; {result.chunks_total} chunks ({result.chunks_new} new); "
+                       f"{result.pieces_embedded} piece(s) embedded, {result.pieces_reused} reused; "
+                       f"embedder {result.embedder or 'none'}; {result.reason}; {result.seconds:.1f} s")

@@ -1,0 +1,169 @@
+"""`sessions show` for QwenPaw 2.x files and for `--history` (the full record from history.db).
+
+Both render the generation-neutral messages of qwenmem.core.session_model; `--json` prints them in the normalised
+shape (`Message.to_json`), the same for a file's messages and for history rows.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from qwenmem.cli import output
+
+ROLE_COLOUR = {"user": "green", "assistant": "blue", "system": "magenta"}
+
+
+def _filter(messages, role, tail, compressed):
+    picked = [m for m in messages if (compressed or not m.compressed) and (role is None or m.role == role)]
+    return picked[-tail:] if tail else picked
+
+
+def show(ws, ref, loaded, query: str, history: bool, tail, role, full: bool, thinking: bool, compressed: bool,
+         result_cls, json_out: bool = True):
+    """A CommandResult for a 2.x file, or for any session's --history (result_cls: cli.sessions.SessionsShowResult).
+    Without `json_out` the normalised messages are not built (a 20,000-row record renders faster without them)."""
+    from qwenmem.cli.errors import ExitCode
+    from qwenmem.cli.result import CommandResult, status_for
+
+    model = loaded.as_model() if loaded is not None else None
+    record = _record(ws, ref, model, query) if history else None
+    messages = record.messages if record else (model.messages if model else [])
+    shown = _filter(messages, role, tail, compressed)
+    health = loaded.health if loaded is not None else "ok"
+    normalised = [m.to_json() for m in shown] if json_out else []
+    history_json = record.to_json(messages=False) if record else None
+    if history_json is not None:  # the record's messages, filtered like the file's, in the same shape
+        history_json["messages"] = normalised
+    data = result_cls(
+        ref.key if ref else None, ref.rel if ref else None, ref.channel if ref else None,
+        ref.user_id if ref else None, record.session_id if record else (ref.session_id if ref else None),
+        health, loaded.salvaged if loaded else False, loaded.problems if loaded else [],
+        model.summary if model else None, len(messages), [] if record else normalised,
+        model.generation if model else None, _scroll_json(model), history_json)
+    warnings = []
+    if loaded is not None and health == "corrupt":
+        warnings.append(f"{ref.rel} is damaged; showing what can be read ({'; '.join(loaded.problems)})")
+    elif loaded is not None and loaded.problems:
+        warnings.append("; ".join(loaded.problems[:5]) + (" …" if len(loaded.problems) > 5 else ""))
+    return CommandResult(data, status_for(health == "corrupt"), warnings=warnings, exit_code=ExitCode.OK,
+                         warnings_first=True,
+                         render=lambda: _render(ref, model, record, shown, len(messages), full, thinking))
+
+
+def _scroll_json(model):
+    if model is None or model.scroll is None:
+        return None
+    return {"continuation_summary": model.scroll.continuation_summary, "index": model.scroll.index,
+            "summary_update_failed": model.scroll.summary_update_failed,
+            "synthetic_ids": model.scroll.synthetic_ids}
+
+
+def _record(ws, ref, model, query):
+    from qwenmem.core.errors import WorkspaceError
+    from qwenmem.core.history import HistoryError
+    from qwenmem.core.history.record import full_record
+    from qwenmem.core.settings2 import load_gen2_settings
+
+    settings = load_gen2_settings(ws)
+    if ref is None:
+        session_id = query
+    elif ref.source == "chats.json":
+        session_id = ref.session_id
+    else:
+        session_id = (model.session_id if model else None) or ref.session_id
+    try:
+        return full_record(settings.history_db, session_id, model)
+    except HistoryError as exc:
+        raise WorkspaceError(f"history.db: {exc.detail} ({exc.path})") from None
+
+
+def _render(ref, model, record, shown, total, full, thinking) -> None:
+    from rich.panel import Panel
+
+    con = output.out()
+    esc = output.escape
+    if ref is not None:
+        con.print(f"[bold]{esc(ref.key)}[/bold]  channel {esc(ref.channel or '(flat)')}, user {esc(ref.user_id or '?')}, "
+                  f"session {esc((record.session_id if record else ref.session_id) or '?')}  "
+                  f"({model.generation if model else '?'}, {total} messages)")
+    else:
+        con.print(f"[bold]{esc(record.session_id)}[/bold]  (only in history.db, {total} messages)")
+    if record:
+        con.print(f"[dim]history.db: {record.rows:,} rows; {record.evicted_count} evicted message(s), "
+                  f"{record.live_count} in the live tail[/dim]")
+    if model and model.summary:
+        con.print(Panel(esc(model.summary), title=f"summary ({model.summary_kind})", title_align="left",
+                        border_style="cyan"))
+    if model and model.scroll and model.scroll.continuation_summary:
+        cs = model.scroll.continuation_summary
+        lo_hi = model.scroll.covered_seq
+        body = "\n".join([f"active task: {cs.get('active_task', '')}  (status {cs.get('status', '?')})"]
+                         + [f"- {i.get('text', '')}" for i in cs.get("current_state", []) if isinstance(i, dict)])
+        con.print(Panel(esc(body), title=f"continuation summary (covers seq {lo_hi[0]}–{lo_hi[1]})" if lo_hi else
+                        "continuation summary", title_align="left", border_style="cyan"))
+    if len(shown) < total:
+        con.print(f"[dim]… showing {len(shown)} of {total} messages[/dim]")
+    spans = list(record.evictions) if record else []
+    in_tail = False
+    lines: list[list[tuple[str, str | None]]] = []  # each line: (text, rich style) segments, no markup to parse
+    for m in shown:
+        while spans and m.seq is not None and m.seq >= spans[0][0]:
+            lo, hi = spans.pop(0)
+            lines += [[], [(f"▼ evicted from the live window: seq {lo}–{hi} (kept in history.db)", "bold yellow")]]
+        if record and m.live and not in_tail:
+            in_tail = True
+            lines += [[], [("▼ live tail (in the session file)", "bold yellow")]]
+        colour = ROLE_COLOUR.get(m.role or "", "red")
+        seq = "" if m.seq is None else (f" seq {m.seq}" + (f"–{m.seq_hi}" if m.seq_hi and m.seq_hi != m.seq else ""))
+        tag = " (scroll placeholder, not transcript)" if m.synthetic else ""
+        tag += " [compressed]" if m.compressed else ""
+        tag += " (not yet in history.db)" if record and m.seq is None else ""
+        lines += [[], [(f"#{m.index} {m.role or '?'}", f"bold {colour}"),
+                       (f" {m.name or ''}  {m.created_at or ''}{seq}{tag}", "dim")]]
+        if m.synthetic and not full:
+            lines.append([(f"({len(m.text):,} characters of eviction index and summary; --full shows them)", "dim")])
+            continue
+        lines.extend(render_blocks(m.blocks, full, thinking))
+    _emit(con, lines)
+
+
+def _emit(con, lines) -> None:
+    """Plain text straight to a pipe or file (a 20,000-message record renders in well under a second); styled
+    Text objects to a terminal."""
+    if not con.is_terminal:
+        sys.stdout.write("\n".join("".join(text for text, _ in line) for line in lines) + "\n")
+        sys.stdout.flush()
+        return
+    from rich.text import Text
+
+    for line in lines:
+        con.print(Text.assemble(*[(text, style) if style else text for text, style in line]), soft_wrap=True)
+
+
+def _shorten(text: str, limit: int, full: bool) -> str:
+    if full or len(text) <= limit:
+        return text
+    return text[:limit] + f" … [{len(text) - limit:,} more characters; --full shows all]"
+
+
+def render_blocks(blocks, full: bool, thinking: bool) -> list[list[tuple[str, str | None]]]:
+    lines: list[list[tuple[str, str | None]]] = []
+    for b in blocks:
+        if b.type == "text":
+            lines.append([(b.text, None)])
+        elif b.type == "thinking":
+            lines.append([(f"thinking: {b.text}" if thinking
+                           else f"(thinking, {len(b.text):,} characters; --thinking shows it)", "dim italic")])
+        elif b.type == "hint":
+            lines.append([(f"hint: {_shorten(b.text, 400, full)}", "dim")])
+        elif b.type == "tool_call":
+            lines.append([(f"→ {b.tool_name}", "yellow"), (f"({_shorten(b.tool_input or '', 400, full)}) ", None),
+                          (f"id={b.tool_call_id}{' ' + b.tool_state if b.tool_state else ''}", "dim")])
+        elif b.type == "tool_result":
+            lines.append([(f"← {b.tool_name}", "cyan"), (f" id={b.tool_call_id} {b.tool_state or ''}", "dim")])
+            lines.append([(_shorten(b.text, 600, full), None)])
+        elif b.type == "data":
+            lines.append([(b.text, "dim")])
+        else:
+            lines.append([(f"<{b.original_type} block>", "dim")])
+    return lines

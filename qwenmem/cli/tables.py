@@ -1,0 +1,163 @@
+"""Tables for people that fit the terminal, and the same rows as tab-separated values for programs.
+
+At any width the columns that name things (session, path, name) are never dropped or wrapped: they are shortened
+in the middle (`ou_cb6f9ef3…d1bf9a00`), which keeps both the channel prefix and the distinguishing tail. Numbers
+are never shortened. Columns with a drop rank (size, modified first) go before anything is shortened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Literal
+
+from qwenmem.cli import output
+
+ELLIPSIS = "…"
+GAP = 2  # Rich's padding between two columns of a box-less table
+MIN_KEY = 16  # a name shortened below this says nothing
+MIN_TEXT = 6
+EARLY_DROP = 2  # columns ranked up to this (size, modified) go before anything is shortened; the rest after
+
+
+class Kind(str, Enum):
+    KEY = "key"  # session, path, name: shortened in the middle, never dropped
+    NUMBER = "number"  # never shortened
+    LABEL = "label"  # a status word: never shortened
+    TEXT = "text"  # shortened at the end
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    kind: Kind = Kind.TEXT
+    justify: Literal["left", "right", "center"] = "left"
+    drop: int = 0  # 0: never dropped; otherwise dropped in ascending order when the table is too wide
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A cell's plain text (what is measured, shortened and written as TSV) and an optional Rich style."""
+
+    text: str
+    style: str = ""
+    raw: str | None = None  # what TSV gets instead of `text` (1234 for "1,234", bytes for "1.2 KB")
+
+
+def number(n: int) -> Cell:
+    return Cell(f"{n:,}", raw=str(n))
+
+
+CellValue = str | Cell
+
+
+def _cell(value: CellValue) -> Cell:
+    return value if isinstance(value, Cell) else Cell(value)
+
+
+def width_of(text: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """`text` in at most `width` cells, the middle replaced by an ellipsis (wide CJK characters count twice)."""
+    if width_of(text) <= width:
+        return text
+    if width <= 1:
+        return ELLIPSIS[:width]
+    room = width - 1
+    head_room, tail_room = (room + 1) // 2, room // 2
+    head, used = "", 0
+    for ch in text:
+        if used + width_of(ch) > head_room:
+            break
+        head, used = head + ch, used + width_of(ch)
+    tail, used = "", 0
+    for ch in reversed(text):
+        if used + width_of(ch) > tail_room:
+            break
+        tail, used = ch + tail, used + width_of(ch)
+    return head + ELLIPSIS + tail
+
+
+def shorten_end(text: str, width: int) -> str:
+    if width_of(text) <= width:
+        return text
+    out, used = "", 0
+    for ch in text:
+        if used + width_of(ch) > width - 1:
+            break
+        out, used = out + ch, used + width_of(ch)
+    return out + ELLIPSIS
+
+
+@dataclass(frozen=True)
+class Fitted:
+    columns: list[int]  # indexes of the columns kept, in order
+    widths: dict[int, int]  # the width each kept column gets
+
+
+def fit(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], width: int) -> Fitted:
+    """Which columns to show and how wide, so that the table fits `width` cells where it can."""
+    natural = {i: max([width_of(c.header)] + [width_of(r[i].text) for r in rows]) for i, c in enumerate(columns)}
+    kept = list(range(len(columns)))
+
+    def total() -> int:
+        return sum(widths[i] for i in kept) + GAP * (len(kept) - 1)
+
+    widths = dict(natural)
+    droppable = sorted((i for i, c in enumerate(columns) if c.drop), key=lambda i: columns[i].drop)
+
+    def drop(ranks: range) -> None:
+        for i in droppable:
+            if total() > width and columns[i].drop in ranks and i in kept:
+                kept.remove(i)
+
+    def shrink(kind: Kind, floor: int) -> None:
+        shrinkable = [i for i in kept if columns[i].kind is kind and widths[i] > floor]
+        while total() > width and shrinkable:
+            widest = max(shrinkable, key=lambda i: widths[i])  # take from the widest first
+            widths[widest] -= min(total() - width, widths[widest] - floor)
+            shrinkable = [i for i in shrinkable if widths[i] > floor]
+
+    drop(range(1, EARLY_DROP + 1))
+    shrink(Kind.TEXT, MIN_TEXT)
+    shrink(Kind.KEY, MIN_KEY)
+    drop(range(EARLY_DROP + 1, 1 << 30))
+    return Fitted(kept, widths)
+
+
+def render(columns: Sequence[Column], rows: Sequence[Sequence[CellValue]]) -> None:
+    """Print the rows as a table fitted to the terminal, or as TSV with `--format tsv`."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    if output.table_format() == "tsv":
+        for row in cells:
+            output.out().file.write("\t".join((c.text if c.raw is None else c.raw).replace("\t", " ").replace("\n", " ")
+                                                for c in row) + "\n")
+        return
+    from rich.table import Table
+
+    console = output.out()
+    fitted = fit(columns, cells, console.width)
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for i in fitted.columns:
+        col = columns[i]
+        exact = fitted.widths[i]  # Rich must not re-fit: it would cut numbers and wrap names
+        table.add_column(col.header, justify=col.justify, no_wrap=True, overflow="ellipsis", min_width=exact,
+                         max_width=exact)
+    for row in cells:
+        shown = []
+        for i in fitted.columns:
+            cell, col = row[i], columns[i]
+            text = cell.text
+            if col.kind is Kind.KEY:
+                text = shorten_middle(text, fitted.widths[i])
+            elif col.kind is Kind.TEXT:
+                text = shorten_end(text, fitted.widths[i])
+            escaped = output.escape(text)
+            shown.append(f"[{cell.style}]{escaped}[/]" if cell.style else escaped)
+        table.add_row(*shown)
+    console.print(table)

@@ -1,0 +1,119 @@
+"""Where the tasks run: a local process pool (pebble) or an existing Dask distributed cluster.
+
+Both are real engines; qwenmem only maps tasks onto them. Pebble is used instead of the standard library's pool
+because it stops a task at its timeout and survives a worker that dies (the standard pool breaks as a whole).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+from typing import Any, Protocol
+
+from qwenmem.core.errors import UsageError
+from qwenmem.core.fleet.operations import Command
+from qwenmem.core.fleet.targets import Target
+from qwenmem.core.fleet.tasks import (
+    CRASHED,
+    ERROR,
+    TIMEOUT,
+    failure,
+    run_task,
+    run_task_within,
+)
+
+
+class Engine(Protocol):
+    name: str
+    workers: int
+
+    def submit(self, target: Target, command: Command) -> Any: ...
+
+    def wait(self, futures: list[Any], timeout: float | None) -> list[Any]: ...
+
+    def outcome(self, future: Any) -> dict[str, Any]: ...
+
+    def close(self, cancel: bool = False) -> None: ...
+
+
+class LocalEngine:
+    name = "local"
+
+    def __init__(self, jobs: int, timeout: float | None) -> None:
+        from pebble import ProcessPool
+
+        self.workers = jobs
+        self.timeout = timeout
+        self._pool = ProcessPool(max_workers=jobs)
+
+    def submit(self, target: Target, command: Command) -> Any:
+        return self._pool.schedule(run_task, args=(target, command), timeout=self.timeout)
+
+    def wait(self, futures: list[Any], timeout: float | None) -> list[Any]:
+        done, _ = cf.wait(futures, timeout=timeout, return_when=cf.FIRST_COMPLETED)
+        return list(done)
+
+    def outcome(self, future: Any) -> dict[str, Any]:
+        from pebble import ProcessExpired
+
+        try:
+            return future.result()
+        except cf.TimeoutError:
+            return failure(TIMEOUT, "timeout", f"stopped after {self.timeout:g} s", self.timeout or 0.0)
+        except ProcessExpired as exc:
+            return failure(CRASHED, "worker_died", f"the worker process died (exit code {exc.exitcode})")
+        except cf.CancelledError:
+            return failure(ERROR, "cancelled", "cancelled")
+        except Exception as exc:  # noqa: BLE001 - e.g. a result that could not be sent back
+            return failure(ERROR, "internal", f"{type(exc).__name__}: {exc}")
+
+    def close(self, cancel: bool = False) -> None:
+        if cancel:
+            self._pool.stop()
+        else:
+            self._pool.close()
+        self._pool.join()
+
+
+class DaskEngine:
+    """Submit to an existing cluster. A worker that dies mid-task costs that task only: the scheduler reruns it
+    elsewhere (up to its `allowed-failures`), and each task is atomic per workspace, so a rerun is safe."""
+
+    name = "dask"
+
+    def __init__(self, scheduler: str, timeout: float | None) -> None:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise UsageError("--engine dask needs the fleet extra: pip install 'qwenmem[fleet]'") from None
+        try:
+            self._client = Client(scheduler, timeout="10s", set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise UsageError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
+        self.timeout = timeout
+        self.workers = max(1, sum(w.get("nthreads", 1) for w in self._client.scheduler_info()["workers"].values()))
+
+    def submit(self, target: Target, command: Command) -> Any:
+        return self._client.submit(run_task_within, target, command, self.timeout, pure=False)
+
+    def wait(self, futures: list[Any], timeout: float | None) -> list[Any]:
+        from distributed import wait
+
+        try:
+            with self._client.as_current():
+                done, _ = wait(futures, timeout=timeout, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            return []
+        return list(done)
+
+    def outcome(self, future: Any) -> dict[str, Any]:
+        from distributed import KilledWorker
+
+        try:
+            return future.result()
+        except KilledWorker as exc:
+            return failure(CRASHED, "worker_died", f"workers died running it: {exc}")
+        except Exception as exc:  # noqa: BLE001
+            return failure(ERROR, "internal", f"{type(exc).__name__}: {exc}")
+
+    def close(self, cancel: bool = False) -> None:
+        self._client.close()

@@ -1,0 +1,56 @@
+"""One workspace's task, as a worker runs it: open the workspace, run the operation, return plain data.
+
+Nothing raised here leaves the worker: a failing workspace becomes a record, so it never stops the rest.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from qwenmem.core.errors import BusyError, ChangedUnderneathError, QwenmemError
+from qwenmem.core.fleet.operations import OPERATIONS, Command, parser_for
+from qwenmem.core.fleet.targets import Target
+
+OK, PROBLEMS, ERROR, BUSY, TIMEOUT, CRASHED = "ok", "problems", "error", "busy", "timeout", "crashed"
+STATUSES = (OK, PROBLEMS, ERROR, BUSY, TIMEOUT, CRASHED)
+
+
+def failure(status: str, kind: str, message: str, seconds: float = 0.0) -> dict[str, Any]:
+    return {"status": status, "result": None, "warnings": [], "error": {"type": kind, "message": message},
+            "seconds": round(seconds, 3)}
+
+
+def run_task(target: Target, command: Command) -> dict[str, Any]:
+    from qwenmem.core.workspace import discover_workspace
+
+    start = time.monotonic()
+    try:
+        ws = discover_workspace(target.path, target.agent)
+        op = OPERATIONS[command.name]
+        outcome = op.run(ws, parser_for(op).parse_args(list(command.argv)))
+    except (BusyError, ChangedUnderneathError) as exc:
+        return failure(BUSY, type(exc).__name__, str(exc), time.monotonic() - start)
+    except QwenmemError as exc:
+        return failure(ERROR, type(exc).__name__, str(exc), time.monotonic() - start)
+    except Exception as exc:  # noqa: BLE001 - one workspace's internal error is its record, not the run's end
+        return failure(ERROR, "internal", f"{type(exc).__name__}: {exc}", time.monotonic() - start)
+    return {"status": outcome.status, "result": outcome.result, "warnings": outcome.warnings, "error": None,
+            "seconds": round(time.monotonic() - start, 3)}
+
+
+def run_task_within(target: Target, command: Command, timeout: float | None) -> dict[str, Any]:
+    """For engines that cannot stop a running task (a Dask worker runs tasks in threads): give up waiting after
+    `timeout` seconds. The abandoned operation finishes or fails on its own, under the workspace lock and with
+    atomic writes, so it can leave no torn file; the record says `timeout`."""
+    if timeout is None:
+        return run_task(target, command)
+    box: list[dict[str, Any]] = []
+    worker = threading.Thread(target=lambda: box.append(run_task(target, command)), daemon=True,
+                              name=f"qwenmem-fleet {target.label}")
+    worker.start()
+    worker.join(timeout)
+    if box:
+        return box[0]
+    return failure(TIMEOUT, "timeout", f"no result after {timeout:g} s", timeout)

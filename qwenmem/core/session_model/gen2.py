@@ -1,0 +1,188 @@
+"""QwenPaw 2.x sessions: `{"agent": {"state": <AgentState>, "scroll": {…}?, "mode_state": {…}}}`
+(spec qwenpaw2-workspace.md §2.2-2.3).
+
+* Messages are AgentScope 2.0 `Msg` dicts in `state.context`, oldest first, stamped `created_at`.
+* One assistant message holds a whole reply: text, `tool_call` and its `tool_result` blocks together.
+* Under scroll, `context[0]` may be the synthetic `memory` placeholder (eviction index + continuation summary): it is
+  flagged `synthetic` and is not transcript (spec §10, QwenPaw's `_is_scroll_memory_placeholder`).
+* Native compaction keeps its rendered summary in `state.summary` (a string or a list of text/data blocks).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qwenmem.core.session_model._blocks import flatten_output, normalize_content
+from qwenmem.core.session_model.model import DATA, TEXT, Message, ScrollState, Session
+
+GEN2 = "2.x"
+SCROLL_MEMORY_TAG = "scroll_memory"
+ROLES = ("user", "assistant", "system")
+# AgentScope 2.0 validates blocks by role (agentscope/message/_base.py L32-47): QwenPaw refuses to load otherwise.
+ALLOWED_BLOCKS = {"user": {TEXT, DATA}, "system": {TEXT}}
+
+
+def agent_of(doc: Any) -> dict | None:
+    if isinstance(doc, dict) and isinstance(doc.get("agent"), dict) and "state" in doc["agent"]:
+        return doc["agent"]
+    return None
+
+
+def is_placeholder(msg: dict, synthetic_ids: set[str]) -> bool:
+    if isinstance(msg.get("id"), str) and msg["id"] in synthetic_ids:
+        return True
+    metadata = msg.get("metadata")
+    if isinstance(metadata, dict) and metadata.get("qwenpaw_tag") == SCROLL_MEMORY_TAG:
+        return True
+    if msg.get("role") != "user" or msg.get("name") != "memory":
+        return False
+    text = "\n".join(str(b.get("text") or "") for b in msg.get("content") or [] if isinstance(b, dict)
+                     and b.get("type") == "text") if isinstance(msg.get("content"), list) else str(msg.get("content"))
+    return text.lstrip().startswith("<system-info>") and "[context compressed]" in text
+
+
+def read_message(msg: Any, index: int, synthetic_ids: set[str]) -> tuple[Message, list[str]]:
+    if not isinstance(msg, dict):
+        return Message(index, None, None, None, None, raw=msg), [f"message {index}: a {type(msg).__name__}, not an object"]
+    problems = []
+    role = msg.get("role")
+    content = msg.get("content")
+    if role not in ROLES:
+        problems.append(f"message {index}: role {role!r} is not user/assistant/system")
+    if not isinstance(content, list):
+        problems.append(f"message {index}: content is not a list (AgentScope 2.0 rejects it)")
+    blocks = normalize_content(content)
+    allowed = ALLOWED_BLOCKS.get(role) if isinstance(role, str) else None
+    if allowed is not None and isinstance(content, list):
+        bad = sorted({b.original_type or b.type for b in blocks if b.type not in allowed})
+        if bad:
+            problems.append(f"message {index}: a {role} message may not hold {', '.join(bad)} blocks "
+                            "(QwenPaw refuses to load this session)")
+    metadata = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+    created = msg.get("created_at")
+    message = Message(index, None if msg.get("id") is None else str(msg.get("id")), role if isinstance(role, str) else None,
+                      None if msg.get("name") is None else str(msg.get("name")),
+                      None if created is None else str(created), blocks,
+                      synthetic=is_placeholder(msg, synthetic_ids), metadata=metadata, raw=msg)
+    return message, problems
+
+
+def read_scroll(agent: dict) -> ScrollState | None:
+    scroll = agent.get("scroll")
+    if not isinstance(scroll, dict):
+        return None
+    ids = scroll.get("synthetic_ids")
+    seq_by_id = scroll.get("seq_by_id")
+    summary = scroll.get("continuation_summary")
+    index = scroll.get("index")
+    return ScrollState(scroll, summary if isinstance(summary, dict) else None, index if isinstance(index, dict) else None,
+                       [str(i) for i in ids] if isinstance(ids, list) else [],
+                       seq_by_id if isinstance(seq_by_id, dict) else {}, scroll.get("summary_update_failed") is True)
+
+
+def summary_text(summary: Any) -> str:
+    if isinstance(summary, str):
+        return summary
+    return flatten_output(summary) if isinstance(summary, list) else ""
+
+
+def read(doc: dict) -> Session:
+    """Read a 2.x document (the caller checked agent_of(doc) is not None). Never raises for bad content."""
+    agent = agent_of(doc)
+    state = agent["state"]  # type: ignore[index]
+    problems: list[str] = []
+    if not isinstance(state, dict):
+        return Session(GEN2, doc, "agent", [], problems=["agent.state is not an object"])
+    scroll = read_scroll(agent)  # type: ignore[arg-type]
+    synthetic = set(scroll.synthetic_ids) if scroll else set()
+    context = state.get("context")
+    if context is None:
+        context = []
+    elif not isinstance(context, list):
+        problems.append("agent.state.context is not a list")
+        context = []
+    messages = []
+    for i, msg in enumerate(context):
+        message, msg_problems = read_message(msg, i, synthetic)
+        messages.append(message)
+        problems.extend(msg_problems)
+    summary = summary_text(state.get("summary"))
+    mode_state = agent.get("mode_state")  # type: ignore[union-attr]
+    sid = state.get("session_id")
+    seq_by_id = scroll.seq_by_id if scroll else {}
+    for m in messages:
+        span = seq_by_id.get(m.id) if m.id else None
+        if isinstance(span, list) and len(span) == 2 and all(type(v) is int for v in span):
+            m.seq, m.seq_hi = span
+    return Session(GEN2, doc, "agent", messages, summary=summary, summary_kind="native" if summary else "",
+                   session_id=None if sid is None else str(sid), scroll=scroll,
+                   mode_state=mode_state if isinstance(mode_state, dict) else None, problems=problems)
+
+
+def set_messages(session: Session, msgs: list) -> Session:
+    """Writer: replace state.context with raw Msg dicts and re-read; every other key is kept. Keeping the scroll
+    bookkeeping consistent (synthetic_ids, persisted_*) is the caller's job (spec §10 "Writing a 2.x session")."""
+    agent_of(session.doc)["state"]["context"] = msgs  # type: ignore[index]
+    return read(session.doc)
+
+
+def set_summary(session: Session, summary: str) -> Session:
+    agent_of(session.doc)["state"]["summary"] = summary  # type: ignore[index]
+    return read(session.doc)
+
+
+def quick_problems(doc: dict) -> list[str]:
+    """The problems read() would report, without building the model (sessions list runs this for every file)."""
+    state = agent_of(doc)["state"]  # type: ignore[index]
+    if not isinstance(state, dict):
+        return ["agent.state is not an object"]
+    context = state.get("context")
+    if context is None:
+        return []
+    if not isinstance(context, list):
+        return ["agent.state.context is not a list"]
+    problems = []
+    for i, msg in enumerate(context):
+        if type(msg) is not dict:
+            problems.append(f"message {i}: a {type(msg).__name__}, not an object")
+            continue
+        role, content = msg.get("role"), msg.get("content")
+        if role not in ROLES:
+            problems.append(f"message {i}: role {role!r} is not user/assistant/system")
+        if type(content) is not list:
+            problems.append(f"message {i}: content is not a list (AgentScope 2.0 rejects it)")
+            continue
+        allowed = ALLOWED_BLOCKS.get(role) if isinstance(role, str) else None
+        if allowed is not None:
+            kinds = {(b.get("type") if type(b) is dict and isinstance(b.get("type"), str) else None) for b in content}
+            kinds = {"data" if k in ("image", "audio", "video", "file") else k for k in kinds}
+            if not kinds <= allowed:
+                # the full reader names the blocks; rerun it for this rare case
+                return read(doc).problems
+    return problems
+
+
+def quick_stats(doc: dict) -> dict:
+    """Counts for a listing row without building the model: transcript messages (placeholders excluded), context
+    length, first/last created_at, the summary text, whether a continuation summary exists, the embedded session id."""
+    agent = agent_of(doc)
+    state = agent["state"] if isinstance(agent["state"], dict) else {}  # type: ignore[index]
+    context = state.get("context") if isinstance(state.get("context"), list) else []
+    scroll = agent.get("scroll") if isinstance(agent.get("scroll"), dict) else None  # type: ignore[union-attr]
+    ids = scroll.get("synthetic_ids") if scroll else None
+    synthetic = {str(i) for i in ids} if isinstance(ids, list) else set()
+    stamps, transcript = [], 0
+    for msg in context:
+        if type(msg) is not dict:
+            transcript += 1  # not a message QwenPaw can load, but an entry of the context (read() counts it too)
+            continue
+        if is_placeholder(msg, synthetic):
+            continue
+        transcript += 1
+        if msg.get("created_at"):
+            stamps.append(str(msg["created_at"]))
+    sid = state.get("session_id")
+    return {"messages": transcript, "in_context": len(context), "first": stamps[0] if stamps else None,
+            "last": stamps[-1] if stamps else None, "summary": summary_text(state.get("summary")),
+            "continuation_summary": bool(scroll and isinstance(scroll.get("continuation_summary"), dict)),
+            "session_id": None if sid is None else str(sid), "context": context}

@@ -1,0 +1,238 @@
+"""QwenPaw 2.x settings that 1.x did not have (spec qwenpaw2-workspace.md §1.4), and the workspace's generation.
+
+Kept apart from settings.py (which reads the values both generations share) so each stays small:
+context strategy, scroll settings (history db, retention), ReMe 0.4 folders, the provider's context size.
+Secrets: an embedding api_key is masked like QwenPaw's _mask_key; provider keys are never read out (providers.py).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from qwenmem.core.history.state import history_db_path
+from qwenmem.core.providers import ProviderModel, resolve_provider_model
+from qwenmem.core.workspace import Workspace, read_json_file
+
+SCROLL, NATIVE, LIGHT = "scroll", "native", "light"
+_LC = ("running", "light_context_config")
+_SC = _LC + ("scroll_config",)
+_RM = ("running", "reme_light_memory_config")
+SCROLL_DEFAULTS: dict[str, Any] = {"db_filename": "history.db", "history_retention_days": 30, "repl_timeout_s": 300,
+                                   "allow_unsandboxed": False, "offload_dialog": False}
+REME_DIR_DEFAULTS = {"metadata_dir": "mem_metadata", "session_dir": "mem_session", "mem_session_dir": "mem_agent",
+                     "resource_dir": "resource", "daily_dir": "memory", "digest_dir": "digest"}
+GEN2_MARKERS = ("history.db", "sessions/.synced.json", "mem_metadata", "mem_session")
+GEN1_MARKERS = ("file_store", ".reme_store_v1", "memory_file_metadata.json")
+
+
+def _dig(doc: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(doc, dict) or key not in doc:
+            return None
+        doc = doc[key]
+    return doc
+
+
+def _same_type(default: Any, value: Any) -> bool:
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    return isinstance(value, type(default))
+
+
+def mask_secret(value: str) -> str:
+    """QwenPaw's _mask_key keeps the first 5 characters, which is the whole of a short key: a key of 8 characters or
+    fewer is all stars here."""
+    return "*" * len(value) if len(value) <= 8 else value[:5] + "*" * (len(value) - 5)
+
+
+@dataclass
+class Gen2Settings:
+    strategy: str = SCROLL  # scroll | native; "light" for a 1.x agent.json (LightContextManager)
+    strategy_source: str = "default"
+    scroll: dict[str, Any] = field(default_factory=lambda: dict(SCROLL_DEFAULTS))
+    scroll_sources: dict[str, str] = field(default_factory=dict)
+    history_db: Path | None = None
+    reme_dirs: dict[str, str] = field(default_factory=lambda: dict(REME_DIR_DEFAULTS))
+    embedding_api_key: str = ""  # masked
+    provider: ProviderModel | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def history_retention_days(self) -> int:
+        return int(self.scroll["history_retention_days"])
+
+    def to_json(self) -> dict:
+        return {"strategy": self.strategy, "strategy_source": self.strategy_source, "scroll": dict(self.scroll),
+                "history_db": str(self.history_db) if self.history_db else None, "reme_dirs": dict(self.reme_dirs),
+                "embedding_api_key": self.embedding_api_key,
+                "provider": self.provider.to_json() if self.provider else None}
+
+
+def read_agent_json(ws: Workspace) -> dict:
+    path = ws.path / "agent.json"
+    if not path.is_file():
+        return {}
+    doc = read_json_file(path)
+    return doc if isinstance(doc, dict) else {}
+
+
+def load_gen2_settings(ws: Workspace, agent_doc: dict | None = None, env: Mapping[str, str] | None = None,
+                       legacy_agent_json: bool = False) -> Gen2Settings:
+    """2.x settings of `ws`. `legacy_agent_json`: the agent.json has only 1.x keys, so a 1.x QwenPaw would run
+    `light`; a 2.x QwenPaw reading the same file runs its default `scroll`, which is what we report when the
+    workspace shows 2.x markers (the caller decides)."""
+    doc = read_agent_json(ws) if agent_doc is None else agent_doc
+    out = Gen2Settings()
+    strategy = _dig(doc, _LC + ("strategy",))
+    if strategy in (SCROLL, NATIVE):
+        out.strategy, out.strategy_source = strategy, "agent.json running.light_context_config.strategy"
+    elif strategy is not None:
+        out.notes.append(f"agent.json strategy {strategy!r} is not scroll/native (QwenPaw 2.x refuses the file)")
+    elif legacy_agent_json:
+        out.strategy, out.strategy_source = LIGHT, "1.x agent.json (LightContextManager)"
+    for key, default in SCROLL_DEFAULTS.items():
+        value = _dig(doc, _SC + (key,))
+        if value is not None and _same_type(default, value) and not (key == "history_retention_days" and value < 0):
+            out.scroll[key] = value
+            out.scroll_sources[key] = "agent.json running.light_context_config.scroll_config." + key
+    for key in REME_DIR_DEFAULTS:
+        value = _dig(doc, _RM + (key,))
+        if isinstance(value, str) and value:
+            out.reme_dirs[key] = value
+    key = _dig(doc, _RM + ("embedding_model_config", "api_key"))
+    out.embedding_api_key = mask_secret(key) if isinstance(key, str) and key else ""
+    out.history_db = history_db_path(ws.path, out.scroll["db_filename"])
+    out.provider = resolve_provider_model(ws.root, doc, env)
+    return out
+
+
+@dataclass
+class GenerationSummary:
+    generation: str  # "1.x" | "2.x" | "mixed" | "unknown"
+    files_1x: int
+    files_2x: int
+    markers: list[str]
+
+    def to_json(self) -> dict:
+        return {"generation": self.generation, "files_1x": self.files_1x, "files_2x": self.files_2x,
+                "markers": self.markers}
+
+
+def workspace_generation(ws: Workspace, files_1x: int, files_2x: int) -> GenerationSummary:
+    """Spec §7.2 rules 1-3, from the per-file counts (classified by the caller) and the marker paths."""
+    markers2 = [m for m in GEN2_MARKERS if os.path.lexists(ws.path / m)]
+    markers1 = [m for m in GEN1_MARKERS if os.path.lexists(ws.path / m)]
+    is2 = bool(markers2) or files_2x > 0
+    if is2 and files_1x:
+        gen = "mixed"
+    elif is2:
+        gen = "2.x"
+    elif files_1x or markers1:
+        gen = "1.x"
+    else:
+        gen = "unknown"
+    return GenerationSummary(gen, files_1x, files_2x, markers2 + markers1)
+
+
+def count_file_generations(ws: Workspace) -> tuple[int, int]:
+    """(1.x files, 2.x files) under sessions/, from each file's first bytes (a full parse only when they are
+    unusual). Dot-files and CoPaw backups are not sessions."""
+    from qwenmem.core.session_model.detect import classify_document, sniff_generation
+    from qwenmem.core.sessions import iter_session_files
+
+    n1 = n2 = 0
+    for path in iter_session_files(ws):
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(256)
+            kind = sniff_generation(head)
+            if kind is None and head.lstrip()[:1] == b"{":
+                import json
+
+                kind = classify_document(json.loads(path.read_bytes().decode("utf-8", "replace")))
+        except (OSError, ValueError, RecursionError):
+            continue
+        n1 += kind == "1.x"
+        n2 += kind == "2.x"
+    return n1, n2
+
+
+# 1.x settings 2.x removed (spec §1.4: "removed, ignored"), and 1.x defaults 2.x changed.
+REMOVED_IN_2X = ("compact_with_thinking_block", "summarize_when_compact", "recursive_file_watcher")
+DEFAULTS_2X = {"offload_retention_days": 30}
+
+
+def rows_for_2x(rows: list[tuple[str, Any, str]], gen2: Gen2Settings) -> list[tuple[str, Any, str]]:
+    """settings.as_rows() as QwenPaw 2.x reads them: removed keys dropped, changed defaults applied, and the model
+    limit taken from the provider (max_input_length in agent.json is vestigial in 2.x)."""
+    out = []
+    for name, value, source in rows:
+        if name in REMOVED_IN_2X:
+            continue
+        if name == "generation":
+            continue
+        if name in DEFAULTS_2X and source == "default":
+            value, source = DEFAULTS_2X[name], "default (2.x)"
+        if name == "max_input_length" and gen2.provider is not None:
+            value, source = gen2.provider.context_size, gen2.provider.context_source
+        if name in ("active_provider", "active_model") and gen2.provider is not None and gen2.provider.provider_id:
+            value = gen2.provider.provider_id if name == "active_provider" else gen2.provider.model_id
+            source = gen2.provider.active_source
+        if name == "embedding.api_key":
+            value = gen2.embedding_api_key
+        out.append((name, value, source))
+    return out
+
+
+@dataclass
+class Qwenpaw2Info:
+    """Everything `info` shows about the 2.x side of a workspace."""
+
+    generation: GenerationSummary
+    settings: Gen2Settings
+    history: Any  # history.state.HistoryState
+    reme_dirs: dict[str, dict]
+    rows: list[tuple[str, Any, str]]
+    derived: dict[str, int]
+
+    def to_json(self) -> dict:
+        return {"strategy": self.settings.strategy, "strategy_source": self.settings.strategy_source,
+                "scroll": dict(self.settings.scroll), "history_retention_days": self.settings.history_retention_days,
+                "history": self.history.to_json(), "reme_dirs": self.reme_dirs,
+                "provider": self.settings.provider.to_json() if self.settings.provider else None,
+                "embedding_api_key": self.settings.embedding_api_key}
+
+
+def qwenpaw2_info(ws: Workspace, settings: Any, env: Mapping[str, str] | None = None) -> Qwenpaw2Info:
+    """`settings` is settings.load_settings(ws). For a 1.x workspace the rows stay as they are."""
+    from qwenmem.core.history.state import history_state
+
+    n1, n2 = count_file_generations(ws)
+    generation = workspace_generation(ws, n1, n2)
+    is2 = generation.generation in ("2.x", "mixed")
+    gen2 = load_gen2_settings(ws, env=env, legacy_agent_json=settings.generation == "legacy" and not is2)
+    history = history_state(gen2.history_db, check=True) if is2 else history_state(gen2.history_db, check=False)
+    reme = {key: {"path": str(ws.path / name), "exists": (ws.path / name).is_dir()}
+            for key, name in gen2.reme_dirs.items() if key in ("metadata_dir", "digest_dir", "session_dir")}
+    rows = settings.as_rows()
+    derived = {"compact_threshold": settings.compact_threshold, "reserve_tokens": settings.reserve_tokens}
+    if is2:
+        rows = rows_for_2x(rows, gen2)
+        size = gen2.provider.context_size if gen2.provider else settings.max_input_length
+        reserve = size * settings.reserve_threshold_ratio
+        if gen2.strategy == SCROLL:  # scroll's bounded reserve (spec §4.4)
+            reserve = min(40_000, max(reserve, min(10_000, 0.1 * size)))
+        derived = {"compact_threshold": int(size * settings.compact_threshold_ratio), "reserve_tokens": int(reserve)}
+    return Qwenpaw2Info(generation, gen2, history, reme, rows, derived)
+
+
+def workspace_history_state(ws: Workspace, check: bool = True, env: Mapping[str, str] | None = None):
+    """The history.db summary of a workspace for `doctor`: path (from agent.json scroll_config.db_filename), size,
+    rows, sessions and `status` ok / corrupt / locked / unreadable / not_history / missing (see
+    history.state.history_state). Never raises for a damaged store; an unreadable agent.json raises ConfigError."""
+    from qwenmem.core.history.state import history_state
+
+    return history_state(load_gen2_settings(ws, env=env).history_db, check=check)

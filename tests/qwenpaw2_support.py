@@ -1,0 +1,44 @@
+"""Shared helpers of the tests/test_qwenpaw2_*.py files: the generated 2.x corpus and the fixture builder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import SHARED
+
+GEN2_CORPUS = SHARED / "corpus" / "generated" / "qwenpaw-2.2.2"
+GEN2_WS = GEN2_CORPUS / "root" / "workspaces" / "default"
+needs_gen2_corpus = pytest.mark.skipif(not GEN2_WS.is_dir(),
+                                       reason=f"generated QwenPaw 2.2.2 corpus not found at {GEN2_CORPUS}")
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "qwenpaw2"))
+
+import builder  # noqa: E402  (tests/fixtures/qwenpaw2/builder.py)
+
+
+def corpus_session_files() -> list[Path]:
+    if not GEN2_WS.is_dir():
+        return []
+    return sorted(p for p in (GEN2_WS / "sessions").rglob("*.json") if not p.name.startswith("."))
+
+
+def copy_corpus(dest: Path) -> Path:
+    """A writable copy of the generated root (+ its secret dir as `<root>.secret`), so opening history.db never
+    touches the shared corpus's -shm. Returns the agent workspace."""
+    root = dest / "root"
+    shutil.copytree(GEN2_CORPUS / "root", root)
+    shutil.copytree(GEN2_CORPUS / "secret", dest / "root.secret")
+    for base, dirs, files in os.walk(dest):
+        for name in dirs + files:
+            p = Path(base) / name
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    dest.chmod(dest.stat().st_mode | stat.S_IWUSR)
+    return root / "workspaces" / "default"
+
+
+__all__ = ["GEN2_CORPUS", "GEN2_WS", "builder", "copy_corpus", "corpus_session_files", "needs_gen2_corpus"]

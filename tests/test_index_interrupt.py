@@ -1,0 +1,54 @@
+"""issue 10 item 7: Ctrl-C during `reindex` with the local model stops within 2 s, says the previous index is still
+in use, and exits 130 (a real subprocess, a real SIGINT, the real default local model)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import REPO, run_cli
+
+
+def _big_workspace(root, files: int = 12, lines: int = 120):
+    (root / "memory").mkdir(parents=True)
+    for f in range(files):
+        body = "\n".join(f"- {f:02d}.{i:03d} the deploy of service {i % 17} moved to window {i * 3 % 11}; "
+                         f"owner team {i % 5} confirmed the rollback plan and the database migration order"
+                         for i in range(lines))
+        (root / "memory" / f"2026-10-{f + 1:02d}.md").write_text(body + "\n", encoding="utf-8")
+    return root
+
+
+def test_ctrl_c_during_reindex_stops_within_2_s_and_keeps_the_previous_index(tmp_path):
+    ws = _big_workspace(tmp_path / "ws")
+    assert run_cli("reindex", "-w", str(ws), "--embedder", "none").code == 0
+    index = ws / ".qwenmem" / "index"
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "qwenmem", "reindex", "-w", str(ws), "--embedder", "local",
+                             "--full"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while not (index / "gen-000002").exists():  # the new generation exists once embedding is about to start
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        time.sleep(1.5)  # well into the embedding (the model is loaded and busy)
+        assert proc.poll() is None, "the reindex finished before it could be interrupted: make the workspace bigger"
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        stopped_after = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert stopped_after < 2.0, f"took {stopped_after:.1f} s to stop"
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "previous index is still in use" in lines[0], err
+    assert (index / "CURRENT").read_text().strip() == "gen-000001"
+    assert not (index / "gen-000002").exists()
+    after = run_cli("search", "rollback plan", "-w", str(ws), "--json", "--no-reindex")
+    assert after.code == 0 and after.json()["result"]["hits"]
