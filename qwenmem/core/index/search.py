@@ -50,6 +50,8 @@ BM25_HALF = 5.0
 VECTOR_CALIBRATION = {"e5": (0.80, 0.96), "minilm": (0.10, 0.80)}
 DEFAULT_CALIBRATION = (0.20, 0.90)
 VECTOR_ONLY_MIN = 0.5
+# How long a search may spend embedding changed chunks before it answers (issue 18: never block more than ~2 s).
+SEARCH_EMBED_SECONDS = 1.0
 
 
 @dataclass
@@ -224,7 +226,10 @@ def _ensure_fresh(ws, settings, auto_reindex: bool, notices: list[str], progress
                        "no index yet; run `qwenmem reindex`")
         return None, damaged
     try:
-        result = run_reindex(ws, settings, progress=progress)  # a damaged generation is rebuilt from the files
+        # A damaged generation is rebuilt from the files. Embedding gets a short budget: the full-text side is always
+        # brought up to date, and whatever is not embedded by then is left to `qwenmem reindex` (a first search of a
+        # large workspace used to embed everything first: hours with the default model).
+        result = run_reindex(ws, settings, progress=progress, embed_seconds=SEARCH_EMBED_SECONDS)
     except BusyError:
         notices.append("another process is updating the index; searching the previous index")
         if damaged:
@@ -232,7 +237,9 @@ def _ensure_fresh(ws, settings, auto_reindex: bool, notices: list[str], progress
         return None, damaged
     if damaged:
         notices.append("the index was damaged: rebuilt it from the memory files")
-    notices.extend(result.notices)
+    # The vector side says how many chunks are not embedded yet; the reindex's own line about it would repeat that.
+    notices.extend(n for i, n in enumerate(result.notices)
+                   if not (result.chunks_without_vectors and i == len(result.notices) - 1))
     return result, False
 
 
@@ -250,12 +257,12 @@ def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
         return None, None
     missing = manifest.vectors_missing
     if missing and len(loaded[1]) == 0:
-        notices.append(f"none of the {len(rows)} chunk(s) is embedded yet (the embedder failed at reindex): "
-                       "full-text search only; run `qwenmem reindex` once it answers")
+        notices.append(f"the {len(rows)} chunk(s) are not embedded yet: full-text search only; "
+                       "run `qwenmem reindex` to embed them")
         return None, None
     if missing:
-        notices.append(f"{missing} of {len(rows)} chunk(s) are not embedded yet (the embedder failed at reindex): "
-                       "full text alone finds them; run `qwenmem reindex` once it answers")
+        notices.append(f"{missing} of {len(rows)} chunk(s) are not embedded yet: full text alone finds them; "
+                       "run `qwenmem reindex` to embed them")
     try:
         emb = recorded_embedder(ws, settings, spec)
     except Exception as exc:  # noqa: BLE001 - a missing model or package must never stop a search
