@@ -64,6 +64,8 @@ class SearchHit:
     vector_score: float | None
     snippet: str
     highlights: list[tuple[int, int]] = field(default_factory=list)  # [start, end) offsets into snippet
+    text: str = ""  # the whole chunk: what was found, lines start_line..end_line (a snippet is ~1/7 of it)
+    match_line: int = 0  # the file line that holds the most query terms (the snippet starts there)
 
 
 @dataclass
@@ -174,9 +176,13 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
     text_scores = {k: v / (v + BM25_HALF) for k, v in bm25.items()}
     if mode == "hybrid" and not bm25:  # no query word occurs anywhere: only a strong vector match is a result
         fused = {cid: s for cid, s in fused.items() if calibrated(cid) >= VECTOR_ONLY_MIN}
-    absolute = {cid: (text_scores.get(cid, 0.0) if mode == "text" else calibrated(cid) if mode == "vector"
-                      else vector_weight * calibrated(cid) + (1 - vector_weight) * text_scores.get(cid, 0.0))
-                for cid in fused}
+    def absolute_score(cid: str) -> float:
+        text = text_scores.get(cid, 0.0)
+        if mode == "text" or (mode == "hybrid" and cosine(cid) is None):  # no vector (yet): full text is all we know
+            return text
+        return calibrated(cid) if mode == "vector" else vector_weight * calibrated(cid) + (1 - vector_weight) * text
+
+    absolute = {cid: absolute_score(cid) for cid in fused}
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
     ranked = [(cid, absolute[cid]) for cid, _ in ranked if absolute[cid] >= min_score][:max_results]
     vector_scores = {cid: max(0.0, c) for cid, _ in ranked if (c := cosine(cid)) is not None}
@@ -188,11 +194,12 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
             continue
         path, (start_line, end_line), text = docs[cid]
         snippet, marks = make_snippet(text, terms)
+        match_line = start_line + best_line(text, terms)
         hits.append(SearchHit(path, start_line, end_line, round(score, 4),
                               round(text_scores[cid], 4) if cid in text_scores else (0.0 if mode != "vector" else None),
                               round(vector_scores[cid], 4) if cid in vector_scores else
                               (0.0 if mode in ("hybrid", "vector") and cos_all is not None else None),
-                              snippet, marks))
+                              snippet, marks, text, match_line))
     return SearchResult(query, mode, fusion, hits, embedder_id, gen.name, notices, reindexed)
 
 
@@ -334,6 +341,29 @@ def _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, w):
     low, high = float(np.nanmin(z)), float(np.nanmax(z))
     span = high - low if high > low else 1.0
     return {cid: (float(z[index[cid]]) - low) / span for cid in candidates if not np.isnan(z[index[cid]])}
+
+
+def best_line(text: str, terms: set[str]) -> int:
+    """0-based index of the chunk line holding the most query terms (the first line when none does)."""
+    counts = [sum(1 for _ in _matches(line, terms)) for line in text.split("\n")]
+    return max(range(len(counts)), key=lambda i: (counts[i], -i)) if counts else 0
+
+
+def _matches(line: str, terms: set[str]):
+    singles = {t for t in terms if len(t) == 1 and IS_CJK.match(t)}
+    for t, s, e, _ in spans(line):
+        if t in terms:
+            yield s, e
+        elif singles and len(t) == 2 and IS_CJK.match(t):
+            yield from ((s + i, s + i + 1) for i, ch in enumerate(t) if ch in singles)
+
+
+def context_lines(hit: "SearchHit", around: int) -> list[tuple[int, str]]:
+    """(file line number, text) for `around` lines either side of the hit's best line, within the chunk."""
+    lines = hit.text.split("\n")
+    at = hit.match_line - hit.start_line
+    lo, hi = max(0, at - around), min(len(lines), at + around + 1)
+    return [(hit.start_line + i, lines[i]) for i in range(lo, hi)]
 
 
 def make_snippet(text: str, terms: set[str], max_chars: int = 240) -> tuple[str, list[tuple[int, int]]]:
