@@ -38,6 +38,8 @@ def reindex_cmd(
         "--recursive/--no-recursive", help="Include memory/**/*.md. Default: QwenPaw's recursive_file_watcher.")] = None,
     embedder: EmbedderOpt = None,
     model: ModelOpt = None,
+    verify: Annotated[bool, typer.Option("--verify", help="Re-read and hash every file, also those whose size and "
+                                         "mtime look unchanged (catches an edit that restored the mtime).")] = False,
     dry_run: DryRunFlag = False,
     json_out: JsonFlag = False,
     quiet: QuietFlag = False,
@@ -69,7 +71,7 @@ def reindex_cmd(
     try:
         with progress_callback(quiet or json_out) as progress:
             result = reindex(ws, settings, full=full, sources=sources, progress=progress, recursive=recursive,
-                             backend=embedder, model=model, dry_run=dry_run)
+                             backend=embedder, model=model, dry_run=dry_run, verify=verify)
     except KeyboardInterrupt:  # the new generation is already removed; say what the user still has
         output.err().print("interrupted: the index was not changed; the previous index is still in use" if had_index
                            else "interrupted: no index was written")

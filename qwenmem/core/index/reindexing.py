@@ -108,14 +108,15 @@ def _plan(ws, settings, full, sources, recursive, backend, model, spec: ChunkSpe
 def run_reindex(ws, settings, *, full: bool = False, sources=None, progress: Progress | None = None,
                 recursive: bool | None = None, backend: str | None = None, model: str | None = None,
                 chunk_spec: ChunkSpec | None = None, dry_run: bool = False,
-                embed_seconds: float | None = None) -> ReindexResult:
+                embed_seconds: float | None = None, verify: bool = False) -> ReindexResult:
     """`embed_seconds`: stop embedding after about that long and leave the rest for the next reindex (search uses it
-    so it never waits long for a model: the full-text side is always complete)."""
+    so it never waits long for a model: the full-text side is always complete). `verify`: re-hash every file, not
+    only those whose size or mtime changed or whose mtime was too close to the index's own time (racy)."""
     started = time.perf_counter()
     spec = chunk_spec or ChunkSpec()
     with exclusive_lock(store.lock_path(ws), "index"):
         plan = _plan(ws, settings, full, sources, recursive, backend, model, spec)
-        result = _run(ws, plan, spec, progress, dry_run, embed_seconds)
+        result = _run(ws, plan, spec, progress, dry_run, embed_seconds, verify)
     if result.chunks_without_vectors and result.embedding_error is None:
         result.notices.append(
             f"{result.chunks_without_vectors} of {result.chunks_total} chunk(s) are not embedded yet (found by full "
@@ -129,7 +130,7 @@ def run_reindex(ws, settings, *, full: bool = False, sources=None, progress: Pro
 
 
 def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: bool,
-         embed_seconds: float | None = None) -> ReindexResult:
+         embed_seconds: float | None = None, verify: bool = False) -> ReindexResult:
     import numpy as np
 
     emb = plan.choice.embedder
@@ -150,7 +151,8 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
     new_rows: dict[str, list[tuple[store.ChunkRow, Chunk]]] = {}
     for i, src in enumerate(files):
         old = prev_files.get(src.rel)
-        if old and old.get("size") == src.size and old.get("mtime_ns") == src.mtime_ns:
+        if old and old.get("size") == src.size and old.get("mtime_ns") == src.mtime_ns and not (
+                verify or (old.get("racy") and not old.get("skipped"))):
             manifest_files[src.rel] = old
             kept_rows[src.rel] = rows_by_path.get(src.rel, [])
             if old.get("skipped"):
@@ -181,6 +183,10 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
         new_chunks.extend(chunks)
         if progress and i % 50 == 0:
             progress("scanning", i + 1, len(files))
+    scanned_ns = time.time_ns()
+    for rel, entry in manifest_files.items():
+        if "sha256" in entry:
+            manifest_files[rel] = mark_racy(entry, scanned_ns)
     current = {f.rel for f in files}
     result.files_removed = sorted(p for p in prev_files if p not in current)
     result.chunks_new = len(new_chunks)
@@ -190,7 +196,7 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
     # The manifest must also be unchanged: a new empty or skipped file, or a touched one, adds no chunks but would
     # look stale to every later search (which would then rescan it each time) if its entry were not recorded.
     nothing_to_do = (prev is not None and not new_chunks and not changed_paths and not model_changed
-                     and not meta_changed and manifest_files == prev_files
+                     and not meta_changed and _without_racy(manifest_files) == _without_racy(prev_files)
                      and not (emb is not None and plan.previous.vectors_missing)
                      and (plan.previous.embedder.get("model_id") == (emb.model_id if emb else None)))
     ordered: list[tuple[store.ChunkRow, Chunk | None]] = []
@@ -234,6 +240,29 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
         raise
     result.generation = gen.name
     return result
+
+
+# git's "racy" rule: a file modified this close to the scan may change again within the same mtime tick (or be
+# edited by a tool that restores the mtime, as rsync and some editors do), so size + mtime cannot vouch for it. Such
+# entries are marked; search and the next reindex compare their content hash too.
+RACY_NS = 2_000_000_000
+
+
+def mark_racy(entry: dict, scanned_ns: int) -> dict:
+    racy = scanned_ns - int(entry.get("mtime_ns", 0)) < RACY_NS
+    if bool(entry.get("racy")) == racy:
+        return entry
+    out = dict(entry)
+    if racy:
+        out["racy"] = True
+    else:
+        out.pop("racy", None)
+    return out
+
+
+def _without_racy(files: dict[str, dict]) -> dict[str, dict]:
+    """Clearing a racy mark alone is not worth a new generation (it would also make "up to date" depend on timing)."""
+    return {rel: {k: v for k, v in entry.items() if k != "racy"} for rel, entry in files.items()}
 
 
 def _sub(progress: Progress | None, stage: str, total: int):

@@ -99,12 +99,24 @@ def parse_day(value: str | None, today: date | None = None) -> str | None:
 
 
 def stale_files(ws, manifest: store.Manifest) -> list[str]:
-    """Files added, changed (size or mtime) or removed since the index was built."""
+    """Files added, changed or removed since the index was built: size or mtime differ, or, for a file whose mtime
+    was too close to the index's own scan (racy, see reindexing.RACY_NS), its content hash differs."""
     files = discover(ws, manifest.sources, manifest.recursive)
     out = [f.rel for f in files if (m := manifest.files.get(f.rel)) is None
-           or m.get("size") != f.size or m.get("mtime_ns") != f.mtime_ns]
+           or m.get("size") != f.size or m.get("mtime_ns") != f.mtime_ns
+           or (m.get("racy") and _content_changed(f, m))]
     current = {f.rel for f in files}
     return out + [p for p in manifest.files if p not in current]
+
+
+def _content_changed(src, entry: dict) -> bool:
+    from qwenmem.core.index.sources import SkippedSource, read_source
+
+    try:
+        digest, _ = read_source(src)
+    except SkippedSource:
+        return False  # reindex decides what to do with it
+    return digest != entry.get("sha256")
 
 
 def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "weighted", max_results: int = 5,
