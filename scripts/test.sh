@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up .venv and run the whole test suite (the command the README and CI use).
+# Set up .venv and run the test suite (the command the README and CI use). By default the fast set: tests marked
+# `slow` are left out; pass --run-slow for the full set (CI does). Other arguments go to pytest.
 source "$(dirname "$0")/_setup.sh"
 cd "$ROOT"
 set +e

@@ -89,3 +89,31 @@ def test_json_after_double_dash_is_a_search_query_not_the_flag(sample_ws):
     assert run.code == 1 and "no results for '--json'" in run.stderr and not run.stdout.lstrip().startswith("{")
     doc = invoke("-w", str(sample_ws), "search", "--mode", "text", "--json", "--", "--json").json()
     assert doc["result"]["query"] == "--json"
+
+
+DOCTOR_RESULT = {"root", "agents", "elapsed_ms", "needs_attention"}
+DOCTOR_AGENT = {"agent", "workspace", "generation", "error", "sessions", "index", "dream", "storage", "schedule",
+                "history", "temporaries", "findings", "needs_attention"}
+DOCTOR_SESSIONS = {"total", "ok", "corrupt", "needs_flag", "unrecoverable", "warnings", "near_threshold",
+                   "compact_threshold"}
+DOCTOR_INDEX = {"state", "generation", "built_at", "embedder", "chunks", "files", "stale_files", "vectors_missing"}
+DOCTOR_DREAM = {"runs", "last_time", "last_kind", "last_mode", "last_changes", "last_backup"}
+DOCTOR_STORAGE = {"name", "files", "bytes", "oldest", "newest"}
+DOCTOR_SCHEDULE = {"dream_cron", "source", "qwenpaw_dreams"}
+DOCTOR_HISTORY = {"status", "path", "size", "rows", "sessions", "detail", "integrity", "fts", "findings"}
+DOCTOR_TEMPORARIES = {"status", "stale", "bytes"}
+DOCTOR_FINDING = {"level", "area", "message"}
+
+
+def test_doctor_contract(sample_ws):
+    assert invoke("-w", str(sample_ws), "sessions", "repair", "--all").code in (0, 1)  # quarantine something
+    doc = invoke("-w", str(sample_ws), "doctor", "--json").json()
+    assert set(doc) == ENVELOPE and doc["command"] == "doctor" and doc["status"] in ("ok", "problems")
+    assert set(doc["result"]) == DOCTOR_RESULT
+    agent = doc["result"]["agents"][0]
+    assert set(agent) == DOCTOR_AGENT
+    assert set(agent["sessions"]) == DOCTOR_SESSIONS and set(agent["index"]) == DOCTOR_INDEX
+    assert set(agent["dream"]) == DOCTOR_DREAM and set(agent["schedule"]) == DOCTOR_SCHEDULE
+    assert set(agent["history"]) == DOCTOR_HISTORY and set(agent["temporaries"]) == DOCTOR_TEMPORARIES
+    assert agent["storage"] and all(set(a) == DOCTOR_STORAGE for a in agent["storage"])
+    assert agent["findings"] and all(set(f) == DOCTOR_FINDING for f in agent["findings"])

@@ -132,16 +132,17 @@ HOLDER = textwrap.dedent("""
     conn = sqlite3.connect(sys.argv[1], isolation_level=None)
     conn.execute("PRAGMA journal_mode=" + sys.argv[2])
     conn.execute("BEGIN " + sys.argv[3])
-    conn.execute("INSERT INTO conversation_history (session_id, kind) VALUES ('s', 'context_msg')")
+    sid = sys.argv[5] if len(sys.argv) > 5 else "s"
+    conn.execute("INSERT INTO conversation_history (session_id, kind) VALUES (?, 'context_msg')", (sid,))
     print("holding", flush=True)
     time.sleep(float(sys.argv[4]))
     conn.execute("ROLLBACK")
 """)
 
 
-def _hold(db, mode, lock, seconds):
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), mode, lock, str(seconds)], stdout=subprocess.PIPE,
-                            text=True)
+def _hold(db, mode, lock, seconds, session_id="s"):
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), mode, lock, str(seconds), session_id],
+                            stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "holding"
     return proc
 
@@ -179,3 +180,42 @@ def test_an_exclusive_lock_is_reported_as_locked(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_workspace_history_state_for_doctor(tmp_path):
+    from qwenmem.core.settings2 import workspace_history_state
+    from qwenmem.core.workspace import discover_workspace
+
+    builder.agent_json(tmp_path, retention=7)
+    ws = discover_workspace(tmp_path, env={}, home=tmp_path)
+    assert workspace_history_state(ws, env={}).status == "missing"
+    _db_with_rows(tmp_path)
+    state = workspace_history_state(ws, env={})
+    assert (state.status, state.rows, state.sessions, state.user_version) == ("ok", 6, 1, 1)
+    assert state.size == (tmp_path / "history.db").stat().st_size
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from qwenmem.core.history.rows import HistoryRow  # noqa: E402
+
+_text = st.none() | st.text(max_size=20)
+_col = _text | st.sampled_from(['[{"type": "text", "text": "\\u67cf"}]', "[1, 2]", '{"qwenpaw_tag": "scroll_memory"}',
+                                "{", '[{"type": "tool_call", "id": "c"}]'])
+_row = st.tuples(st.integers(1, 10**6), st.just("s"), _text, st.sampled_from(["context_msg", "model_turn",
+                                                                              "tool_result", "odd"]),
+                 _text, _text, _text, _text, _col, _text, _text, _col, _col,
+                 st.none() | st.sampled_from(["2026-12-01T09:22:18.322913", "2026-11-30 09:14:02.381",
+                                              "2026-12-01T00:00:00+00:00", "garbage"]), _text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(_row, max_size=8))
+def test_any_rows_become_messages_without_raising(rows):
+    decoded = [HistoryRow.from_tuple(r) for r in rows]
+    msgs = rows_to_messages(decoded, {"x"}, {"y"})
+    assert sum(1 + 0 for _ in msgs) <= len(rows)
+    for m in msgs:
+        m.to_json()
+        parse_timestamp(m.created_at)

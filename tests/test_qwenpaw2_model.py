@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from qwenpaw2_support import builder, corpus_session_files, needs_gen2_corpus
+from conftest import corpus_params
+from qwenpaw2_support import GEN2_WS, builder, corpus_session_files, needs_gen2_corpus
 from qwenmem.core.session_model import GEN1, GEN2, classify_document, encode_document, loads_document, read_document
 from qwenmem.core.session_model import gen1, gen2
 
@@ -22,8 +23,7 @@ def raw_transcript_count(doc: dict) -> int:
     return len(agent["memory"]["content"])
 
 
-@needs_gen2_corpus
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params(CORPUS, ids=lambda p: p.name, needs=GEN2_WS))
 def test_corpus_file_round_trips_byte_for_byte(path):
     raw = path.read_bytes()
     try:
@@ -149,3 +149,32 @@ def test_normalised_json_shape_is_shared():
     assert set(shape) == {"index", "id", "role", "name", "created_at", "synthetic", "compressed", "seq", "seq_hi",
                           "live", "blocks"}
     assert [b["type"] for b in shape["blocks"]] == ["tool_call", "tool_result", "text"]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+                     max_leaves=20)
+_block = st.fixed_dictionaries({"type": st.sampled_from(["text", "thinking", "tool_call", "tool_result", "data",
+                                                         "hint", "image", "weird"])}, optional={
+    "text": _json, "thinking": _json, "output": _json, "input": _json, "name": _json, "id": _json, "source": _json})
+_msg = st.fixed_dictionaries({}, optional={"role": st.sampled_from(["user", "assistant", "system", "x"]) | _json,
+                                           "content": st.lists(_block | _json, max_size=4) | _json, "id": _json,
+                                           "name": _json, "metadata": _json, "created_at": _json})
+
+
+@settings(max_examples=200, deadline=None)
+@given(context=st.lists(_msg | _json, max_size=5), summary=_json, scroll=_json, extra=_json)
+def test_any_2x_shaped_document_reads_without_raising_and_round_trips(context, summary, scroll, extra):
+    doc = {"agent": {"state": {"session_id": "s", "summary": summary, "context": context}, "scroll": scroll,
+                     "mode_state": extra}}
+    raw = encode_document(doc)
+    session = read_document(loads_document(raw))
+    assert session.generation == GEN2 and encode_document(session.doc) == raw
+    assert len(session.messages) == len(context)
+    for m in session.messages:
+        m.to_json()
+    assert gen2.quick_problems(doc) == session.problems
+    assert gen2.quick_stats(doc)["messages"] == session.message_count

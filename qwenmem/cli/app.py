@@ -25,4 +25,9 @@ def main(argv: list[str] | None = None) -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError):
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
-    sys.exit(run(list(sys.argv[1:] if argv is None else argv)))
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["__complete"]:  # the shell completions' dynamic words: answered before Typer parses anything
+        from qwenmem.cli.completion_words import main as complete_words
+
+        sys.exit(complete_words(args[1:]))
+    sys.exit(run(args))

@@ -164,6 +164,8 @@ def _summary_lines(r) -> list[str]:
     for c in r.changes + r.flagged:
         where = f"line {c.line}" if c.line else (c.section or "")
         lines.append(f"  {c.action:<8} {where}: {_short(c.old or c.new, 70)} ({_short(c.reason, 100)})")
+    if getattr(r, "snapshot", None):
+        lines.append(f"  snapshot of memory/, digest/, MEMORY.md: {r.snapshot} (`qwenmem snapshot restore` undoes)")
     if r.backup:
         lines.append(f"  backup: {r.backup}")
     if r.changelog:

@@ -41,6 +41,7 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
     """
     from qwenmem.core.settings import load_settings
     from qwenmem.core.settings2 import qwenpaw2_info
+    from qwenmem.core.workspace import path_exists
 
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
@@ -57,7 +58,7 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
     }
     result = InfoResult(
         str(ws.path), str(ws.root), ws.agent_id, ws.source, list(ws.notes),
-        {name: {"path": str(p), "exists": p.exists()} for name, p in files.items()},
+        {name: {"path": str(p), "exists": path_exists(p)} for name, p in files.items()},
         [{"name": n, "value": v, "source": s} for n, v, s in gen.rows], gen.derived, gen.generation.to_json(),
         gen.to_json())
     return CommandResult(result, render=lambda: _render(ws, files, gen))
@@ -65,6 +66,8 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
 
 def _render(ws: Any, files: dict[str, Any], gen: Any) -> None:
     from rich.table import Table
+
+    from qwenmem.core.workspace import path_exists
 
     con = output.out()
     con.print(f"[bold]workspace[/bold] {output.escape(str(ws.path))}  (found by {ws.source}"
@@ -76,7 +79,7 @@ def _render(ws: Any, files: dict[str, Any], gen: Any) -> None:
     t.add_column("path", overflow="fold")
     t.add_column("exists")
     for name, p in files.items():
-        t.add_row(name, output.escape(str(p)), "yes" if p.exists() else "-")
+        t.add_row(name, output.escape(str(p)), "yes" if path_exists(p) else "-")
     con.print(t)
     s = Table(box=None, show_edge=False, header_style="bold")
     s.add_column("setting")

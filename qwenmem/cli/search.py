@@ -27,6 +27,7 @@ class SearchHit:
     highlights: list[Any]
     text: str | None  # the whole chunk (--context full, the default with --json); None with --context snippet
     match_line: int
+    kind: str | None  # QwenPaw 2.x memory: core (MEMORY.md), note, day_index, daily_log, digest; null for 1.x
 
 
 @dataclass
@@ -52,12 +53,19 @@ def search_cmd(
     min_score: Annotated[float, typer.Option("--min-score", min=0.0, max=1.0,
                                              help="Drop results whose score is below this (absolute, 0-1: the same scale for every query).")] = 0.0,
     mode: Annotated[str, typer.Option("--mode", help="hybrid, text (BM25 only) or vector (embeddings only).")] = "hybrid",
-    fusion: Annotated[str, typer.Option("--fusion", help="weighted (normalised scores) or rrf (reciprocal rank).")] = "weighted",
+    fusion: Annotated[str, typer.Option("--fusion", help="weighted (normalised scores), rrf (reciprocal rank) or reme "
+                                        "(ReMe 0.4's own fusion, for comparison).")] = "weighted",
     vector_weight: Annotated[float, typer.Option("--vector-weight", min=0.0, max=1.0,
                                                  help="Weight of the vector side in weighted fusion (the assistant "
                                                  "uses 0.7; 0.5 measured better on LoCoMo).")] = 0.5,
-    since: Annotated[Optional[str], typer.Option("--since", help="Only daily logs dated on/after: 2026-05-01 or 7d.")] = None,
-    until: Annotated[Optional[str], typer.Option("--until", help="Only daily logs dated on/before: 2026-05-31 or 2w.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Only daily logs and notes dated on/after: 2026-05-01 "
+                                                 "or 7d (a 2.x note's date: its front matter, else its folder).")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="Only daily logs and notes dated on/before: 2026-05-31 "
+                                                 "or 2w.")] = None,
+    tags: Annotated[Optional[list[str]], typer.Option("--tag", help="Only notes with this front-matter tag "
+                                                      "(QwenPaw 2.x; repeatable: any of them).")] = None,
+    search_format: Annotated[str, typer.Option("--format", help="text (for people) or reme (ReMe 0.4's "
+                                               "memory_search blocks, as the assistant reads them).")] = "text",
     no_reindex: Annotated[bool, typer.Option("--no-reindex", help="Search the index as it is, even if stale.")] = False,
     context: Annotated[Optional[str], typer.Option(
         "--context", "-C", help="How much of each hit to show: snippet, full (the whole chunk), or a number of lines "
@@ -84,20 +92,40 @@ def search_cmd(
     from qwenmem.core.settings import load_settings
 
     shown = _parse_context(context, json_out)
+    from qwenmem.core.errors import UsageError
+
+    if search_format not in ("text", "reme"):
+        raise UsageError(f"--format {search_format!r}: choose text or reme (or --json)")
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
     with progress_callback(quiet or json_out) as progress:
         result = search(ws, settings, query, mode=mode, fusion=fusion, max_results=max_results, min_score=min_score,
-                        since=since, until=until, vector_weight=vector_weight, auto_reindex=not no_reindex,
-                        progress=progress)
+                        since=since, until=until, tags=tags, vector_weight=vector_weight,
+                        auto_reindex=not no_reindex, progress=progress)
     hits = [SearchHit(h.path, h.start_line, h.end_line, h.score, h.text_score, h.vector_score, h.snippet,
-                      h.highlights, _json_text(h, shown), h.match_line) for h in result.hits]
+                      h.highlights, _json_text(h, shown), h.match_line, h.kind) for h in result.hits]
     data = SearchResult(result.query, result.mode, result.fusion, result.embedder, len(hits), hits)
     # Like grep: nothing found is not an error (status ok), but exit 1 (PROBLEMS) lets `search X && ...` branch on it.
     nothing = None if hits else ExitCode.PROBLEMS
     warnings = result.notices + ([] if hits or not json_out else [f"no results for {query!r}"])
     return CommandResult(data, warnings=warnings, warnings_as_notes=True, warnings_first=True, quiet=quiet,
-                         exit_code=nothing, render=lambda: _render(result, query, quiet, shown))
+                         exit_code=nothing, render=lambda: _render_reme(ws, result) if search_format == "reme" else
+                         _render(result, query, quiet, shown))
+
+
+def _render_reme(ws: Any, result: Any) -> None:
+    """ReMe 0.4's memory_search text on stdout (workspace-relative paths, whole chunks, wikilink neighbours)."""
+    from qwenmem.core.index import store
+    from qwenmem.core.reme_index import RemeHit, format_memory_search
+
+    gen = store.current_generation(ws)
+    manifest = store.Manifest.load(gen) if gen else None
+    both = result.mode == "hybrid"
+    hits = [RemeHit(h.path, h.start_line, h.end_line, h.score, h.vector_score if both else None,
+                    h.text_score if both else None, h.text) for h in result.hits]
+    import sys
+
+    sys.stdout.write(format_memory_search(hits, manifest.files if manifest else None) + "\n")
 
 
 def _parse_context(value: str | None, json_out: bool) -> str | int:
@@ -135,7 +163,11 @@ def _render(result: Any, query: str, quiet: bool, shown: str | int = "snippet") 
             parts.append(f"text {h.text_score:.2f}")
         if h.vector_score is not None and result.mode == "hybrid":
             parts.append(f"vector {h.vector_score:.2f}")
-        console.print(f"[bold cyan]{output.escape(h.path)}[/]:{h.start_line}-{h.end_line}  [dim]{' · '.join(parts)}[/]")
+        from qwenmem.core.reme_index import KIND_LABELS
+
+        label = f"  [magenta]{KIND_LABELS[h.kind]}[/]" if h.kind in KIND_LABELS else ""
+        console.print(f"[bold cyan]{output.escape(h.path)}[/]:{h.start_line}-{h.end_line}{label}  "
+                      f"[dim]{' · '.join(parts)}[/]")
         if shown == "snippet":
             console.print("  " + _highlight(h.snippet, h.highlights))
             continue

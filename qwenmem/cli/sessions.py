@@ -205,7 +205,7 @@ def show_cmd(
     loaded = load_session(ref) if ref is not None else None
     if history or loaded.generation == "2.x":
         return show2.show(ws, ref, loaded, session, history, tail, role, full, thinking, compressed,
-                          SessionsShowResult)
+                          SessionsShowResult, json_out or _json_wanted(ctx))
     doc = loaded.session
     entries = doc.entries() if doc else []
     indexed = [(i, e) for i, e in enumerate(entries) if compressed or not e.compressed]
@@ -314,3 +314,10 @@ def render_blocks(content, full: bool, thinking: bool) -> list[str]:
         else:
             lines.append(f"[dim]<{esc(str(kind))} block: {esc(_shorten(json.dumps(block, ensure_ascii=False), 200, full))}>[/dim]")
     return lines
+
+
+def _json_wanted(ctx: Any) -> bool:
+    """--json given anywhere the runner learns it (the command's own flag or the group's)."""
+    from qwenmem.cli.context import state
+
+    return bool(getattr(state(ctx), "json", False))

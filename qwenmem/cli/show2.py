@@ -19,8 +19,9 @@ def _filter(messages, role, tail, compressed):
 
 
 def show(ws, ref, loaded, query: str, history: bool, tail, role, full: bool, thinking: bool, compressed: bool,
-         result_cls):
-    """A CommandResult for a 2.x file, or for any session's --history (result_cls: cli.sessions.SessionsShowResult)."""
+         result_cls, json_out: bool = True):
+    """A CommandResult for a 2.x file, or for any session's --history (result_cls: cli.sessions.SessionsShowResult).
+    Without `json_out` the normalised messages are not built (a 20,000-row record renders faster without them)."""
     from qwenmem.cli.errors import ExitCode
     from qwenmem.cli.result import CommandResult, status_for
 
@@ -29,8 +30,8 @@ def show(ws, ref, loaded, query: str, history: bool, tail, role, full: bool, thi
     messages = record.messages if record else (model.messages if model else [])
     shown = _filter(messages, role, tail, compressed)
     health = loaded.health if loaded is not None else "ok"
-    normalised = [m.to_json() for m in shown]
-    history_json = record.to_json() if record else None
+    normalised = [m.to_json() for m in shown] if json_out else []
+    history_json = record.to_json(messages=False) if record else None
     if history_json is not None:  # the record's messages, filtered like the file's, in the same shape
         history_json["messages"] = normalised
     data = result_cls(

@@ -104,8 +104,9 @@ def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
                 msg = item
             in_context += 1
             tokens += message_tokens(msg, counter)
-        stamps = [m.get("timestamp") for m in (i[0] if type(i) is list and i else i for i in content)
-                  if type(m) is dict and m.get("timestamp")]
+        # only strings: a row travels back from a pool worker by pickle, which a deeply nested value breaks
+        stamps = [m["timestamp"] for m in (i[0] if type(i) is list and i else i for i in content)
+                  if type(m) is dict and type(m.get("timestamp")) is str and m["timestamp"]]
         first, last = (stamps[0], stamps[-1]) if stamps else (None, None)
         summary_tokens = counter.count(doc.summary)
     return SessionRow(

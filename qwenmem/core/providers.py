@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from qwenmem.core.workspace import read_json_file
+from qwenmem.core.workspace import is_file, read_json_file
 
 DEFAULT_CONTEXT_WINDOW = 128 * 1024
 PROVIDER_KINDS = ("builtin", "custom", "plugin")
@@ -139,7 +139,7 @@ def resolve_provider_model(root: Path, agent_doc: Mapping[str, Any] | None = Non
         return ProviderModel(None, None, DEFAULT_CONTEXT_WINDOW, "QwenPaw default (128k; no active model)")
     for kind in PROVIDER_KINDS:
         path = secret / "providers" / kind / f"{provider_id}.json"
-        if not path.is_file():
+        if not is_file(path):  # a provider id too long for the file system is simply not there
             continue
         doc = _read(path)
         if doc is None:

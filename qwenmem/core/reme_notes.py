@@ -25,6 +25,9 @@ AUTO_OPEN = re.compile(r"^\s*<!--\s*([\w.-]+):auto\s*-->\s*$")
 AUTO_CLOSE = re.compile(r"^\s*<!--\s*/([\w.-]+):auto\s*-->\s*$")
 WIKILINK = re.compile(r"\[\[([^\[\]\n|]+)(?:\|[^\[\]\n]*)?\]\]")
 CORE_NAMES = ("MEMORY.md", "memory.md")
+# How a line that qwenmem's dream promotes into MEMORY.md names the note it came from: "- fact (from [[memory/…]])".
+# Comparisons of entries ignore it (dream/normalize.py), so the same fact from two notes is still one fact.
+CITATION = re.compile(r"[ \t]*\(from \[\[([^\[\]\n|]+)\]\]\)")
 
 # What a file is, by where it lives (kind), for labels, filters and what dream may touch.
 CORE, NOTE, DAY_INDEX, DAILY_LOG, DIGEST, OTHER = "core", "note", "day_index", "daily_log", "digest", "other"
@@ -196,6 +199,20 @@ def wikilinks(text: str) -> list[str]:
         if target and target not in out:
             out.append(target)
     return out
+
+
+def cite(rel: str) -> str:
+    return f" (from [[{rel}]])"
+
+
+def cited_source(text: str) -> str | None:
+    """The note a promoted line cites, if any."""
+    m = CITATION.search(text)
+    return m.group(1) if m else None
+
+
+def without_citations(text: str) -> str:
+    return CITATION.sub("", text)
 
 
 def kind_of(rel: str, note: Note | None = None, daily_dir: str = "memory", digest_dir: str = "digest") -> str:

@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 from qwenmem.core.errors import AmbiguousError, NotFoundError, UnsafePathError, WorkspaceError
 from qwenmem.core.fsio import Snapshot, read_with_snapshot
+from qwenmem.core.jsonsafe import SESSION_DECODER, loads_session
 from qwenmem.core.session_model import GEN1, GEN2, Session, classify_document, read_document
 from qwenmem.core.session_model import gen2
 from qwenmem.core.session_model.detect import sniff_generation
@@ -482,10 +483,10 @@ def _parse_gen2(text: str, problems: list[str]) -> ParsedSession | None:
     from qwenmem.core import recovery
 
     try:
-        obj, strict = json.loads(text), True
+        obj, strict = loads_session(text), True
     except (json.JSONDecodeError, RecursionError):
         try:
-            obj, end = json.JSONDecoder().raw_decode(text, len(text) - len(text.lstrip(" \t\r\n")))
+            obj, end = SESSION_DECODER.raw_decode(text, len(text) - len(text.lstrip(" \t\r\n")))
         except (json.JSONDecodeError, RecursionError):
             return None
         strict = False
@@ -523,7 +524,7 @@ def _parse_gen1(text: str, data: bytes, problems: list[str]) -> tuple[SessionDoc
     if not text.strip():
         return None, problems + ["empty file"], True
     try:
-        obj = json.loads(text)
+        obj = loads_session(text)
     except RecursionError:
         return None, problems + [TOO_DEEP], True
     except json.JSONDecodeError as exc:

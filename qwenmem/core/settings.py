@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from qwenmem.core.workspace import Workspace, read_json_file
+from qwenmem.core.workspace import Workspace, is_file, read_json_file
 
 DEFAULT_MAX_INPUT_LENGTH = 131072
 
@@ -163,6 +163,8 @@ def _accepts(default: Any, value: Any) -> bool:
         return isinstance(default, bool) and isinstance(value, bool)
     if isinstance(default, float):
         return isinstance(value, (int, float))
+    if isinstance(default, list):  # the list settings are lists of names: every item must be a string
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
     return isinstance(value, type(default))
 
 
@@ -207,7 +209,7 @@ def _model_limit_from_providers(ws: Workspace, provider: str, model: str, env: M
     secret = env.get("QWENPAW_SECRET_DIR") or env.get("COPAW_SECRET_DIR") or f"{ws.root}.secret"
     for kind in ("builtin", "custom"):
         path = Path(secret) / "providers" / kind / f"{provider}.json"
-        if not path.is_file():
+        if not is_file(path):
             continue
         try:
             doc = read_json_file(path)

@@ -227,3 +227,12 @@ def qwenpaw2_info(ws: Workspace, settings: Any, env: Mapping[str, str] | None = 
             reserve = min(40_000, max(reserve, min(10_000, 0.1 * size)))
         derived = {"compact_threshold": int(size * settings.compact_threshold_ratio), "reserve_tokens": int(reserve)}
     return Qwenpaw2Info(generation, gen2, history, reme, rows, derived)
+
+
+def workspace_history_state(ws: Workspace, check: bool = True, env: Mapping[str, str] | None = None):
+    """The history.db summary of a workspace for `doctor`: path (from agent.json scroll_config.db_filename), size,
+    rows, sessions and `status` ok / corrupt / locked / unreadable / not_history / missing (see
+    history.state.history_state). Never raises for a damaged store; an unreadable agent.json raises ConfigError."""
+    from qwenmem.core.history.state import history_state
+
+    return history_state(load_gen2_settings(ws, env=env).history_db, check=check)

@@ -32,7 +32,7 @@ class EstimateCounter:
         self.name = f"estimate(bytes/{divisor:g})"
 
     def count(self, text: str) -> int:
-        if not text:
+        if not text or type(text) is not str:  # a damaged block's "text" may be any JSON value: it counts as nothing
             return 0
         return int(len(text.encode("utf-8", "surrogatepass")) / self.divisor + 0.5)
 
@@ -43,7 +43,7 @@ class TiktokenCounter:
         self._encoding = _load_encoding(which)
 
     def count(self, text: str) -> int:
-        if not text:
+        if not text or type(text) is not str:
             return 0
         return len(self._encoding.encode_ordinary(text.encode("utf-8", "replace").decode("utf-8")))
 
@@ -95,7 +95,7 @@ def _media_tokens(block: dict, count: Callable[[str], int]) -> int:
     if isinstance(source, dict):
         if source.get("type") == "base64":
             data = source.get("data") or ""
-            return len(data) // 4 if data else 10
+            return len(data) // 4 if data and isinstance(data, str) else 10
         url = source.get("url") or ""
         return count(url) if url else 10
     return 10
@@ -111,7 +111,11 @@ def block_tokens(block: Any, count: Callable[[str], int]) -> int:
     if kind == "thinking":
         return count(block.get("thinking") or "")
     if kind == "tool_use":
-        return count(str(block.get("name") or "") + json.dumps(block.get("input") or {}, ensure_ascii=False))
+        try:
+            arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
+        except (RecursionError, ValueError):  # nested deeper than json can write
+            arguments = ""
+        return count(str(block.get("name") or "") + arguments)
     if kind == "tool_result":
         output = block.get("output")
         if isinstance(output, str):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Mapping
 
 from qwenmem.core.errors import ConfigError, UnsafePathError, WorkspaceError
+from qwenmem.core.jsonsafe import loads_config
 
 WORKSPACE_MARKERS = ("sessions", "MEMORY.md", "memory.md", "memory", "agent.json", "dialog", "chats.json")
 
@@ -100,6 +101,27 @@ def qwenpaw_root(env: Mapping[str, str], home: Path) -> tuple[Path, str]:
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
 
 
+def _probe(check, path) -> bool:
+    """A file test on a path that came from a config file: one too long for the file system (ENAMETOOLONG), with a
+    NUL byte or otherwise unusable is simply not there."""
+    try:
+        return check(Path(path))
+    except (OSError, ValueError):
+        return False
+
+
+def path_exists(path) -> bool:
+    return _probe(Path.exists, path)
+
+
+def is_dir(path) -> bool:
+    return _probe(Path.is_dir, path)
+
+
+def is_file(path) -> bool:
+    return _probe(Path.is_file, path)
+
+
 def read_json_file(path: Path) -> object:
     """Parse a JSON config file; a malformed one is a ConfigError naming the file, line and column."""
     try:
@@ -114,7 +136,7 @@ def read_json_file(path: Path) -> object:
     except UnicodeDecodeError as exc:
         raise ConfigError(path, f"not valid UTF-8 at byte {exc.start}") from None
     try:
-        return json.loads(text)
+        return loads_config(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(path, exc.msg, exc.lineno, exc.colno) from None
     except RecursionError:
@@ -154,7 +176,7 @@ def _select_agent(root: Path, agent: str | None) -> tuple[Path, str | None, list
         notes.append(f"agent {chosen!r} from config.json agents.profiles")
         return wdir, chosen, notes
     candidate = root / "workspaces" / chosen
-    if candidate.is_dir():
+    if is_dir(candidate):
         notes.append(f"agent {chosen!r} at workspaces/{chosen}")
         return candidate, chosen, notes
     if agent:
@@ -192,7 +214,7 @@ def discover_workspace(
         return _direct_workspace(base, source)
     if is_root or agent is not None:
         path, agent_id, notes = _select_agent(base, agent)
-        if not path.is_dir():
+        if not is_dir(path):
             raise WorkspaceError(f"agent workspace {path} does not exist (from {source})")
         return Workspace(path.resolve(), base.resolve(), agent_id, source, tuple(notes))
     if not _looks_like_workspace(base):

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
+# A promoted line's "(from [[memory/<date>/<note>.md]])" says where it came from, not what it states
+from qwenmem.core.reme_notes import without_citations
+
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _NOT_LETTER_OR_DIGIT = re.compile(r"[\W_]+")
@@ -16,7 +19,7 @@ def normalize(text: str) -> str:
     Whitespace goes entirely, because mixed CJK/Latin text is spaced inconsistently ("English,  中文"), and all
     punctuation and symbols go (both ASCII and CJK: ，。：（） …, Markdown emphasis, emoji).
     """
-    text = unicodedata.normalize("NFKC", _MD_LINK.sub(r"\1", text)).casefold()
+    text = unicodedata.normalize("NFKC", _MD_LINK.sub(r"\1", without_citations(text))).casefold()
     return _NOT_LETTER_OR_DIGIT.sub("", text)
 
 
@@ -42,7 +45,7 @@ def containment(inner: str | set, outer: str | set) -> float:
 
 
 def numbers(text: str) -> set[str]:
-    return set(_NUMBER.findall(unicodedata.normalize("NFKC", text)))
+    return set(_NUMBER.findall(unicodedata.normalize("NFKC", without_citations(text))))
 
 
 def is_cjk_heavy(key: str) -> bool:

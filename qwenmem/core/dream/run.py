@@ -66,6 +66,7 @@ class DreamResult:
     embedding_model: str | None = None
     llm_model: str | None = None
     warnings: list[str] = field(default_factory=list)
+    snapshot: str | None = None  # QwenPaw 2.x: the `qwenmem snapshot` of memory/, digest/, MEMORY.md taken first
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -132,6 +133,19 @@ def _read_memory(ws: Workspace) -> tuple[bytes, Snapshot]:
     if not path.exists() and not path.is_symlink():
         return b"", Snapshot(path, False, 0, 0, "")
     return read_with_snapshot(path, max_bytes=20 * 1024 * 1024)
+
+
+def _read_day(ws: Workspace, layout, date: str, warnings: list[str]) -> tuple[str | None, str | None]:
+    """(the day's log text, what it was read from). 1.x: memory/<date>.md. 2.x: the day's ReMe notes, its day page
+    and the digest pages citing them, each entry citing its file (core/reme_promote.py); read, never written."""
+    if not layout.is_gen2:
+        text = _read_log(ws, date, warnings)
+        return text, f"memory/{date}.md" if text is not None else None
+    from qwenmem.core.reme_promote import day_log
+
+    log = day_log(ws, date, layout.daily_dir, layout.digest_dir)
+    warnings.extend(log.warnings)
+    return log.text, log.describe()
 
 
 def _read_log(ws: Workspace, date: str, warnings: list[str]) -> str | None:
@@ -208,14 +222,18 @@ def _dream_locked(ws: Workspace, settings: Settings, options: DreamOptions, now:
     from qwenmem.core.settings import timezone_problem
 
     warnings: list[str] = [w for w in [timezone_problem(settings)] if w and options.date in (None, "today", "yesterday")]
+    from qwenmem.core.memory_layout import memory_layout
+
+    layout = memory_layout(ws)
     old_bytes, snap = _read_memory(ws)
     old_text, bom = _decode(old_bytes, ws.memory_md)
-    log_text = _read_log(ws, date, warnings)
+    log_text, log_name = _read_day(ws, layout, date, warnings)
     result = DreamResult("unchanged", "llm" if options.llm else "deterministic", date, str(ws.memory_md),
-                         f"memory/{date}.md" if log_text is not None else None, warnings=warnings,
-                         sha256_before=_sha(old_bytes), bytes_before=len(old_bytes))
+                         log_name, warnings=warnings, sha256_before=_sha(old_bytes), bytes_before=len(old_bytes))
     if log_text is None:
-        warnings.append(f"no daily log memory/{date}.md; only deduplicating MEMORY.md")
+        warnings.append(f"no notes for {date} in {layout.daily_dir}/{date}/, {layout.daily_dir}/{date}.md or "
+                        f"{layout.digest_dir}/; only deduplicating MEMORY.md" if layout.is_gen2 else
+                        f"no daily log memory/{date}.md; only deduplicating MEMORY.md")
     if not snap.exists and not log_text:
         warnings.append("no MEMORY.md and no daily log: nothing to do")
         return _finish_unchanged(result, old_bytes)
@@ -242,6 +260,10 @@ def _dream_locked(ws: Workspace, settings: Settings, options: DreamOptions, now:
         if options.keep:
             result.pruned = [str(p) for p in backups.prune_backups(ws, options.keep, dry_run=True, pending=1 if snap.exists else 0)]
         return result
+    if layout.is_gen2:  # ReMe keeps no backups of memory/ and digest/: one before qwenmem writes anything
+        from qwenmem.core.snapshot import create_locked
+
+        result.snapshot = create_locked(ws, reason=f"before qwenmem dream {date}").snapshot.id
     backup = backups.create_backup(ws, old_bytes, now) if snap.exists else None
     result.backup = ws.relative(backup) if backup else None
     crash_point("backed-up")

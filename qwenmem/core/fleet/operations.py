@@ -159,6 +159,20 @@ def _dream(ws: Workspace, ns: argparse.Namespace) -> Outcome:
     return Outcome(OK, to_plain(result), list(result.warnings))
 
 
+def _history_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--deep", action="store_true")
+
+
+def _history_check(ws: Workspace, ns: argparse.Namespace) -> Outcome:
+    from qwenmem.core.history.check import check_history
+    from qwenmem.core.history.maintain import live_history_path
+    from qwenmem.core.settings2 import load_gen2_settings
+
+    result = check_history(live_history_path(ws), ws.sessions_dir, load_gen2_settings(ws).history_retention_days,
+                           deep=ns.deep)
+    return Outcome(PROBLEMS if result.needs_attention else OK, to_plain(result))
+
+
 OPERATIONS: dict[str, Operation] = {
     op.name: op
     for op in (
@@ -170,6 +184,7 @@ OPERATIONS: dict[str, Operation] = {
                              "[--recursive]", _reindex_args, _reindex),
         Operation("dream", "dream [--dry-run] [--date DATE] [--mode auto|llm|deterministic] [--keep N]",
                   _dream_args, _dream),
+        Operation("history check", "history check [--deep]", _history_args, _history_check),
     )
 }
 

@@ -5,7 +5,8 @@
 * `rows`    one row as data (JSON columns decoded, both timestamp formats parsed) and as a normalised Message;
 * `state`   a summary for `info` and `doctor`: path, size, rows, quick_check result, quarantined siblings.
 
-Nothing here writes the database or its sidecars.
+Those reading modules (and `record`, `overview`, `check`) never write the database or its sidecars; `salvage` and
+`maintain` (history check/salvage, issue 14) are the maintenance layer above them.
 """
 
 from qwenmem.core.history.rows import HistoryRow, parse_timestamp, rows_to_messages

@@ -29,12 +29,12 @@ class HistoryRecord:
     def evicted_count(self) -> int:
         return sum(1 for m in self.messages if not m.live and not m.synthetic)
 
-    def to_json(self) -> dict:
+    def to_json(self, messages: bool = True) -> dict:
         return {"session_id": self.session_id, "db": self.db_path, "rows": self.rows,
                 "live_messages": self.live_count, "evicted_messages": self.evicted_count,
                 "evictions": [{"seq_lo": lo, "seq_hi": hi} for lo, hi in self.evictions],
                 "covered_seq": list(self.covered_seq) if self.covered_seq else None,
-                "messages": [m.to_json() for m in self.messages]}
+                "messages": [m.to_json() for m in self.messages] if messages else []}
 
 
 def full_record(db_path: Path, session_id: str, live: Session | None = None) -> HistoryRecord:

@@ -151,8 +151,10 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
     new_rows: dict[str, list[tuple[store.ChunkRow, Chunk]]] = {}
     for i, src in enumerate(files):
         old = prev_files.get(src.rel)
-        if old and old.get("size") == src.size and old.get("mtime_ns") == src.mtime_ns and not (
-                verify or (old.get("racy") and not old.get("skipped"))):
+        # a file whose generation changed (a 1.x tree became 2.x) is re-read: its front matter turns into metadata;
+        # a racy one (modified too close to the last scan) or any under --verify is re-hashed
+        if old and old.get("size") == src.size and old.get("mtime_ns") == src.mtime_ns and ("meta" in old) == src.gen2 \
+                and not (verify or (old.get("racy") and not old.get("skipped"))):
             manifest_files[src.rel] = old
             kept_rows[src.rel] = rows_by_path.get(src.rel, [])
             if old.get("skipped"):
@@ -163,7 +165,7 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
             digest, text = read_source(src)
         except SkippedSource as skipped:
             manifest_files[src.rel] = {"size": src.size, "mtime_ns": src.mtime_ns, "kind": src.kind, "chunks": 0,
-                                       "skipped": str(skipped)}
+                                       "skipped": str(skipped), **({"meta": {}} if src.gen2 else {})}
             result.files_skipped.append(src.rel)
             _skip_notice(result, str(skipped))
             if old:  # whatever it held before drops out of the index
@@ -171,7 +173,9 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
                 new_rows[src.rel] = []
             continue
         entry = {"sha256": digest, "size": src.size, "mtime_ns": src.mtime_ns, "kind": src.kind}
-        if old and old.get("sha256") == digest:
+        if src.gen2:  # title, date, tags, kind, links: for --tag/--since, labels and --format reme
+            entry["meta"] = src.meta or {}
+        if old and old.get("sha256") == digest and ("meta" in old) == src.gen2:
             manifest_files[src.rel] = dict(entry, chunks=old.get("chunks", 0))
             kept_rows[src.rel] = rows_by_path.get(src.rel, [])
             continue

@@ -5,7 +5,8 @@ weighting them: each side's scores over every chunk in scope become standard sco
 full text did not match has BM25 0, a chunk without vectors counts as average on the vector side). A side whose best
 hit stands far above the rest therefore pulls harder than one whose scores are all alike, and the weight says how
 much each side counts (w = 0.5 by default: see DEFAULT_VECTOR_WEIGHT). `--fusion rrf` sums 1 / (60 + rank) over
-both rankings instead. Raw cosines of unrelated text sit at 0.3-0.6 for many models and 0.75-0.85 for e5; adding
+both rankings instead; `--fusion reme` mirrors ReMe 0.4 for comparison (core/reme_index.py: 0.7/0.3-weighted RRF
+over limit x 3 candidates, raw scores when one side finds nothing; its scores are ReMe's, not absolute). Raw cosines of unrelated text sit at 0.3-0.6 for many models and 0.75-0.85 for e5; adding
 them to 0-1 keyword scores, as the assistant does, let a weak model drown BM25 (reme-index.md §3).
 
 Scores are absolute, so they mean the same in every query and `--min-score` works (a per-query "best = 1" scale
@@ -33,7 +34,7 @@ from qwenmem.core.surrogates import without_surrogates
 from qwenmem.core.index.sources import discover, file_date
 
 MODES = ("hybrid", "text", "vector")
-FUSIONS = ("weighted", "rrf")
+FUSIONS = ("weighted", "rrf", "reme")
 RRF_K = 60
 # The assistant weights vectors 0.7. On LoCoMo (bench/RESULTS.md "search-quality") z-score fusion at 0.7 let the
 # vector side pull recall@10 below BM25 alone with MiniLM, while 0.5 beat both components with MiniLM and with
@@ -64,8 +65,9 @@ class SearchHit:
     vector_score: float | None
     snippet: str
     highlights: list[tuple[int, int]] = field(default_factory=list)  # [start, end) offsets into snippet
-    text: str = ""  # the whole chunk: what was found, lines start_line..end_line (a snippet is ~1/7 of it)
+    text: str = ""  # the whole chunk: what was found, lines start_line..end_line (search --format reme prints it)
     match_line: int = 0  # the file line that holds the most query terms (the snippet starts there)
+    kind: str | None = None  # 2.x memory: core, note, day_index, daily_log, digest (core/reme_notes.py)
 
 
 @dataclass
@@ -103,7 +105,7 @@ def stale_files(ws, manifest: store.Manifest) -> list[str]:
     was too close to the index's own scan (racy, see reindexing.RACY_NS), its content hash differs."""
     files = discover(ws, manifest.sources, manifest.recursive)
     out = [f.rel for f in files if (m := manifest.files.get(f.rel)) is None
-           or m.get("size") != f.size or m.get("mtime_ns") != f.mtime_ns
+           or m.get("size") != f.size or m.get("mtime_ns") != f.mtime_ns or ("meta" in m) != f.gen2
            or (m.get("racy") and _content_changed(f, m))]
     current = {f.rel for f in files}
     return out + [p for p in manifest.files if p not in current]
@@ -121,7 +123,7 @@ def _content_changed(src, entry: dict) -> bool:
 
 def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "weighted", max_results: int = 5,
            min_score: float = 0.0, since: str | None = None, until: str | None = None,
-           vector_weight: float = DEFAULT_VECTOR_WEIGHT,
+           tags: list[str] | None = None, vector_weight: float = DEFAULT_VECTOR_WEIGHT,
            candidates: int | None = None, auto_reindex: bool = True, progress=None) -> SearchResult:
     if not query or not query.strip():
         raise UsageError("empty query")
@@ -147,9 +149,8 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
     # Text mode needs no chunk table: Whoosh stores each hit's path, lines and text.
     rows = store.load_chunks(gen) if mode != "text" else []
     allowed_paths = None
-    if since_d or until_d:
-        allowed_paths = {p for p in manifest.files if (d := file_date(p)) and (not since_d or d >= since_d)
-                         and (not until_d or d <= until_d)}
+    if since_d or until_d or tags:
+        allowed_paths = {p for p, entry in manifest.files.items() if _file_matches(p, entry, since_d, until_d, tags)}
     pool = candidates or max(200, max_results * 20)
     in_scope = [allowed_paths is None or r.path in allowed_paths for r in rows]
 
@@ -172,7 +173,12 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
             order = np.argsort(-np.nan_to_num(cos_all, nan=-9.0))[:pool]
             cosines = {rows[i].id: float(cos_all[i]) for i in order if not np.isnan(cos_all[i])}
 
-    fused = _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, vector_weight)
+    if fusion == "reme":
+        from qwenmem.core.reme_index import reme_fuse
+
+        fused = reme_fuse(bm25 if mode != "vector" else {}, cosines if mode != "text" else {}, max_results)
+    else:
+        fused = _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, vector_weight)
     background, strong = calibration(embedder_id)
 
     row_of = {r.id: i for i, r in enumerate(rows)} if cos_all is not None else {}
@@ -186,15 +192,16 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
         return 0.0 if cos is None else min(1.0, max(0.0, (cos - background) / (strong - background)))
 
     text_scores = {k: v / (v + BM25_HALF) for k, v in bm25.items()}
-    if mode == "hybrid" and not bm25:  # no query word occurs anywhere: only a strong vector match is a result
-        fused = {cid: s for cid, s in fused.items() if calibrated(cid) >= VECTOR_ONLY_MIN}
+    if mode == "hybrid" and not bm25 and fusion != "reme":  # no query word occurs anywhere: only a strong vector
+        fused = {cid: s for cid, s in fused.items() if calibrated(cid) >= VECTOR_ONLY_MIN}  # match is a result
+
     def absolute_score(cid: str) -> float:
         text = text_scores.get(cid, 0.0)
         if mode == "text" or (mode == "hybrid" and cosine(cid) is None):  # no vector (yet): full text is all we know
             return text
         return calibrated(cid) if mode == "vector" else vector_weight * calibrated(cid) + (1 - vector_weight) * text
 
-    absolute = {cid: absolute_score(cid) for cid in fused}
+    absolute = dict(fused) if fusion == "reme" else {cid: absolute_score(cid) for cid in fused}  # reme: ReMe's scale
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
     ranked = [(cid, absolute[cid]) for cid, _ in ranked if absolute[cid] >= min_score][:max_results]
     vector_scores = {cid: max(0.0, c) for cid, _ in ranked if (c := cosine(cid)) is not None}
@@ -211,7 +218,8 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
                               round(text_scores[cid], 4) if cid in text_scores else (0.0 if mode != "vector" else None),
                               round(vector_scores[cid], 4) if cid in vector_scores else
                               (0.0 if mode in ("hybrid", "vector") and cos_all is not None else None),
-                              snippet, marks, text, match_line))
+                              snippet, marks, text, match_line,
+                              ((manifest.files.get(path) or {}).get("meta") or {}).get("kind")))
     return SearchResult(query, mode, fusion, hits, embedder_id, gen.name, notices, reindexed)
 
 
@@ -221,6 +229,21 @@ def calibration(model_id: str | None) -> tuple[float, float]:
         if family in name:
             return values
     return DEFAULT_CALIBRATION
+
+
+def _file_matches(path: str, entry: dict, since: str | None, until: str | None, tags: list[str] | None) -> bool:
+    """--since/--until: the note's date (2.x front matter or folder), else the daily log's file name; --tag: the
+    note's front-matter tags. A file without a date (MEMORY.md, a digest page) is outside any date range."""
+    meta = (entry or {}).get("meta") or {}
+    if since or until:
+        day = meta.get("date") or file_date(path)
+        if not day or (since and day < since) or (until and day > until):
+            return False
+    if tags:
+        from qwenmem.core.reme_index import has_tag
+
+        return has_tag(meta, tags)
+    return True
 
 
 def _ensure_fresh(ws, settings, auto_reindex: bool, notices: list[str], progress):

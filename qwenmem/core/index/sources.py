@@ -1,6 +1,9 @@
 """Which workspace files are indexed, and the text each contributes.
 
 memory: MEMORY.md / memory.md and memory/*.md (memory/**/*.md with recursive) — what QwenPaw's watcher indexes.
+  On a QwenPaw 2.x memory tree (core/memory_layout.py) as ReMe 0.4 does: memory/**/*.md and digest/**/*.md,
+  recursively, up to 10 MiB a file, front matter kept out of the text and recorded as metadata
+  (core/reme_index.py), plus MEMORY.md as core memory. mem_metadata/ (ReMe's index) is never read.
 dialog: dialog/*.jsonl, one line of text per message line, so line numbers are the file's own.
 sessions: session files, one line of text per message: "line" numbers are message numbers (1-based).
 """
@@ -15,6 +18,7 @@ from pathlib import Path
 
 from qwenmem.core.errors import UsageError, WorkspaceError
 from qwenmem.core.fsio import read_with_snapshot
+from qwenmem.core.reme_index import REME_MAX_FILE_BYTES, index_view
 from qwenmem.core.surrogates import without_surrogates
 
 SOURCES = ("memory", "dialog", "sessions")
@@ -36,6 +40,8 @@ class SourceFile:
     size: int
     mtime_ns: int
     outside: bool = False  # reached through a symlink that leaves the workspace: listed, never read
+    gen2: bool = False  # a QwenPaw 2.x memory file: front matter becomes metadata (read_source fills `meta`)
+    meta: dict | None = None
 
 
 def parse_sources(value) -> list[str]:
@@ -63,7 +69,7 @@ def discover(ws, sources: list[str], recursive: bool) -> list[SourceFile]:
         except (OSError, RuntimeError):  # a symlink loop
             return False
 
-    def add(p: Path, kind: str) -> None:
+    def add(p: Path, kind: str, gen2: bool = False) -> None:
         # About one lstat per file (search runs this on every query to spot a stale index). Files are keyed by
         # inode, so MEMORY.md and memory.md on a case-insensitive filesystem, or a link to a file we index
         # anyway, count once. A link (of the file or of a directory above it) that leaves the workspace is
@@ -77,7 +83,7 @@ def discover(ws, sources: list[str], recursive: bool) -> list[SourceFile]:
         is_link = stat.S_ISLNK(st.st_mode)
         rel = p.relative_to(ws.path).as_posix()
         if not dir_inside[p.parent] or (is_link and not inside(p)):
-            found[rel] = SourceFile(p, rel, kind, st.st_size, st.st_mtime_ns, outside=True)
+            found[rel] = SourceFile(p, rel, kind, st.st_size, st.st_mtime_ns, outside=True, gen2=gen2)
             return
         if is_link:
             try:
@@ -87,16 +93,21 @@ def discover(ws, sources: list[str], recursive: bool) -> list[SourceFile]:
         if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen_real:
             return
         seen_real.add((st.st_dev, st.st_ino))
-        found[rel] = SourceFile(p, rel, kind, st.st_size, st.st_mtime_ns)
+        found[rel] = SourceFile(p, rel, kind, st.st_size, st.st_mtime_ns, gen2=gen2)
 
     if "memory" in sources:
+        from qwenmem.core.memory_layout import memory_layout
+
+        layout = memory_layout(ws)
         for name in ("MEMORY.md", "memory.md"):
-            add(ws.path / name, "memory")
-        if ws.memory_dir.is_dir():
-            pattern = "**/*.md" if recursive else "*.md"
-            for p in sorted(ws.memory_dir.glob(pattern)):
-                if not any(part.startswith(".") for part in p.relative_to(ws.memory_dir).parts):
-                    add(p, "memory")
+            add(ws.path / name, "memory", layout.is_gen2)
+        folders = [(ws.path / layout.daily_dir, "**/*.md"), (ws.path / layout.digest_dir, "**/*.md")] \
+            if layout.is_gen2 else [(ws.memory_dir, "**/*.md" if recursive else "*.md")]
+        for folder, pattern in folders:
+            if folder.is_dir():
+                for p in sorted(folder.glob(pattern)):
+                    if not any(part.startswith(".") for part in p.relative_to(folder).parts):
+                        add(p, "memory", layout.is_gen2)
     if "dialog" in sources and ws.dialog_dir.is_dir():
         for p in sorted(ws.dialog_dir.glob("*.jsonl")):
             add(p, "dialog")
@@ -113,10 +124,11 @@ def read_source(src: SourceFile) -> tuple[str, str]:
     never stop indexing: they become U+FFFD. Raises SkippedSource for a file that is too large, binary or unreadable."""
     if src.outside:
         raise SkippedSource(f"{src.rel}: a symlink leading outside the workspace; not indexed")
-    if src.size > MAX_SOURCE_BYTES:
-        raise SkippedSource(f"{src.rel}: larger than the {MAX_SOURCE_BYTES // 2**20} MiB index limit; not indexed")
+    limit = REME_MAX_FILE_BYTES if src.gen2 else MAX_SOURCE_BYTES  # ReMe 0.4 skips 2.x memory files over 10 MiB
+    if src.size > limit:
+        raise SkippedSource(f"{src.rel}: larger than the {limit // 2**20} MiB index limit; not indexed")
     try:  # the shared reader: refuses FIFOs and devices, and the limit again in case the file grew since discover
-        data, snap = read_with_snapshot(src.path, MAX_SOURCE_BYTES)
+        data, snap = read_with_snapshot(src.path, limit)
     except WorkspaceError as exc:
         reason = str(exc).removeprefix(f"{src.path}: ")
         raise SkippedSource(f"{src.rel}: cannot be read ({reason}); not indexed") from None
@@ -124,6 +136,9 @@ def read_source(src: SourceFile) -> tuple[str, str]:
         raise SkippedSource(f"{src.rel}: looks binary (NUL bytes); not indexed")
     digest = snap.sha256
     text = data.decode("utf-8", "replace").removeprefix("\ufeff")
+    if src.kind == "memory" and src.gen2:
+        text, src.meta = index_view(src.rel, text)
+        return digest, text
     if src.kind == "memory":
         return digest, text
     if src.kind == "dialog":

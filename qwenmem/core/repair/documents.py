@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qwenmem.core import sessions as S
+from qwenmem.core.jsonsafe import SESSION_DECODER
 from qwenmem.core.session_model.tolerant_json import Parsed, _Partial, tolerant_parse
 
-_DECODER = json.JSONDecoder()
+_DECODER = SESSION_DECODER  # an oversized integer literal is damage, not a crash
 WS = " \t\r\n"
 WS_NUL = WS + "\x00"
 _AGENT_INNER = re.compile(r'"agent"\s*:\s*\{\s*"memory"\s*:\s*\{\s*"content"\s*:')

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from qwenmem.core import sessions as S
+from qwenmem.core.jsonsafe import loads_session
 
 
 def strict_load_problems(obj: Any) -> list[str]:
@@ -38,7 +39,9 @@ def strict_load_bytes_problems(data: bytes) -> list[str]:
     except UnicodeDecodeError as exc:
         return [f"invalid UTF-8 at byte {exc.start}"]
     try:
-        obj = json.loads(text)
+        obj = loads_session(text)
+    except RecursionError:
+        return ["JSON nested too deeply to parse"]
     except json.JSONDecodeError as exc:
         return [f"not valid JSON: {exc.msg} at character {exc.pos}"]
     problems = strict_load_problems(obj)

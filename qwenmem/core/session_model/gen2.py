@@ -29,7 +29,7 @@ def agent_of(doc: Any) -> dict | None:
 
 
 def is_placeholder(msg: dict, synthetic_ids: set[str]) -> bool:
-    if msg.get("id") in synthetic_ids:
+    if isinstance(msg.get("id"), str) and msg["id"] in synthetic_ids:
         return True
     metadata = msg.get("metadata")
     if isinstance(metadata, dict) and metadata.get("qwenpaw_tag") == SCROLL_MEMORY_TAG:
@@ -53,7 +53,7 @@ def read_message(msg: Any, index: int, synthetic_ids: set[str]) -> tuple[Message
         problems.append(f"message {index}: content is not a list (AgentScope 2.0 rejects it)")
     blocks = normalize_content(content)
     allowed = ALLOWED_BLOCKS.get(role) if isinstance(role, str) else None
-    if allowed is not None:
+    if allowed is not None and isinstance(content, list):
         bad = sorted({b.original_type or b.type for b in blocks if b.type not in allowed})
         if bad:
             problems.append(f"message {index}: a {role} message may not hold {', '.join(bad)} blocks "
@@ -152,9 +152,9 @@ def quick_problems(doc: dict) -> list[str]:
         if type(content) is not list:
             problems.append(f"message {i}: content is not a list (AgentScope 2.0 rejects it)")
             continue
-        allowed = ALLOWED_BLOCKS.get(role)
+        allowed = ALLOWED_BLOCKS.get(role) if isinstance(role, str) else None
         if allowed is not None:
-            kinds = {(b.get("type") if type(b) is dict else None) for b in content}
+            kinds = {(b.get("type") if type(b) is dict and isinstance(b.get("type"), str) else None) for b in content}
             kinds = {"data" if k in ("image", "audio", "video", "file") else k for k in kinds}
             if not kinds <= allowed:
                 # the full reader names the blocks; rerun it for this rare case
@@ -169,10 +169,14 @@ def quick_stats(doc: dict) -> dict:
     state = agent["state"] if isinstance(agent["state"], dict) else {}  # type: ignore[index]
     context = state.get("context") if isinstance(state.get("context"), list) else []
     scroll = agent.get("scroll") if isinstance(agent.get("scroll"), dict) else None  # type: ignore[union-attr]
-    synthetic = set(scroll.get("synthetic_ids") or []) if scroll and isinstance(scroll.get("synthetic_ids"), list) else set()
+    ids = scroll.get("synthetic_ids") if scroll else None
+    synthetic = {str(i) for i in ids} if isinstance(ids, list) else set()
     stamps, transcript = [], 0
     for msg in context:
-        if type(msg) is not dict or is_placeholder(msg, synthetic):
+        if type(msg) is not dict:
+            transcript += 1  # not a message QwenPaw can load, but an entry of the context (read() counts it too)
+            continue
+        if is_placeholder(msg, synthetic):
             continue
         transcript += 1
         if msg.get("created_at"):

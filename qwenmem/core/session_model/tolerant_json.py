@@ -41,7 +41,7 @@ def tolerant_parse(text: str, pos: int = 0, path: tuple = ()) -> Parsed:
     try:
         value, end = _DECODER.raw_decode(text, pos)
         return Parsed(value, end, True)
-    except json.JSONDecodeError:
+    except ValueError:  # JSONDecodeError, or an integer literal too long for int() (issue 10 item 6)
         pass
     if pos >= len(text):
         return Parsed(_Partial(), pos, False, [path])
@@ -80,7 +80,7 @@ def _parse_object(text: str, pos: int, path: tuple) -> Parsed:
             pos = _skip_ws(text, pos + 1)
         try:
             key, pos = _DECODER.raw_decode(text, pos)
-        except json.JSONDecodeError:
+        except ValueError:  # JSONDecodeError, or an integer literal too long for int() (issue 10 item 6)
             return Parsed(out, pos, False, [path])
         if not isinstance(key, str):
             return Parsed(out, pos, False, [path])

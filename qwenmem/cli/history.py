@@ -1,0 +1,161 @@
+"""`qwenmem history check|salvage|rebuild-fts`: QwenPaw 2.x's history.db, the full record under scroll."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from qwenmem.cli import output
+from qwenmem.cli.context import open_workspace
+from qwenmem.cli.errors import ExitCode
+from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
+from qwenmem.cli.result import CommandResult, status_for
+from qwenmem.cli.runner import command
+
+app = typer.Typer(no_args_is_help=True, help="Check and salvage QwenPaw 2.x's history database (history.db).\n\n"
+                  "Examples:\n\n  qwenmem history check\n\n  qwenmem history salvage --dry-run")
+
+
+@command(app, "check")
+def check_cmd(
+    ctx: typer.Context,
+    deep: Annotated[bool, typer.Option("--deep", help="Also compare the full-text index with the rows' content "
+                                       "(on a private copy; reads the whole store).")] = False,
+    quiet: QuietFlag = False,
+    json_out: JsonFlag = False,
+    workspace: WorkspaceOpt = None,
+    agent: AgentOpt = None,
+) -> CommandResult:
+    """Check history.db without writing it: integrity, full-text table against the rows, rows whose JSON does not
+    parse, eviction blocks and persisted messages whose rows are gone, imported placeholders, size and retention.
+
+    Exit 1 when anything needs attention (a notice alone does not). Safe while QwenPaw runs.
+
+    Examples:
+
+      qwenmem history check
+
+      qwenmem history check --deep --json
+    """
+    from qwenmem.core.history.check import check_history
+    from qwenmem.core.history.maintain import live_history_path
+    from qwenmem.core.settings2 import load_gen2_settings
+
+    ws = open_workspace(ctx, workspace, agent)
+    settings = load_gen2_settings(ws)
+    path = live_history_path(ws)
+    result = check_history(path, ws.sessions_dir, settings.history_retention_days, deep=deep)
+    return CommandResult(result, status_for(result.needs_attention),
+                         render=None if quiet and not result.needs_attention else lambda: _render_check(result))
+
+
+def _render_check(result: Any) -> None:
+    say = output.out().print
+    st = result.state
+    if st.status == "missing":
+        say(output.escape(f"{result.path}: no history database (this agent does not run the scroll strategy, or "
+                          "it has not started yet)"), soft_wrap=True)
+    else:
+        wal = f" + {output.human_size(st.wal_size)} WAL" if st.wal_size else ""
+        rows = f"{st.rows:,} rows in {st.sessions:,} session(s)" if st.rows is not None else "rows unknown"
+        say(output.escape(f"{result.path}: {output.human_size(st.size)}{wal}, {rows}; integrity {result.integrity}; "
+                          f"full text {result.fts}"), soft_wrap=True)
+    for f in result.findings:
+        mark = "[bold red]problem[/]" if f.severity == "problem" else "[dim]notice[/]"
+        say(f"  {mark}: {output.escape(f.message)}", soft_wrap=True)
+        for example in f.examples:
+            say(f"    {output.escape(example)}", soft_wrap=True)
+    if not result.findings and st.status != "missing":
+        say("  nothing needs attention")
+
+
+@command(app, "salvage")
+def salvage_cmd(
+    ctx: typer.Context,
+    from_file: Annotated[Path | None, typer.Option("--from", help="Read rows from this file (e.g. a "
+                                                      "history.db.corrupt-<ts> copy) instead of finding them.",
+                                                      show_default=False)] = None,
+    dry_run: DryRunFlag = False,
+    quiet: QuietFlag = False,
+    json_out: JsonFlag = False,
+    workspace: WorkspaceOpt = None,
+    agent: AgentOpt = None,
+) -> CommandResult:
+    """Recover every readable row of a corrupt history.db, or of the history.db.corrupt-<ts> copies QwenPaw set
+    aside, and write them into the live store (one transaction; already-present rows are skipped). The originals
+    are kept in <workspace>/.qwenmem/quarantine/ first. Page-level recovery uses the sqlite3 tool's `.recover`.
+
+    Exit 4 if QwenPaw keeps the store locked past SQLite's busy timeout, or holds a corrupt store open.
+
+    Examples:
+
+      qwenmem history salvage --dry-run
+
+      qwenmem history salvage --from history.db.corrupt-20261130T101500
+    """
+    from qwenmem.core.history.maintain import salvage
+
+    ws = open_workspace(ctx, workspace, agent)
+    result = salvage(ws, from_file, dry_run)
+    return CommandResult(result, warnings=list(result.notices) + [n for s in result.sources for n in s.notices],
+                         render=None if quiet else lambda: _render_salvage(result))
+
+
+def _render_salvage(result: Any) -> None:
+    say = output.out().print
+    for s in result.sources:
+        extra = f" ({s.from_lost_and_found} from unlinked pages)" if s.from_lost_and_found else ""
+        say(output.escape(f"read {s.rows_read:,} row(s){extra} from {s.path} ({s.method})"), soft_wrap=True)
+    if result.action == "nothing to salvage":
+        say("nothing to salvage")
+        return
+    verb = "would" if result.dry_run else "did"
+    what = {"merged": f"insert {result.inserted:,} row(s) into {result.live} ({result.already_present:,} already "
+                      f"there, {result.kept_seq:,} under their own seq, {result.renumbered:,} renumbered)",
+            "rebuilt": f"rebuild {result.live} from {result.inserted:,} recovered row(s)",
+            "created": f"create {result.live} from {result.inserted:,} recovered row(s)"}[result.action]
+    say(output.escape(f"{verb}: {what}"), soft_wrap=True)
+    if result.quarantine:
+        say(output.escape(f"originals kept in {result.quarantine}"), soft_wrap=True)
+
+
+@command(app, "rebuild-fts")
+def rebuild_fts_cmd(
+    ctx: typer.Context,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even when the check finds no disagreement.")] = False,
+    dry_run: DryRunFlag = False,
+    json_out: JsonFlag = False,
+    workspace: WorkspaceOpt = None,
+    agent: AgentOpt = None,
+) -> CommandResult:
+    """Rebuild the full-text table of history.db from its rows when it disagrees with them (QwenPaw keeps the two
+    in sync by hand). A consistent copy of the store goes to the quarantine first.
+
+    Examples:
+
+      qwenmem history rebuild-fts --dry-run
+
+      qwenmem history rebuild-fts
+    """
+    from qwenmem.core.history.maintain import rebuild_fts
+
+    ws = open_workspace(ctx, workspace, agent)
+    result = rebuild_fts(ws, dry_run, force)
+
+    def render() -> None:
+        if not result.needed and not force:
+            output.out().print("the full-text table agrees with the rows; nothing to rebuild")
+        elif dry_run:
+            output.out().print("would rebuild the full-text table (the check found it disagrees with the rows)")
+        else:
+            output.out().print(output.escape(f"rebuilt: {result.documents_before:,} -> {result.documents_after:,} "
+                                             f"documents; the store before is in {result.quarantine}"))
+
+    return CommandResult(result, render=render,
+                         exit_code=ExitCode.PROBLEMS if dry_run and result.needed else None)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="history")

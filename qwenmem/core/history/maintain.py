@@ -1,0 +1,210 @@
+"""Workspace-level history maintenance: salvage into the live store, and rebuilding its full-text table.
+
+Everything here takes the workspace lock, keeps the original bytes in a quarantine run first, and writes the live
+store only through SQLite transactions (or, for a store that is itself corrupt and that no process holds open, by
+building a new one beside it and renaming it into place).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from qwenmem.core.errors import BusyError, NotFoundError, WorkspaceError
+from qwenmem.core.fsio import exclusive_lock, fsync_dir
+from qwenmem.core.history import salvage as sv
+from qwenmem.core.history.state import history_state
+from qwenmem.core.history.store import TABLE
+from qwenmem.core.workspace import Workspace
+
+MERGED, REBUILT, CREATED, NOTHING = "merged", "rebuilt", "created", "nothing to salvage"
+
+
+def live_history_path(ws: Workspace) -> Path:
+    from qwenmem.core.settings2 import load_gen2_settings
+
+    path = load_gen2_settings(ws).history_db
+    return path if path is not None else ws.path / "history.db"
+
+
+@dataclass
+class SourceReport:
+    path: str
+    method: str
+    rows_read: int
+    from_lost_and_found: int
+    notices: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SalvageResult:
+    live: str
+    action: str  # merged | rebuilt | created | nothing to salvage
+    dry_run: bool
+    sources: list[SourceReport] = field(default_factory=list)
+    inserted: int = 0
+    kept_seq: int = 0
+    renumbered: int = 0
+    already_present: int = 0
+    quarantine: str | None = None  # workspace-relative run directory holding the originals
+    notices: list[str] = field(default_factory=list)
+
+
+def _sources(ws: Workspace, live: Path, from_file: Path | None) -> tuple[list[Path], bool]:
+    """(files to read rows from, whether the live store itself is corrupt and must be rebuilt)."""
+    if from_file is not None:
+        source = ws.resolve_inside(from_file)
+        if not source.is_file():
+            raise NotFoundError(f"{from_file}: no such file")
+        return [source], False
+    state = history_state(live, check=True)
+    live_corrupt = state.status == "corrupt"
+    sources = [Path(q) for q in state.quarantined]
+    return ([live] if live_corrupt else []) + sources, live_corrupt
+
+
+def salvage(ws: Workspace, from_file: Path | None = None, dry_run: bool = False) -> SalvageResult:
+    live = live_history_path(ws)
+    sources, live_corrupt = _sources(ws, live, from_file)
+    result = SalvageResult(str(live), NOTHING, dry_run)
+    if not sources:
+        result.notices.append("the live store is healthy and no .corrupt-<ts> copy sits beside it; name one with "
+                              "--from to salvage it")
+        return result
+    rows: dict[int, tuple] = {}
+    for source in sources:
+        got = sv.recover_rows(source)
+        result.sources.append(SourceReport(str(source), got.method, len(got.rows), got.from_lost_and_found,
+                                           got.notices))
+        for row in got.rows:
+            rows.setdefault(row[0], row)  # the same seq in two copies: the first source (the live one) wins
+    ordered = list(rows.values())
+    if live_corrupt or not live.exists():
+        result.action = REBUILT if live_corrupt else CREATED
+        result.inserted = result.kept_seq = len(ordered)
+        if not dry_run:
+            with exclusive_lock(ws.lock_path):
+                result.quarantine = _rebuild(ws, live, sources, ordered, live_corrupt)
+        return result
+    result.action = MERGED
+    if dry_run:
+        counts = sv.merge_rows(live, ordered, dry_run=True)
+    else:
+        with exclusive_lock(ws.lock_path):
+            run = _quarantine(ws, sources, live)
+            result.quarantine = ws.relative(run)
+            counts = sv.merge_rows(live, ordered)
+    result.inserted, result.kept_seq = counts.inserted, counts.kept_seq
+    result.renumbered, result.already_present = counts.renumbered, counts.already_present
+    if counts.renumbered:
+        result.notices.append(f"{counts.renumbered} row(s) got a new seq (theirs was taken in the live store): "
+                              "eviction blocks that point at the old numbers stay dangling")
+    return result
+
+
+def _run_dir(ws: Workspace) -> Path:
+    from qwenmem.core.fsio import timestamp_slug
+
+    run = ws.data_dir / "quarantine" / f"{timestamp_slug()}-history"
+    run.mkdir(parents=True, exist_ok=False)
+    return run
+
+
+def _keep(ws: Workspace, run: Path, path: Path) -> None:
+    from qwenmem.core.fsio import copy_preserving
+
+    for candidate in (path, Path(f"{path}-wal")):
+        if candidate.is_file():
+            try:
+                copy_preserving(candidate, run / candidate.name)
+            except OSError as exc:
+                raise WorkspaceError(f"cannot keep a copy of {candidate} in {run} ({exc.strerror or exc}); "
+                                     "nothing was changed") from None
+
+
+def _quarantine(ws: Workspace, sources: list[Path], live: Path) -> Path:
+    run = _run_dir(ws)
+    for source in sources:
+        _keep(ws, run, source)
+    try:
+        sv.backup_copy(live, run / f"{live.name}.before-salvage")
+    except sqlite3.OperationalError as exc:
+        raise BusyError(f"{live}: cannot take a consistent copy before writing ({exc}); nothing was written") from None
+    return run
+
+
+def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[tuple], live_corrupt: bool) -> str:
+    from qwenmem.core.repair.busy import writers_of
+
+    if live_corrupt:
+        holders = writers_of(live)
+        if holders:
+            raise BusyError(f"{live} is open in {', '.join(map(str, holders))}: stop QwenPaw before rebuilding a "
+                            "corrupt store (it renames it aside itself at its next start; salvage that copy then)")
+    run = _run_dir(ws)
+    for source in sources:
+        _keep(ws, run, source)
+    tmp = live.with_name(f".{live.name}.qwenmem-salvage-{os.getpid()}")
+    for stale in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        stale.unlink(missing_ok=True)  # our own leftover from a killed run (pid-named), never QwenPaw's file
+    sv.build_store(tmp, rows)
+    for sidecar in (Path(f"{live}-wal"), Path(f"{live}-shm")):
+        if sidecar.exists():  # the corrupt store's journal must not be applied to the new one; its bytes are kept
+            os.replace(sidecar, run / f"{sidecar.name}.moved")
+    os.replace(tmp, live)
+    for leftover in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        leftover.unlink(missing_ok=True)
+    fsync_dir(live.parent)
+    return ws.relative(run)
+
+
+@dataclass
+class FtsRebuild:
+    live: str
+    dry_run: bool
+    needed: bool
+    documents_before: int = 0
+    documents_after: int = 0
+    quarantine: str | None = None
+
+
+def rebuild_fts(ws: Workspace, dry_run: bool = False, force: bool = False) -> FtsRebuild:
+    """Re-create the full-text table's documents from the rows (all but the recall tools'), in one transaction."""
+    from qwenmem.core.history.check import check_history
+
+    live = live_history_path(ws)
+    if not live.is_file():
+        raise NotFoundError(f"{live}: no history database")
+    check = check_history(live, deep=True)
+    needed = check.fts == "disagrees"
+    if check.fts == "absent":
+        raise WorkspaceError(f"{live} has no full-text table (SQLite without FTS5); there is nothing to rebuild")
+    conn = sv._connect_rw(live) if not dry_run else None
+    result = FtsRebuild(str(live), dry_run, needed)
+    if conn is None or not (needed or force):
+        return result
+    try:
+        with exclusive_lock(ws.lock_path):
+            run = _run_dir(ws)
+            sv.backup_copy(live, run / f"{live.name}.before-rebuild-fts")
+            result.quarantine = ws.relative(run)
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise BusyError(f"{live}: locked by another process ({exc}); nothing was written") from None
+            try:
+                (result.documents_before,) = conn.execute(f"SELECT count(*) FROM {sv.FTS}_docsize").fetchone()
+                conn.execute(f"INSERT INTO {sv.FTS}({sv.FTS}) VALUES('delete-all')")
+                marks = ", ".join("?" for _ in sv.RECALL_TOOLS)
+                conn.execute(f"INSERT INTO {sv.FTS}(rowid, content) SELECT seq, content FROM {TABLE} "
+                             f"WHERE name IS NULL OR name NOT IN ({marks})", sv.RECALL_TOOLS)
+                (result.documents_after,) = conn.execute(f"SELECT count(*) FROM {sv.FTS}_docsize").fetchone()
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+    finally:
+        conn.close()
+    return result

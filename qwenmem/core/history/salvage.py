@@ -1,0 +1,329 @@
+"""Getting turns back out of a damaged history.db, and into the live one (spec §3.6, §8.7).
+
+QwenPaw renames a corrupt store to `history.db.corrupt-<ts>` and starts an empty one, so every evicted turn that
+lived only there becomes unreachable. Salvage reads every row it can from such a file (or from a live store that is
+itself corrupt) and writes them into the live store:
+
+* Page-level recovery is SQLite's own: the `sqlite3` command-line tool's `.recover`, which also returns rows from
+  pages no longer linked into the b-tree (`lost_and_found`). It needs a library built with the `sqlite_dbpage`
+  virtual table; Debian 12's sqlite3 3.40.1 is not (its `.recover` fails with "SQL logic error"), so the tool is
+  probed once and `$QWENMEM_SQLITE3` can name a working one. Without one, a table scan in seq ranges takes every
+  row the b-tree still reaches, skipping damaged pages, with a notice.
+* Rows go into the live store in one `BEGIN IMMEDIATE` transaction under SQLite's busy timeout, exactly as QwenPaw's
+  own writer does, so a running QwenPaw is never corrupted; a store it keeps locked past the timeout is busy (exit
+  4). A row that is already there (same session and dedup key, or the same seq holding the same turn) is skipped,
+  so salvage can be run again. A row keeps its seq when that seq is free, so eviction blocks pointing at it work.
+* The original bytes go to the quarantine first: the damaged file as it is, and a consistent copy of the live
+  store (online backup API) from before the merge.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from qwenmem.core.errors import BusyError, WorkspaceError
+from qwenmem.core.history.rows import COLUMNS
+from qwenmem.core.history.store import TABLE
+
+FTS = f"{TABLE}_fts"
+RECALL_TOOLS = ("recall_history_python", "recall_history")
+BUSY_TIMEOUT_MS = 5000  # QwenPaw retries its own writes for up to 5 s (spec §3.4)
+RECOVER_TIMEOUT_S = 600
+
+# QwenPaw 2.2.2.post1's DDL (spec §3.2), for a store rebuilt from a corrupt live one.
+SCHEMA = f"""
+CREATE TABLE {TABLE} (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, agent_id TEXT, kind TEXT NOT NULL,
+  role TEXT, name TEXT, content TEXT, tool_call_id TEXT, tool_input TEXT, tool_state TEXT,
+  headline TEXT, blocks TEXT, metadata TEXT, created_at TEXT, dedup_key TEXT);
+CREATE INDEX ch_session ON {TABLE}(session_id);
+CREATE INDEX ch_agent ON {TABLE}(agent_id);
+CREATE INDEX ch_kind ON {TABLE}(kind);
+CREATE INDEX ch_created_at ON {TABLE}(created_at);
+CREATE UNIQUE INDEX ux_dedup ON {TABLE}(session_id, dedup_key);
+CREATE VIRTUAL TABLE {FTS} USING fts5(content, content='{TABLE}', content_rowid='seq',
+  tokenize='porter unicode61');
+"""
+
+
+@dataclass
+class Recovered:
+    source: str
+    method: str  # "sqlite3 .recover" | "table scan"
+    rows: list[tuple] = field(default_factory=list)  # COLUMNS order
+    from_lost_and_found: int = 0
+    notices: list[str] = field(default_factory=list)
+
+
+_probed: dict[str, bool] = {}
+
+
+def _recover_works(tool: str) -> bool:
+    """Does this sqlite3's `.recover` run? (It fails on a library without sqlite_dbpage.)"""
+    if tool not in _probed:
+        with tempfile.TemporaryDirectory(prefix="qwenmem-probe-") as tmp:
+            db = Path(tmp) / "probe.db"
+            conn = sqlite3.connect(str(db))
+            conn.execute("CREATE TABLE t (x)")
+            conn.execute("INSERT INTO t VALUES ('probe')")
+            conn.commit()
+            conn.close()
+            try:
+                out = subprocess.run([tool, str(db), ".recover"], capture_output=True, timeout=30, check=False)
+                _probed[tool] = out.returncode == 0 and b"'probe'" in out.stdout
+            except (OSError, subprocess.SubprocessError):
+                _probed[tool] = False
+    return _probed[tool]
+
+
+def sqlite3_tool() -> str | None:
+    """A sqlite3 command-line tool whose `.recover` works: $QWENMEM_SQLITE3, else the one on PATH."""
+    tool = os.environ.get("QWENMEM_SQLITE3") or shutil.which("sqlite3")
+    return tool if tool and _recover_works(tool) else None
+
+
+def _valid(row: tuple) -> bool:
+    """A row QwenPaw could have written: an integer seq, a session id and a kind (NOT NULL columns)."""
+    seq, session_id, kind = row[0], row[1], row[3]
+    return type(seq) is int and isinstance(session_id, str) and bool(session_id) and isinstance(kind, str)
+
+
+def _scan(conn: sqlite3.Connection, table: str) -> Iterator[tuple]:
+    """Every readable row in seq order: in batches while pages read, row by row around a damaged page, and
+    jumping past rows (or whole subtrees) that cannot be read, so a damaged page costs its own rows only."""
+    cols = ", ".join(COLUMNS)
+    last, limit = -(1 << 63), 500
+    while True:
+        try:
+            batch = conn.execute(f"SELECT {cols} FROM {table} WHERE seq > ? ORDER BY seq LIMIT ?",
+                                 (last, limit)).fetchall()
+        except sqlite3.DatabaseError:
+            if limit > 1:
+                limit = 1
+                continue
+            nxt = _next_readable(conn, table, last)
+            if nxt is None:
+                return
+            try:
+                row = conn.execute(f"SELECT {cols} FROM {table} WHERE seq = ?", (nxt,)).fetchone()
+            except sqlite3.DatabaseError:
+                row = None  # its key reads but its content does not (e.g. a lost overflow page)
+            if row is not None:
+                yield row
+            last = nxt
+            continue
+        if not batch:
+            return
+        yield from batch
+        last, limit = batch[-1][0], 500
+
+
+def _next_readable(conn: sqlite3.Connection, table: str, after: int) -> int | None:
+    probe = after + 1
+    for step in (1, 16, 256, 4096, 65536, 1 << 20):
+        for candidate in range(probe, probe + 64 * step, step):
+            try:
+                row = conn.execute(f"SELECT seq FROM {table} WHERE seq >= ? ORDER BY seq LIMIT 1",
+                                   (candidate,)).fetchone()
+            except sqlite3.DatabaseError:
+                continue
+            return None if row is None else int(row[0])
+        probe += 64 * step
+    return None
+
+
+def _recover_with_tool(source: Path, tool: str, workdir: Path) -> Recovered:
+    out = Recovered(str(source), "sqlite3 .recover")
+    recovered_db = workdir / "recovered.db"
+    copy = workdir / "source.db"
+    shutil.copyfile(source, copy)  # the tool may want a -shm beside the file; never beside the original
+    dump = subprocess.run([tool, str(copy), ".recover"], capture_output=True, timeout=RECOVER_TIMEOUT_S, check=False)
+    if dump.returncode != 0 and not dump.stdout:
+        raise WorkspaceError(f"{source}: sqlite3 .recover failed: {dump.stderr.decode(errors='replace').strip()}")
+    load = subprocess.run([tool, str(recovered_db)], input=dump.stdout, capture_output=True,
+                          timeout=RECOVER_TIMEOUT_S, check=False)
+    if load.returncode != 0:
+        out.notices.append("sqlite3 reported while loading the recovered SQL: "
+                           + load.stderr.decode(errors="replace").strip()[:300])
+    conn = sqlite3.connect(str(recovered_db))
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if TABLE in tables:
+            out.rows.extend(r for r in _scan(conn, TABLE) if _valid(r))
+        if "lost_and_found" in tables:
+            known = {r[0] for r in out.rows}
+            for row in _lost_and_found(conn):
+                if row[0] not in known and _valid(row):
+                    out.rows.append(row)
+                    known.add(row[0])
+                    out.from_lost_and_found += 1
+    finally:
+        conn.close()
+    return out
+
+
+def _lost_and_found(conn: sqlite3.Connection) -> Iterator[tuple]:
+    """Rows of unlinked pages: `.recover` cannot tell their table, so take those with our 15 columns; the rowid
+    (`id`) is the seq, which SQLite stores as NULL in the seq column of a rowid alias."""
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(lost_and_found)")]
+    data_cols = [c for c in cols if c.startswith("c") and c[1:].isdigit()]
+    if len(data_cols) < len(COLUMNS):
+        return
+    select = ", ".join(["id", *data_cols[1:len(COLUMNS)]])
+    for row in conn.execute(f"SELECT {select} FROM lost_and_found WHERE nfield = ?", (len(COLUMNS),)):
+        yield tuple(row)
+
+
+def _pad_truncated(copy: Path) -> None:
+    """A truncated store: SQLite refuses the whole schema when a root page lies past the end of the file. Zero
+    pages up to the size the header records make the missing pages read as damaged pages instead, one by one."""
+    with open(copy, "r+b") as f:
+        header = f.read(100)
+        if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
+            return
+        page_size = int.from_bytes(header[16:18], "big")
+        page_size = 65536 if page_size == 1 else page_size
+        pages = int.from_bytes(header[28:32], "big")
+        size = f.seek(0, os.SEEK_END)
+        if page_size and pages * page_size > size:
+            f.truncate(pages * page_size)
+
+
+def _recover_by_scan(source: Path, workdir: Path) -> Recovered:
+    out = Recovered(str(source), "table scan")
+    copy = workdir / "source.db"
+    shutil.copyfile(source, copy)  # sqlite may want to write a -shm beside it; never beside the original
+    _pad_truncated(copy)
+    try:
+        conn = sqlite3.connect(f"file:{copy}?immutable=1", uri=True)
+        try:
+            out.rows.extend(r for r in _scan(conn, TABLE) if _valid(r))
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        out.notices.append(f"the b-tree is unreadable ({exc}); install the sqlite3 tool for page-level recovery")
+    return out
+
+
+def recover_rows(source: Path) -> Recovered:
+    """Every row that can be read from `source` (never written)."""
+    with tempfile.TemporaryDirectory(prefix="qwenmem-salvage-") as tmp:
+        tool = sqlite3_tool()
+        if tool:
+            return _recover_with_tool(Path(source), tool, Path(tmp))
+        result = _recover_by_scan(Path(source), Path(tmp))
+        result.notices.insert(0, "no sqlite3 tool with a working .recover (it needs the sqlite_dbpage virtual table;"
+                                 " set $QWENMEM_SQLITE3 to one): only rows the b-tree still reaches were read, not "
+                                 "those on unlinked pages")
+        return result
+
+
+@dataclass
+class MergeCounts:
+    inserted: int = 0
+    kept_seq: int = 0  # inserted under their original seq (eviction blocks pointing at them resolve again)
+    renumbered: int = 0  # their seq was taken by another row: they got a new one
+    already_present: int = 0
+
+
+def _connect_rw(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    return conn
+
+
+def _present(conn: sqlite3.Connection, row: tuple) -> bool:
+    seq, session_id, dedup_key = row[0], row[1], row[14]
+    if dedup_key is not None and conn.execute(f"SELECT 1 FROM {TABLE} WHERE session_id = ? AND dedup_key = ?",
+                                              (session_id, dedup_key)).fetchone():
+        return True
+    same = conn.execute(f"SELECT session_id, kind, content, created_at FROM {TABLE} WHERE seq = ?", (seq,)).fetchone()
+    return same is not None and same == (row[1], row[3], row[6], row[13])
+
+
+def merge_rows(live: Path, rows: list[tuple], dry_run: bool = False) -> MergeCounts:
+    """Insert the rows missing from `live` in one IMMEDIATE transaction (rolled back for a dry run)."""
+    counts = MergeCounts()
+    conn = _connect_rw(live)
+    try:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise BusyError(f"{live}: another process (QwenPaw?) kept the history database locked for more "
+                                f"than {BUSY_TIMEOUT_MS // 1000} s; nothing was written") from None
+            raise
+        try:
+            has_fts = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (FTS,)).fetchone() is not None
+            _insert_all(conn, rows, has_fts, counts)
+            conn.execute("ROLLBACK" if dry_run else "COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.close()
+    return counts
+
+
+def _insert_all(conn: sqlite3.Connection, rows: list[tuple], has_fts: bool, counts: MergeCounts) -> None:
+    cols = ", ".join(COLUMNS)
+    marks = ", ".join("?" for _ in COLUMNS)
+    for row in sorted(rows, key=lambda r: r[0]):
+        if _present(conn, row):
+            counts.already_present += 1
+            continue
+        if conn.execute(f"SELECT 1 FROM {TABLE} WHERE seq = ?", (row[0],)).fetchone() is None:
+            conn.execute(f"INSERT INTO {TABLE} ({cols}) VALUES ({marks})", row)
+            seq = row[0]
+            counts.kept_seq += 1
+        else:
+            cur = conn.execute(f"INSERT INTO {TABLE} ({', '.join(COLUMNS[1:])}) VALUES ({marks[3:]})", row[1:])
+            seq = cur.lastrowid
+            counts.renumbered += 1
+        counts.inserted += 1
+        if has_fts and row[5] not in RECALL_TOOLS:  # QwenPaw keeps FTS in sync by hand, and so do we
+            conn.execute(f"INSERT INTO {FTS} (rowid, content) VALUES (?, ?)", (seq, row[6]))
+
+
+def build_store(path: Path, rows: list[tuple]) -> None:
+    """A new store at `path` (which must not exist) with QwenPaw's schema and `rows`, durable before it returns."""
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(SCHEMA)
+        conn.execute("PRAGMA user_version=1")
+        conn.execute("BEGIN IMMEDIATE")
+        _insert_all(conn, rows, True, MergeCounts())
+        conn.execute("COMMIT")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def backup_copy(live: Path, dest: Path) -> None:
+    """A consistent copy of a live store (the online backup API), e.g. into the quarantine before a merge."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    src = sqlite3.connect(f"file:{live}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    dst = sqlite3.connect(str(dest))
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+    fd = os.open(dest, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,367 @@
+"""`qwenmem history check|salvage|rebuild-fts` on real SQLite stores built with QwenPaw's DDL (and the corpus)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, run_cli
+from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
+
+RECALL = ("recall_history_python", "recall_history")
+
+
+def sync_fts(db: Path) -> None:
+    """Index every row but the recall tools' own, as QwenPaw's writer does by hand (spec §3.2)."""
+    conn = sqlite3.connect(str(db), isolation_level=None)
+    conn.execute("INSERT INTO conversation_history_fts(conversation_history_fts) VALUES('delete-all')")
+    conn.execute("INSERT INTO conversation_history_fts(rowid, content) SELECT seq, content FROM conversation_history "
+                 "WHERE name IS NULL OR name NOT IN (?, ?)", RECALL)
+    conn.close()
+
+
+def make_ws(tmp_path: Path, sessions: int = 2, turns: int = 6) -> tuple[Path, list[dict]]:
+    ws = tmp_path / "ws"
+    (ws / "sessions").mkdir(parents=True)
+    builder.agent_json(ws, "scroll", retention=30)
+    conn = builder.create_history_db(ws / "history.db")
+    clock = builder.Clock()
+    facts, chats = [], []
+    for i in range(sessions):
+        sid = f"console:user{i}"
+        facts.append(builder.scroll_session(ws, conn, sid, f"user{i}", "console", turns, keep_last=3, clock=clock))
+        chats.append(builder.chat(sid, f"user{i}", "console"))
+    conn.close()
+    builder.write_chats(ws, chats)
+    sync_fts(ws / "history.db")
+    return ws, facts
+
+
+def sql(db: Path, query: str, args: tuple = ()) -> list[tuple]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute(query, args).fetchall()
+    finally:
+        conn.close()
+
+
+def write_sql(db: Path, *statements: str) -> None:
+    conn = sqlite3.connect(str(db), isolation_level=None)
+    for s in statements:
+        conn.execute(s)
+    conn.close()
+
+
+def codes(doc: dict) -> dict[str, str]:
+    return {f["code"]: f["severity"] for f in doc["result"]["findings"]}
+
+
+def check(ws: Path, *extra: str):
+    return run_cli("-w", str(ws), "history", "check", "--json", *extra)
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --- check -------------------------------------------------------------------------------------------------------
+
+def test_healthy_store_needs_nothing_and_is_not_written(tmp_path):
+    ws, _ = make_ws(tmp_path)
+    before = sha(ws / "history.db")
+    run = check(ws, "--deep")
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    assert doc["status"] == "ok" and codes(doc) == {}
+    assert set(doc["result"]) == {"path", "state", "integrity", "fts", "deep", "findings"}
+    assert (doc["result"]["integrity"], doc["result"]["fts"]) == ("ok", "ok")
+    total = sql(ws / "history.db", "SELECT count(*) FROM conversation_history")[0][0]
+    assert doc["result"]["state"]["rows"] == total
+    assert sha(ws / "history.db") == before
+
+
+def test_fts_disagreement_is_found_and_rebuilt(tmp_path):
+    ws, _ = make_ws(tmp_path)
+    db = ws / "history.db"
+    seqs = [r[0] for r in sql(db, "SELECT seq FROM conversation_history ORDER BY seq")]
+    victim = seqs[3]
+    content = sql(db, "SELECT content FROM conversation_history WHERE seq = ?", (victim,))[0][0]
+    conn = sqlite3.connect(str(db), isolation_level=None)  # QwenPaw's hand-kept sync missed one delete and one add
+    conn.execute("INSERT INTO conversation_history_fts(conversation_history_fts, rowid, content) VALUES('delete', ?, ?)",
+                 (victim, content))
+    conn.execute("INSERT INTO conversation_history_fts(rowid, content) VALUES (99999, 'ghost row')")
+    conn.close()
+    doc = check(ws).json()
+    assert codes(doc) == {"fts_missing": "problem", "fts_stale": "problem"}
+    assert doc["status"] == "problems" and doc["result"]["fts"] == "disagrees"
+    before = sha(db)
+    dry = run_cli("-w", str(ws), "history", "rebuild-fts", "--dry-run", "--json")
+    assert dry.code == 1 and dry.json()["result"]["needed"] is True
+    assert sha(db) == before
+    run = run_cli("-w", str(ws), "history", "rebuild-fts", "--json")
+    assert run.code == 0, run.stderr
+    result = run.json()["result"]
+    assert result["documents_after"] == len(seqs)
+    assert (ws / result["quarantine"] / "history.db.before-rebuild-fts").is_file()
+    assert check(ws, "--deep").code == 0
+    assert sql(db, "SELECT rowid FROM conversation_history_fts WHERE conversation_history_fts MATCH ?",
+               (content.split()[0],))
+
+
+def test_bad_json_columns_are_named(tmp_path):
+    ws, _ = make_ws(tmp_path)
+    db = ws / "history.db"
+    seq = sql(db, "SELECT seq FROM conversation_history WHERE blocks IS NOT NULL LIMIT 1")[0][0]
+    write_sql(db, f"UPDATE conversation_history SET blocks = '[{{\"type\": \"text\", \"te' WHERE seq = {seq}")
+    doc = check(ws).json()
+    [finding] = [f for f in doc["result"]["findings"] if f["code"] == "bad_json"]
+    assert finding["count"] == 1 and finding["examples"] == [f"seq {seq} blocks"]
+
+
+def test_purged_rows_leave_dangling_eviction_blocks_and_persisted_messages(tmp_path):
+    ws, facts = make_ws(tmp_path, sessions=1, turns=6)
+    db = ws / "history.db"
+    doc = json.loads(facts[0]["path"].read_text())
+    spans = doc["agent"]["scroll"]["index"]["tiers"][0]
+    lo, hi = spans[0]["seq_lo"], spans[0]["seq_hi"]
+    live_id, live_span = next(iter(doc["agent"]["scroll"]["seq_by_id"].items()))
+    write_sql(db, f"DELETE FROM conversation_history WHERE seq BETWEEN {lo} AND {hi}",
+              f"DELETE FROM conversation_history WHERE seq BETWEEN {live_span[0]} AND {live_span[1]}")
+    sync_fts(db)
+    found = check(ws).json()
+    assert codes(found) == {"dangling_eviction": "problem", "dangling_persisted": "problem"}
+    examples = {f["code"]: f["examples"] for f in found["result"]["findings"]}
+    assert examples["dangling_eviction"] == [f"console/{facts[0]['path'].name}: seq {lo}-{hi}"]
+    assert live_id in examples["dangling_persisted"][0]
+
+
+def test_old_rows_and_imported_placeholders_are_notices(tmp_path):
+    ws, _ = make_ws(tmp_path)
+    db = ws / "history.db"
+    write_sql(db, "UPDATE conversation_history SET created_at = '2026-01-02 03:04:05.000' WHERE seq <= 2",
+              "INSERT INTO conversation_history (session_id, kind, role, content, metadata, created_at, dedup_key) "
+              "VALUES ('console:user0', 'context_msg', 'user', 'placeholder', '{\"qwenpaw_tag\": \"scroll_memory\"}', "
+              "'2026-11-30T10:00:00', 'ph1')")
+    sync_fts(db)
+    run = check(ws)
+    assert run.code == 0  # notices alone do not need attention
+    found = {f["code"]: f for f in run.json()["result"]["findings"]}
+    assert found["retention"]["count"] == 2 and found["placeholder_rows"]["count"] == 1
+    assert set(found) == {"retention", "placeholder_rows"}
+
+
+def test_corrupt_and_missing_stores(tmp_path):
+    ws, _ = make_ws(tmp_path)
+    (ws / "history.db").write_bytes(b"SQLite format 3\x00" + os.urandom(4096))
+    for side in ("history.db-wal", "history.db-shm"):
+        (ws / side).unlink(missing_ok=True)
+    run = check(ws)
+    assert run.code == 1 and "Traceback" not in run.stderr
+    assert "unreadable" in codes(run.json())
+    (ws / "history.db").unlink()
+    run = check(ws)
+    assert run.code == 0 and run.json()["result"]["state"]["status"] == "missing"
+
+
+@needs_gen2_corpus
+def test_generated_corpus_store(tmp_path):
+    ws = copy_corpus(tmp_path)
+    run = run_cli("-w", str(ws), "history", "check", "--deep", "--json")
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    assert codes(doc) == {"placeholder_rows": "notice"}  # seq 23: the import does not skip the placeholder (§8.9)
+    assert doc["result"]["state"]["rows"] == sql(ws / "history.db", "SELECT count(*) FROM conversation_history")[0][0]
+
+
+# --- salvage -----------------------------------------------------------------------------------------------------
+
+def _all_rows(db: Path) -> set[tuple]:
+    return set(sql(db, "SELECT * FROM conversation_history"))
+
+
+def _set_aside(ws: Path) -> tuple[Path, set[tuple]]:
+    """What QwenPaw does with a corrupt store (spec §3.6): rename it aside, start an empty one."""
+    db = ws / "history.db"
+    rows = _all_rows(db)
+    aside = ws / "history.db.corrupt-20261130T101500"
+    conn = sqlite3.connect(str(db))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    os.replace(db, aside)
+    for side in ("-wal", "-shm"):
+        Path(f"{db}{side}").unlink(missing_ok=True)
+    builder.create_history_db(db).close()
+    return aside, rows
+
+
+def test_salvage_merges_a_set_aside_store_back_and_is_idempotent(tmp_path):
+    ws, _ = make_ws(tmp_path)
+    aside, rows = _set_aside(ws)
+    aside_bytes = aside.read_bytes()
+    assert check(ws).json()["result"]["findings"][0]["code"] == "quarantined"
+    dry = run_cli("-w", str(ws), "history", "salvage", "--dry-run", "--json")
+    assert dry.code == 0 and dry.json()["result"]["inserted"] == len(rows)
+    assert _all_rows(ws / "history.db") == set()
+    run = run_cli("-w", str(ws), "history", "salvage", "--json")
+    assert run.code == 0, run.stderr
+    result = run.json()["result"]
+    assert (result["action"], result["inserted"], result["kept_seq"]) == ("merged", len(rows), len(rows))
+    assert _all_rows(ws / "history.db") == rows  # every row back, under its own seq
+    assert (ws / result["quarantine"] / aside.name).read_bytes() == aside_bytes
+    assert (ws / result["quarantine"] / "history.db.before-salvage").is_file()
+    assert aside.read_bytes() == aside_bytes  # the set-aside copy is left where QwenPaw put it
+    deep = check(ws, "--deep").json()
+    assert {"fts_missing", "fts_stale", "fts_content"}.isdisjoint(codes(deep))  # FTS kept in sync by hand
+    again = run_cli("-w", str(ws), "history", "salvage", "--json").json()["result"]
+    assert (again["inserted"], again["already_present"]) == (0, len(rows))
+
+
+def row_pages(db: Path) -> dict[int, tuple[set[int], set[int]]]:
+    """For each seq: (pages holding its cell and overflow chain, interior pages on its path from the root), from
+    SQLite's dbstat table of the intact store. Leaf cells are in seq order along the b-tree's in-order paths."""
+    conn = sqlite3.connect(str(db))
+    try:
+        pages = conn.execute("SELECT path, pageno, pagetype, ncell FROM dbstat WHERE name = 'conversation_history' "
+                             "ORDER BY path").fetchall()
+        seqs = [r[0] for r in conn.execute("SELECT seq FROM conversation_history ORDER BY seq")]
+    finally:
+        conn.close()
+    by_path = {path: pageno for path, pageno, _, _ in pages}
+    out: dict[int, tuple[set[int], set[int]]] = {}
+    it = iter(seqs)
+    for path, pageno, kind, ncell in pages:
+        if kind != "leaf":
+            continue
+        ancestors = {by_path[path[:i + 1]] for i, ch in enumerate(path) if ch == "/" and path[:i + 1] != path}
+        for cell in range(ncell):
+            overflow = {n for p, n, k, _ in pages if k == "overflow" and p.startswith(f"{path}{cell:03x}+")}
+            out[next(it)] = ({pageno} | overflow, ancestors)
+    return out
+
+
+@pytest.mark.parametrize("damage", ["truncated", "overwritten_pages"])
+def test_salvage_rebuilds_a_corrupt_live_store(tmp_path, damage):
+    ws, _ = make_ws(tmp_path, sessions=6, turns=30)
+    db = ws / "history.db"
+    rows = _all_rows(db)
+    conn = sqlite3.connect(str(db))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    layout = row_pages(db)
+    data = bytearray(db.read_bytes())
+    page = 4096
+    total_pages = len(data) // page
+    if damage == "truncated":
+        lost = set(range(total_pages // 2 + 1, total_pages + 1))
+        data = data[: (total_pages // 2) * page]
+    else:
+        leaves = [n for n, k in sql(db, "SELECT pageno, pagetype FROM dbstat WHERE name = 'conversation_history' "
+                                        "AND pagetype = 'leaf' ORDER BY pageno")]
+        lost = {leaves[1], leaves[len(leaves) // 2]}
+        for p in lost:
+            data[(p - 1) * page:p * page] = os.urandom(page)
+    db.write_bytes(bytes(data))
+    for side in ("-wal", "-shm"):
+        Path(f"{db}{side}").unlink(missing_ok=True)
+    by_seq = {r[0]: r for r in rows}
+    # rows a page-level scan could read (their own pages intact), and those the b-tree still reaches
+    readable = {seq for seq, (own, _) in layout.items() if not own & lost}
+    reachable = {seq for seq, (own, path) in layout.items() if not (own | path) & lost}
+    original = db.read_bytes()
+    run = run_cli("-w", str(ws), "history", "salvage", "--json")
+    assert run.code == 0, run.stderr
+    result = run.json()["result"]
+    assert result["action"] == "rebuilt"
+    got = _all_rows(db)
+    assert got <= rows  # nothing invented, nothing half-read
+    assert {r[0] for r in got} >= reachable and reachable, (len(got), len(reachable), len(readable), len(rows))
+    assert {by_seq[s] for s in reachable} <= got
+    assert sql(db, "PRAGMA integrity_check") == [("ok",)]
+    assert (ws / result["quarantine"] / "history.db").read_bytes() == original
+
+
+def test_salvage_waits_for_a_writer_then_gives_up_with_exit_4(tmp_path):
+    ws, _ = make_ws(tmp_path)
+    _set_aside(ws)
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sqlite3, sys, time
+        c = sqlite3.connect({str(ws / 'history.db')!r}, isolation_level=None)
+        c.execute("BEGIN IMMEDIATE")
+        print("locked", flush=True)
+        time.sleep(30)
+    """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        run = run_cli("-w", str(ws), "history", "salvage")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert run.code == 4 and "locked" in run.stderr and "Traceback" not in run.stderr
+    assert _all_rows(ws / "history.db") == set()
+
+
+WRITER = """
+import sqlite3, sys, time
+db, n = sys.argv[1], int(sys.argv[2])
+c = sqlite3.connect(db, isolation_level=None, timeout=10)
+c.execute("PRAGMA busy_timeout=10000")
+done = 0
+for i in range(n):
+    c.execute("BEGIN IMMEDIATE")
+    cur = c.execute("INSERT INTO conversation_history (session_id, kind, role, content, created_at, dedup_key) "
+                    "VALUES ('console:live', 'context_msg', 'user', ?, '2026-12-01T10:00:00', ?)", (f"live {i}", f"k{i}"))
+    c.execute("INSERT INTO conversation_history_fts (rowid, content) VALUES (?, ?)", (cur.lastrowid, f"live {i}"))
+    c.execute("COMMIT")
+    done += 1
+    time.sleep(0.002)
+print(done)
+"""
+
+
+def test_a_concurrent_qwenpaw_style_writer_loses_nothing(tmp_path):
+    ws, _ = make_ws(tmp_path, sessions=8, turns=40)
+    _, rows = _set_aside(ws)
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(ws / "history.db"), "400"], stdout=subprocess.PIPE,
+                              text=True)
+    time.sleep(0.1)
+    run = run_cli("-w", str(ws), "history", "salvage", "--json")
+    written = int(writer.communicate(timeout=120)[0])
+    assert run.code == 0, run.stderr
+    db = ws / "history.db"
+    assert written == 400
+    assert sql(db, "SELECT count(*) FROM conversation_history WHERE session_id = 'console:live'")[0][0] == 400
+    salvaged = {r[1:] for r in _all_rows(db) if r[1] != "console:live"}
+    assert salvaged == {r[1:] for r in rows}  # every salvaged turn is there (some renumbered if the writer won)
+    assert sql(db, "PRAGMA integrity_check") == [("ok",)]
+    assert {"fts_missing", "fts_stale", "fts_content"}.isdisjoint(codes(check(ws, "--deep").json()))
+
+
+@pytest.mark.slow
+def test_sigkill_during_salvage_leaves_the_old_or_the_new_store(tmp_path):
+    import random
+
+    rng = random.Random(7)
+    for trial in range(6):
+        base = tmp_path / f"t{trial}"
+        ws, _ = make_ws(base, sessions=10, turns=40)
+        aside, rows = _set_aside(ws)
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        proc = subprocess.Popen([sys.executable, "-m", "qwenmem", "-w", str(ws), "history", "salvage"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.2, 1.2))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        db = ws / "history.db"
+        assert sql(db, "PRAGMA integrity_check") == [("ok",)]
+        n = sql(db, "SELECT count(*) FROM conversation_history")[0][0]
+        assert n in (0, len(rows)), (trial, n)  # one transaction: all or nothing
+        assert aside.is_file()
