@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from qwenmem.core.dream.changelog import ADDED, MERGED, REPLACED, Change
 from qwenmem.core.dream.markdown import MemoryDoc, reindent_item
 from qwenmem.core.dream.secrets import secrets_in
+from qwenmem.core.reme_notes import cited_source, without_citations
 from qwenmem.core.dream.normalize import (bigrams, containment, dice, is_cjk_heavy, normalize, numbers,
                                           same_subject)
 
@@ -53,13 +54,18 @@ def log_candidates(log: MemoryDoc, mode: str = "facts") -> list[Candidate]:
         path = [h for h in log.heading_path(item.section) if h.level >= 2]
         if mode == "facts" and not any(FACT_HEADINGS.search(h.title) for h in path):
             continue
-        text = log.item_text(i)
+        text = without_citations(log.item_text(i))  # a 2.x entry's "(from [[note]])" is where, not what
         key = normalize(text)
         if not key:
             continue
         lines = reindent_item(log.item_lines(i), "", "-", "\n")
         out.append(Candidate(lines, text, key, item.start + 1, path[-1].title if path else None))
     return out
+
+
+def source_of(cand: Candidate, date: str) -> str:
+    """Where a log entry came from: the note a 2.x entry cites (core/reme_promote.py), else the daily log's line."""
+    return cited_source("".join(cand.lines)) or f"memory/{date}.md line {cand.source_line}"
 
 
 def _min_len(key: str) -> int:
@@ -113,7 +119,7 @@ def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candi
                 best, why, score = t, REPLACED, max(lexical, semantic)
             elif semantic >= threshold and old_nums == new_nums and why is None:
                 best, why, score = t, "present", semantic
-        log_ref = f"memory/{date}.md line {cand.source_line}"
+        log_ref = source_of(cand, date)
         if why == "present":
             plan.skipped.append((cand, f"near-duplicate of MEMORY.md line {memory.items[best].start + 1} "
                                        f"(cosine {score:.2f})"))
