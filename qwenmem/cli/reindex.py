@@ -62,7 +62,6 @@ def reindex_cmd(
     from qwenmem.core.index import reindex
     from qwenmem.core.settings import load_settings
 
-    from qwenmem.cli.errors import ExitCode
     from qwenmem.core.index import index_exists
 
     ws = open_workspace(ctx, workspace, agent)
@@ -72,10 +71,11 @@ def reindex_cmd(
         with progress_callback(quiet or json_out) as progress:
             result = reindex(ws, settings, full=full, sources=sources, progress=progress, recursive=recursive,
                              backend=embedder, model=model, dry_run=dry_run, verify=verify)
-    except KeyboardInterrupt:  # the new generation is already removed; say what the user still has
-        output.err().print("interrupted: the index was not changed; the previous index is still in use" if had_index
-                           else "interrupted: no index was written")
-        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    except KeyboardInterrupt as exc:  # the new generation is already removed; say what the user still has
+        from qwenmem.cli import signals
+
+        raise typer.Exit(signals.report(exc, "the index was not changed; the previous index is still in use"
+                                        if had_index else "no index was written")) from None
     data = document_of(result, OMITTED_FIELDS)
     # Chunks left without vectors (the embedder failed) is a partial success: full text is indexed, the next run
     # embeds them. Status problems, exit 1, and under --quiet still the one line that says why.
