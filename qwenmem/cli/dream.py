@@ -142,7 +142,9 @@ def _log(path: Path | None, lines: list[str]) -> None:
     from qwenmem.core.fsio import append_durably
 
     stamp = datetime.now().astimezone().isoformat(timespec="seconds")
-    text = "".join(f"{stamp} {line}\n" for line in lines)
+    from qwenmem.core.redact import redact
+
+    text = redact("".join(f"{stamp} {line}\n" for line in lines))  # an endpoint's error may echo the key
     try:
         append_durably(path.expanduser(), text.encode("utf-8", "replace"))
     except (OSError, WorkspaceError) as exc:  # the dream itself succeeded: a bad --log-file only warns

@@ -120,6 +120,12 @@ def runs(fn: F) -> F:
             if st.debug:
                 raise
             result = CommandResult.failure(exc)
+        except OSError as exc:  # a full disk, an unreadable directory: one line and a documented code, not a bug
+            if st.debug:
+                raise
+            from qwenmem.core.fsio import as_domain_error
+
+            result = CommandResult.failure(as_domain_error(exc))
         except Exception as exc:  # noqa: BLE001 - one line (and one envelope), not a traceback; EOFError too,
             if st.debug:  # which click would turn into Abort ("interrupted"): qwenmem never prompts
                 raise
@@ -210,9 +216,10 @@ def execute(root: Any, argv: list[str]) -> int:
         json_wanted = ctx is not None and state(ctx).json
         _error_envelope(json_wanted, ctx.command_path.partition(" ")[2] if ctx is not None else None, "usage",
                         exc.format_message())
-    except (typer.Abort, KeyboardInterrupt):
-        output.err().print("interrupted")
-        code = ExitCode.INTERRUPTED
+    except (typer.Abort, KeyboardInterrupt) as exc:
+        from qwenmem.cli import signals
+
+        code = signals.report(exc)  # one line; 130, or 143 for SIGTERM
     except QwenmemError as exc:  # raised outside a command body (the root callback)
         if debug:
             raise
