@@ -179,16 +179,16 @@ def compact(
             raise WorkspaceError(f"{refs[0].rel}: {problem}")
     if opts.llm is None and summarizer == "auto" and not quiet and not prune_only:
         output.note("no LLM configured: using the offline extractive summarizer (--summarizer extractive)")
-    reports, _ = compact_sessions(ws, refs, settings, opts)
-    failed = [r for r in reports if r.status == "failed"]
-    skipped = [r for r in reports if r.status == "skipped"]  # damaged sessions: repair first; a partial run
-    warnings = [f"{r.key}: {w}" for r in reports for w in r.warnings]
-    warnings += [f"{r.key}: skipped, {r.error}" for r in reports if r.status == "skipped"]
+    results, _ = compact_sessions(ws, refs, settings, opts)
+    failed = [r for r in results if r.status == "failed"]
+    skipped = [r for r in results if r.status == "skipped"]  # damaged sessions: repair first; a partial run
+    warnings = [f"{r.key}: {w}" for r in results for w in r.warnings]
+    warnings += [f"{r.key}: skipped, {r.error}" for r in results if r.status == "skipped"]
     failures = [ErrorItem(r.error_kind, f"{r.key}: {r.error}") for r in failed]
-    code = exit_code_for_compaction_failures([r.error_kind for r in failed], len(reports)) if failed else None
-    return CommandResult(CompactResult(str(ws.path), dry_run, reports), status_for(bool(failed or skipped)),
+    code = exit_code_for_compaction_failures([r.error_kind for r in failed], len(results)) if failed else None
+    return CommandResult(CompactResult(str(ws.path), dry_run, results), status_for(bool(failed or skipped)),
                          warnings=warnings, errors=failures, exit_code=code, quiet=False,
-                         render=None if quiet else lambda: _render_results(reports, dry_run))
+                         render=None if quiet else lambda: _render_results(results, dry_run))
 
 
 CHECK_COLUMNS = (Column("session", Kind.KEY), Column("msgs", Kind.NUMBER, "right"),
