@@ -34,7 +34,8 @@ def dialog_date(msg: Any, today: date | None = None) -> str:
 
 def line_key(msg: Any, line: str) -> str:
     if isinstance(msg, dict) and isinstance(msg.get("id"), str) and msg["id"]:
-        blocks = msg.get("content") if isinstance(msg.get("content"), list) else []
+        content = msg.get("content")
+        blocks = content if isinstance(content, list) else []
         ids = ",".join(str(b.get("id")) for b in blocks if isinstance(b, dict))
         return f"id:{msg['id']}|{msg.get('role')}|{ids}"
     return f"line:{line}"

@@ -39,7 +39,8 @@ def unusable_2x(loaded: Any) -> str:
         return "damaged (" + "; ".join(loaded.problems[:2]) + "); run `qwenmem sessions repair` first"
     if any("lone surrogate" in p for p in loaded.problems):
         return "holds lone surrogate characters; run `qwenmem sessions repair` first"
-    state = gen2.agent_of(loaded.gen2_doc)["state"]
+    agent = gen2.agent_of(loaded.gen2_doc)
+    state = agent["state"] if agent else None
     if not isinstance(state, dict) or not isinstance(state.get("context", []), list):
         return "agent.state.context is not a list; run `qwenmem sessions repair` first"
     return ""
@@ -70,8 +71,8 @@ async def compact_gen2_async(ws: Workspace, ref: Any, settings: Any, gen2_settin
         return report
     check = check_gen2(ws, ref, loaded, settings, gen2_settings, opts2)
     report.check = check  # type: ignore[assignment]
-    doc = copy.deepcopy(loaded.gen2_doc)
-    state = gen2.agent_of(doc)["state"]
+    doc: dict = copy.deepcopy(loaded.gen2_doc or {})
+    state = gen2.agent_of(doc)["state"]  # type: ignore[index]  # unusable_2x checked it
     context = list(state.get("context") or [])
     summary = state.get("summary") or ""
     report.context_tokens_before = report.context_tokens_after = check.terms.total
@@ -131,6 +132,7 @@ async def compact_gen2_async(ws: Workspace, ref: Any, settings: Any, gen2_settin
         report.status = "dry-run"
         return report
     data = encode_document(doc)  # before any write: an unencodable document stops us while nothing changed
+    assert loaded.snapshot is not None  # a loaded, usable file always has one
     ensure_unchanged(loaded.snapshot)
     write_dialog(dplan)
     try:
