@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from conftest import invoke
-from qwenpaw2_support import GEN2_WS, builder, copy_corpus, needs_gen2_corpus
+from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
 
 
 def _block(text: str, i: int) -> dict:

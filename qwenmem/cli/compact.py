@@ -166,7 +166,11 @@ def compact(
 
         opts.llm = resolve_llm_config(ws, settings, llm_base_url, llm_model, llm_api_key, llm_timeout,
                                       retries=llm_retries)
-    if len(refs) == 1:
+    from qwenmem.core.compaction2.check import Check2Options, is_gen2_file
+
+    opts.gen2_check = Check2Options(max_input_length, threshold_ratio, reserve_ratio, system_tokens, tools_tokens,
+                                    force)
+    if len(refs) == 1 and not is_gen2_file(refs[0].path):  # a 2.x file is checked by its own compaction
         from qwenmem.core.sessions import load_session
         from qwenmem.core.compaction.check import unusable_reason
 
@@ -175,16 +179,16 @@ def compact(
             raise WorkspaceError(f"{refs[0].rel}: {problem}")
     if opts.llm is None and summarizer == "auto" and not quiet and not prune_only:
         output.note("no LLM configured: using the offline extractive summarizer (--summarizer extractive)")
-    reports, _ = compact_sessions(ws, refs, settings, opts)
-    failed = [r for r in reports if r.status == "failed"]
-    skipped = [r for r in reports if r.status == "skipped"]  # damaged sessions: repair first; a partial run
-    warnings = [f"{r.key}: {w}" for r in reports for w in r.warnings]
-    warnings += [f"{r.key}: skipped, {r.error}" for r in reports if r.status == "skipped"]
+    results, _ = compact_sessions(ws, refs, settings, opts)
+    failed = [r for r in results if r.status == "failed"]
+    skipped = [r for r in results if r.status == "skipped"]  # damaged sessions: repair first; a partial run
+    warnings = [f"{r.key}: {w}" for r in results for w in r.warnings]
+    warnings += [f"{r.key}: skipped, {r.error}" for r in results if r.status == "skipped"]
     failures = [ErrorItem(r.error_kind, f"{r.key}: {r.error}") for r in failed]
-    code = exit_code_for_compaction_failures([r.error_kind for r in failed], len(reports)) if failed else None
-    return CommandResult(CompactResult(str(ws.path), dry_run, reports), status_for(bool(failed or skipped)),
+    code = exit_code_for_compaction_failures([r.error_kind for r in failed], len(results)) if failed else None
+    return CommandResult(CompactResult(str(ws.path), dry_run, results), status_for(bool(failed or skipped)),
                          warnings=warnings, errors=failures, exit_code=code, quiet=False,
-                         render=None if quiet else lambda: _render_results(reports, dry_run))
+                         render=None if quiet else lambda: _render_results(results, dry_run))
 
 
 CHECK_COLUMNS = (Column("session", Kind.KEY), Column("msgs", Kind.NUMBER, "right"),

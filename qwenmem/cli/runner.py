@@ -21,12 +21,9 @@ from qwenmem.cli.errors import ExitCode, classify
 from qwenmem.cli.result import CommandResult, ErrorItem, Status
 from qwenmem.core.errors import QwenmemError
 
-try:  # typer >= 0.29 vendors click; older typer uses the click package
-    from typer._click.exceptions import ClickException
-    from typer._click.globals import get_current_context
-except ImportError:  # pragma: no cover
-    from click import get_current_context  # type: ignore[no-redef]
-    from click.exceptions import ClickException  # type: ignore[no-redef,assignment]
+# typer 0.29 (pinned in pyproject.toml) vendors click as typer._click
+from typer._click.exceptions import ClickException
+from typer._click.globals import get_current_context
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -13,7 +13,6 @@ import fcntl
 import hashlib
 import itertools
 import os
-import secrets
 import shutil
 import stat
 from dataclasses import dataclass

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qwenmem.core.compaction2 import native, scroll
-from qwenmem.core.compaction2.prompt import (NOT_STORED_NOTICE, FixedPart, system_prompt_estimate, tools_estimate)
+from qwenmem.core.compaction2.prompt import (NOT_STORED_NOTICE, system_prompt_estimate, tools_estimate)
 from qwenmem.core.compaction2.tokens import ZERO, message_size, summary_size, tokens_of
 from qwenmem.core.errors import UsageError, WorkspaceError
 from qwenmem.core.session_model import gen2

@@ -4,7 +4,8 @@ the entries they contradict, and nothing that MEMORY.md already says.
 Which log entries are facts: the top-level list items under a heading (level 2 or deeper) that names facts,
 decisions, preferences, lessons or reflections, in English, Chinese or Spanish (`promote="facts"`, the default), or
 every top-level list item (`promote="all"`). A whole daily log is mostly routine work notes, which QwenPaw's own
-protocol says not to keep, so the default is the narrow one.
+protocol says not to keep, so the default is the narrow one. In either mode, qwenmem's own compaction notes,
+questions, greetings and lines of conversation are never promoted (facts.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 
 from qwenmem.core.dream.changelog import ADDED, MERGED, REPLACED, Change
+from qwenmem.core.dream.evidence import keys_agree, restates
+from qwenmem.core.dream.facts import not_a_fact, qwenmem_note_lines
 from qwenmem.core.dream.markdown import MemoryDoc, reindent_item
 from qwenmem.core.dream.secrets import secrets_in
 from qwenmem.core.reme_notes import cited_source, without_citations
@@ -35,6 +38,7 @@ class Candidate:
     key: str
     source_line: int  # 1-based line in the daily log
     heading: str | None
+    rejected: str | None = None  # why it is not a fact to promote (a question, qwenmem's own note, …)
 
 
 @dataclass
@@ -48,9 +52,12 @@ def log_candidates(log: MemoryDoc, mode: str = "facts") -> list[Candidate]:
     if mode == "none":
         return []
     out = []
+    own_notes = qwenmem_note_lines(log)
     for i, item in enumerate(log.items):
         if item.parent is not None:
             continue
+        if item.start in own_notes:
+            continue  # qwenmem compact's note on a compacted conversation: not the user's facts
         path = [h for h in log.heading_path(item.section) if h.level >= 2]
         if mode == "facts" and not any(FACT_HEADINGS.search(h.title) for h in path):
             continue
@@ -59,7 +66,7 @@ def log_candidates(log: MemoryDoc, mode: str = "facts") -> list[Candidate]:
         if not key:
             continue
         lines = reindent_item(log.item_lines(i), "", "-", "\n")
-        out.append(Candidate(lines, text, key, item.start + 1, path[-1].title if path else None))
+        out.append(Candidate(lines, text, key, item.start + 1, path[-1].title if path else None, not_a_fact(text)))
     return out
 
 
@@ -84,6 +91,9 @@ def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candi
     sims = _similarities(embedder, candidates, [target_text[i] for i in targets])
     seen: set[str] = set()
     for c_pos, cand in enumerate(candidates):
+        if cand.rejected:
+            plan.skipped.append((cand, cand.rejected))
+            continue
         if cand.key in seen:
             plan.skipped.append((cand, "repeated in the daily log"))
             continue
@@ -115,9 +125,9 @@ def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candi
             semantic = float(sims[c_pos][t_pos]) if sims is not None else 0.0
             similar = (lexical >= 0.55 and containment(target_grams[t], cand_grams) >= 0.7) or semantic >= threshold
             if similar and old_nums and old_nums != new_nums and max(lexical, semantic) > score \
-                    and same_subject(target_text[t], cand.text):
+                    and same_subject(target_text[t], cand.text) and keys_agree(target_text[t], cand.text):
                 best, why, score = t, REPLACED, max(lexical, semantic)
-            elif semantic >= threshold and old_nums == new_nums and why is None:
+            elif semantic >= threshold and why is None and restates(cand.text, target_text[t]):
                 best, why, score = t, "present", semantic
         log_ref = source_of(cand, date)
         if why == "present":

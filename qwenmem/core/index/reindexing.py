@@ -12,7 +12,7 @@ from qwenmem.core.fsio import as_domain_error, exclusive_lock
 from qwenmem.core.index import fulltext, store
 from qwenmem.core.index.chunking import Chunk, ChunkSpec, chunk_text
 from qwenmem.core.index.embedders import EmbedderChoice, load_embedder
-from qwenmem.core.index.sources import SkippedSource, SourceFile, discover, parse_sources, read_source
+from qwenmem.core.index.sources import SkippedSource, discover, parse_sources, read_source
 
 Progress = Callable[[str, int, int], None]
 
