@@ -5,7 +5,7 @@ Writes the "compaction-2x" section of bench/RESULTS.md. Run from the repository 
 `--make-venv` first creates the AgentScope venv (python -m venv + pip install agentscope==2.0.10) at the path given
 by --agentscope-python's parent's parent. Offline: the extractive summarizer. Per session and context size C:
   * native: tokens before, the real `compact` (tier 2: split, summary, dialog/), tokens after, and checks (file
-    loads, every compressed message in dialog/, a rerun changes nothing, AgentScope's AgentState/Msg validation);
+    loads and every compressed message is in dialog/ (compact verifies both), a rerun changes nothing, AgentScope's AgentState/Msg validation);
   * scroll: the decision only (qwenmem does not evict yet): tokens before and what would stay live.
 Tier 1 (2.x tool-result pruning) is not implemented for 2.x, so it has no column.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,6 @@ from _results import update_section  # noqa: E402
 
 from qwenmem.core.compaction.run import CompactOptions, compact_sessions  # noqa: E402
 from qwenmem.core.compaction2.check import Check2Options, check_ref  # noqa: E402
-from qwenmem.core.compaction2.dialog import missing_from_dialog  # noqa: E402
 from qwenmem.core.sessions import iter_session_refs  # noqa: E402
 from qwenmem.core.settings import load_settings  # noqa: E402
 from qwenmem.core.settings2 import load_gen2_settings  # noqa: E402
