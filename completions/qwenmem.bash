@@ -10,7 +10,7 @@ _qwenmem_subs() {
 _qwenmem_opts() {
     case "$1" in
         "") echo "--agent --color --debug --no-pager --version --workspace -w" ;;
-        "compact") echo "--agent --all --check --dry-run --force --format --instruction --json --llm-api-key --llm-base-url --llm-model --llm-retries --llm-timeout --longterm --max-input-length --no-longterm --no-prune --old-max-bytes --prune --prune-only --quiet --recent-max-bytes --recent-n --reserve-ratio --summarizer --threshold-ratio --tokenizer --workspace -n -q -w" ;;
+        "compact") echo "--agent --all --check --dry-run --force --format --instruction --json --llm-api-key --llm-base-url --llm-model --llm-retries --llm-timeout --longterm --max-input-length --no-longterm --no-prune --old-max-bytes --prune --prune-only --quiet --recent-max-bytes --recent-n --reserve-ratio --summarizer --system-tokens --threshold-ratio --tokenizer --tools-tokens --workspace -n -q -w" ;;
         "completions") echo "" ;;
         "demo") echo "--into --keep --no-keep" ;;
         "doctor") echo "--agent --json --workspace -w" ;;
@@ -54,8 +54,10 @@ _qwenmem_values() {
         "compact|--recent-n") echo "@free" ;;
         "compact|--reserve-ratio") echo "@free" ;;
         "compact|--summarizer") echo "auto llm extractive" ;;
+        "compact|--system-tokens") echo "@free" ;;
         "compact|--threshold-ratio") echo "@free" ;;
         "compact|--tokenizer") echo "estimate o200k cl100k" ;;
+        "compact|--tools-tokens") echo "@free" ;;
         "compact|--workspace") echo "@dirs" ;;
         "compact|-w") echo "@dirs" ;;
         "demo|--into") echo "@dirs" ;;

@@ -31,8 +31,10 @@ function __qwenmem_takes_value
         case "compact|--recent-n"
         case "compact|--reserve-ratio"
         case "compact|--summarizer"
+        case "compact|--system-tokens"
         case "compact|--threshold-ratio"
         case "compact|--tokenizer"
+        case "compact|--tools-tokens"
         case "compact|--workspace"
         case "compact|-w"
         case "demo|--into"
@@ -256,8 +258,10 @@ complete -c qwenmem -n '__qwenmem_path_is "compact"' -l recent-max-bytes -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l recent-n -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l reserve-ratio -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l summarizer -x -a 'auto llm extractive'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l system-tokens -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l threshold-ratio -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l tokenizer -x -a 'estimate o200k cl100k'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l tools-tokens -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l workspace -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -s w -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_wants_arg "compact"' -a '(__qwenmem_dynamic sessions)'

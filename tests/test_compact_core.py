@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from compact_fixtures import call, result, say, session_doc, user
+from compact_fixtures import say, session_doc, user
 from conftest import CORPUS_REAL, invoke, needs_shared
 from qwenmem.core.compaction import dialog as dialog_mod
 from qwenmem.core.compaction.formatting import chunk_messages, format_message

@@ -11,7 +11,6 @@ import pytest
 
 from compact_fixtures import say, session_doc, user
 from conftest import FIXTURE_ROOT, invoke
-from dream_fixtures import tree
 
 
 @pytest.fixture

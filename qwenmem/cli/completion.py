@@ -100,7 +100,7 @@ def generate(shell: str, root: Any) -> str:
 
 
 def _kind_word(kind: object) -> str:
-    return " ".join(kind) if isinstance(kind, list) else kind  # type: ignore[arg-type]
+    return " ".join(kind) if isinstance(kind, list) else str(kind)
 
 
 def _options(node: Command) -> list[str]:

@@ -35,7 +35,7 @@ def doctor(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceO
 _LEVEL_STYLE = {"attention": "bold red", "note": "yellow"}
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
