@@ -118,8 +118,8 @@ def _decode(data: bytes, path: Path) -> tuple[str, str]:
 
 
 def memory_target(ws: Workspace) -> Path:
-    """The file to read and replace. A symlinked MEMORY.md (e.g. kept in a notes repo) stays a symlink: its
-    target is what gets replaced."""
+    """The file to read and replace. A symlinked MEMORY.md stays a symlink and its target is what gets replaced,
+    when that target is inside the workspace; a link out of it is refused (UnsafeLinkError)."""
     path = ws.memory_md
     if path.is_symlink():
         target = confine.check(path)  # UnsafeLinkError for a link out of the workspace (MEMORY.md -> ~/.bashrc)
