@@ -166,11 +166,15 @@ def test_removed_message_ids_leave_the_scroll_bookkeeping(tmp_path):
 
 def test_gen1_file_in_a_2x_workspace_is_reported_and_left_alone(tmp_path):
     ws = _workspace(tmp_path)
-    path = builder.gen1_session(ws, "sessions/discord/old.json", ["2026-11-01 10:00:00.000", "2026-11-01 10:01:00.000"])
+    path = builder.gen1_session(ws, "discord/old.json", ["2026-11-01 10:00:00.000", "2026-11-01 10:01:00.000"])
+    doc = json.loads(path.read_bytes())
+    doc["agent"]["memory"]["content"][0][1] = ["compressed"]
+    path.write_text(builder.dumps(doc))
     before = path.read_bytes()
     run = _repair(ws, "--all")
     f = run.json()["result"]["files"][0]
-    assert "gen1_in_gen2_workspace" in f["classes"] and "QwenPaw 2.x converts it" in " ".join(f["notes"])
+    assert f["classes"] == ["gen1_in_gen2_workspace"] and f["status"] == "warning"
+    assert "1 message(s) marked compressed come back into the live context" in " ".join(f["notes"])
     assert path.read_bytes() == before and run.code == 0
 
 

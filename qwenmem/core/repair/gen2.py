@@ -174,7 +174,7 @@ def diagnose_gen2(d, text: str, split: Split, changed: bool):
         changed = True
     d.messages_removed = result.removed_messages
     d.messages_moved = result.emptied_messages
-    d.messages_intact = len(state["context"])
+    d.messages_intact = len(state.get("context", context))
     if not d.classes:
         d.classes.append(OK)
     d.check_bytes = validation_problems
