@@ -172,12 +172,16 @@ def test_a_very_long_query_embeds_only_its_beginning_and_says_so(sample_ws, monk
     query = "pgbouncer restart " + "lorem ipsum dolor sit amet " * 400  # ~10,800 characters
     assert invoke("reindex", "-w", str(sample_ws)).code == 0
     seen: list[int] = []
+
+    def spying(original):
+        def spy(self, text):
+            seen.append(len(text))
+            return original(self, text)
+        return spy
+
     for _, cls in inspect.getmembers(embedders, inspect.isclass):
         if "embed_query" in vars(cls):
-            def spy(self, text, _orig=vars(cls)["embed_query"]):
-                seen.append(len(text))
-                return _orig(self, text)
-            monkeypatch.setattr(cls, "embed_query", spy)
+            monkeypatch.setattr(cls, "embed_query", spying(vars(cls)["embed_query"]))
     run = invoke("search", query, "-w", str(sample_ws), "--json")
     assert run.code == 0, run.stderr
     assert any("first 1,000 are embedded" in w for w in run.json()["warnings"])
