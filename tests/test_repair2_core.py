@@ -219,3 +219,28 @@ def test_check_never_writes_under_damage(tmp_path):
     run = _repair(ws, "--check")
     assert run.code == 1 and path.read_bytes() == before
     assert not (ws / ".qwenmem" / "quarantine").exists()
+
+
+def test_a_bare_state_or_message_list_is_rebuilt_into_a_session():
+    doc = _healthy(3)
+    state = doc["agent"]["state"]
+    for value in (state, {"state": state, "mode_state": {}}, state["context"]):
+        d = diagnose(json.dumps(value, ensure_ascii=False).encode())
+        assert "not_a_session" in d.classes and d.generation == "2.x", value
+        rebuilt = json.loads(d.new_bytes)["agent"]["state"]["context"]
+        assert [m["id"] for m in rebuilt] == [m["id"] for m in state["context"]]
+        assert validation_problems(d.new_bytes) == []
+    synced = diagnose(b'{"version": 1, "files": {"console/a.json": {"mtime": 1}}}')
+    assert synced.generation == "1.x" and synced.new_bytes is None
+
+
+def test_restore_puts_a_repaired_2x_file_back(tmp_path):
+    ws = _workspace(tmp_path)
+    doc, _ = _misplaced_result(_healthy())
+    path = _session(ws, "console/a.json", doc)
+    original = path.read_bytes()
+    run = _repair(ws, "--all").json()["result"]
+    assert path.read_bytes() != original
+    back = invoke("-w", str(ws), "sessions", "restore", run["run"])
+    assert back.code == 0, back.err
+    assert path.read_bytes() == original

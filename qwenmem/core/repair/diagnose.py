@@ -109,7 +109,7 @@ def _diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
         d.notes.append(f"the file is empty ({kind}): nothing in it can be recovered")
         return d
     split = split_documents(text)
-    if any(gen2.is_gen2_span(s) for s in split.docs):
+    if any(gen2.is_gen2_candidate(s) for s in split.docs):
         return gen2.diagnose_gen2(d, text, split, changed)
     candidates: list[Salvaged] = [salvage_document(span) for span in split.docs]
     sessions = [c for c in candidates if c.doc is not None]
