@@ -251,8 +251,11 @@ def _fix_state_fields(state: dict, d) -> None:
             continue
         done.add(key)
         d.removed.append(_removal(-1, f"state.{key} reset to AgentScope's default ({v.detail})", {key: state[key]}))
-        if key == "session_id" and isinstance(state[key], (int, float)):
-            state[key] = str(state[key])
+        if key == "session_id":
+            if isinstance(state[key], (int, float)) and not isinstance(state[key], bool):
+                state[key] = str(state[key])
+            else:
+                del state[key]  # AgentScope generates one; QwenPaw keys the chat by the file name and chats.json
         elif key == "summary":
             state[key] = ""
         else:
