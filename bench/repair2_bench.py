@@ -317,12 +317,13 @@ def mixed(rng, name, doc):
     current = doc
     rec, moved = set(ids(doc)), set()
     for fn in rng.sample([f for f in RULES if f is not non_dict_message], rng.randint(2, 3)):
+        before = set(ids(current))
         c = fn(rng, name, current)
         if c is None:
             continue
         current = json.loads(c.data)
         if c.cls == "system_data":  # a new message with content; user_tool_result's wrapper is not one
-            rec |= c.recoverable
+            rec |= c.recoverable - before
         moved |= c.moved
         case = c
     if case is None:
