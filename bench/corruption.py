@@ -71,10 +71,10 @@ def tool_pairs_consistent(items: list) -> bool:
     return uses == results
 
 
-def sources() -> list[tuple[str, bytes, dict]]:
-    """(name, bytes, doc) of every real session file that loads as JSON."""
+def sources(paths: list[Path] | None = None) -> list[tuple[str, bytes, dict]]:
+    """(name, bytes, doc) of every real session file (or of `paths`) that loads as JSON."""
     out = []
-    for path in real_session_files():
+    for path in real_session_files() if paths is None else paths:
         data = path.read_bytes()
         try:
             doc = json.loads(data.decode("utf-8"))
@@ -106,10 +106,11 @@ def _plant(doc: dict, rng: random.Random, count: int, replacement: str) -> tuple
     return damaged, expected
 
 
-def generate(seed: int = 7, truncations: int = 16) -> list[Case]:
+def generate(seed: int = 7, truncations: int = 16, paths: list[Path] | None = None) -> list[Case]:
+    """Cases from the real corpus, or from `paths` (the tests pass their own fixture sessions)."""
     rng = random.Random(seed)
     cases: list[Case] = []
-    for name, data, doc in sources():
+    for name, data, doc in sources(paths):
         items = doc["agent"]["memory"]["content"]
         summary = doc["agent"]["memory"].get("_compressed_summary", "")
         spans = item_spans(data, doc)

@@ -1,3 +1,3 @@
-from qwenmem.cli.app import main
+from qwenmem.cli.entry import main  # first: Ctrl-C handled before the heavy imports
 
 main()

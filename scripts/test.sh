@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
-# Set up .venv and run the whole test suite (the command the README and CI use).
+# Set up .venv and run the test suite (the command the README and CI use). By default the fast set: tests marked
+# `slow` are left out; pass --run-slow for the full set (CI does). Other arguments go to pytest.
 source "$(dirname "$0")/_setup.sh"
 cd "$ROOT"
+# House rules first (config in pyproject.toml): lint with a complexity limit, then types. Skip with
+# QWENMEM_SKIP_LINT=1 (e.g. to run one test while a type error elsewhere is being fixed).
+if [ -z "${QWENMEM_SKIP_LINT:-}" ]; then
+    "$VENV/bin/python" -m ruff check --quiet qwenmem tests || { echo "ruff failed (see above)" >&2; exit 1; }
+    "$VENV/bin/python" -m mypy --no-error-summary --cache-dir "${TMPDIR:-/tmp}/qwenmem-mypy-cache" \
+        || { echo "mypy failed (see above)" >&2; exit 1; }
+fi
 set +e
 "$VENV/bin/python" -m pytest "$@"
 rc=$?

@@ -1,4 +1,11 @@
-"""Shared fixtures: real corpus files, a fresh copy of the sample workspace, a scripted OpenAI-compatible server."""
+"""Shared fixtures: the project's own fixture files, the team's corpus (optional), a fresh copy of the sample
+workspace, a scripted OpenAI-compatible server.
+
+Fixtures: tests/fixtures/ is written by scripts/make_fixtures.py (checked in). Tests that read the team's corpus at
+../shared carry `@needs_shared` (or use `corpus_params`): they skip with one reason when it is absent, and fail
+instead when QWENMEM_REQUIRE_SHARED=1 (.ci/run sets it). Tests marked `slow` run with --run-slow (or
+QWENMEM_RUN_SLOW=1, or any explicit -m expression).
+"""
 
 from __future__ import annotations
 
@@ -18,13 +25,70 @@ SHARED = Path(os.environ.get("QWENMEM_SHARED", REPO.parent / "shared"))
 CORPUS_REAL = SHARED / "corpus" / "real"
 BENCHMARKS = SHARED / "corpus" / "benchmarks"
 SAMPLE = REPO / "qwenmem" / "sample" / "workspace"
+FIXTURES = REPO / "tests" / "fixtures"
+FIXTURE_SESSIONS = FIXTURES / "sessions"
+FIXTURE_ROOT = FIXTURES / "root"  # a QwenPaw root with three agents (default, coder, writer)
+
+SHARED_PRESENT = CORPUS_REAL.is_dir()
+REQUIRE_SHARED = os.environ.get("QWENMEM_REQUIRE_SHARED") == "1"
+needs_shared = pytest.mark.needs_shared
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def real_session_files() -> list[Path]:
-    """Every real session file in the corpus (including the truncated backup)."""
-    return sorted(p for p in CORPUS_REAL.rglob("sessions/*") if p.is_file())
+    """Every real session file in the corpus (including the truncated backup); [] without the corpus."""
+    return sorted(p for p in CORPUS_REAL.rglob("sessions/*") if p.is_file()) if SHARED_PRESENT else []
+
+
+def fixture_session_files() -> list[Path]:
+    """Every session file in tests/fixtures/sessions (healthy and damaged)."""
+    return sorted(p for p in FIXTURE_SESSIONS.iterdir() if p.is_file())
+
+
+def corpus_params(values: list, ids=None, needs: Path = CORPUS_REAL) -> list:
+    """Parameters drawn from the corpus: without it, one placeholder that skips (or fails, when required) with the
+    reason; with it, the values themselves, so an empty list fails at collection (empty_parameter_set_mark)."""
+    mark = pytest.mark.needs_shared(needs)
+    if not Path(needs).exists():
+        return [pytest.param(None, marks=mark, id="no-shared-corpus")]
+    return [pytest.param(v, marks=mark, id=ids(v) if ids else None) for v in values]
+
+
+def shared_reason(path: Path = CORPUS_REAL) -> str:
+    return f"needs the team's corpus at {path} (absent on a fresh clone)"
+
+
+def require_shared(path: Path = CORPUS_REAL) -> None:
+    """Inside a test: skip when `path` (in ../shared) is absent, or fail when QWENMEM_REQUIRE_SHARED=1."""
+    if not Path(path).exists():
+        if REQUIRE_SHARED:
+            pytest.fail(f"QWENMEM_REQUIRE_SHARED=1 but the corpus is missing: {shared_reason(path)}", pytrace=False)
+        pytest.skip(shared_reason(path))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", default=False,
+                     help="also run tests marked slow (CI does; the default run leaves them out)")
+
+
+def pytest_collection_modifyitems(config, items):
+    run_slow = (config.getoption("--run-slow") or os.environ.get("QWENMEM_RUN_SLOW") == "1"
+                or bool(config.getoption("markexpr", "")))
+    if run_slow:
+        return
+    kept, slow = [], []
+    for item in items:
+        (slow if item.get_closest_marker("slow") else kept).append(item)
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = kept
+
+
+def pytest_runtest_setup(item):
+    marker = item.get_closest_marker("needs_shared")  # @needs_shared, or @pytest.mark.needs_shared(path)
+    if marker is not None:
+        require_shared(Path(marker.args[0]) if marker.args else CORPUS_REAL)
 
 
 @pytest.fixture(autouse=True)

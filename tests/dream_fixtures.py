@@ -1,4 +1,5 @@
-"""Helpers for the dream tests: real corpus MEMORY.md files in throwaway workspaces, and tree snapshots."""
+"""Helpers for the dream tests: the fixture MEMORY.md files (Chinese, English, mixed; tests/fixtures/memory/) in
+throwaway workspaces, and tree snapshots."""
 
 from __future__ import annotations
 
@@ -6,18 +7,19 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from conftest import CORPUS_REAL
+from conftest import FIXTURES
 
+MEMORY_SETS = FIXTURES / "memory"
 REAL_MEMORY = {
-    # corpus directory → the daily log that sits next to its MEMORY.md
-    "DrifterM__swqhyjs__fda458a": "2026-03-12",
-    "zzjmay123__aiWorkflow__fb53935": "2026-04-04",
-    "agentemateofg__digital-brain__4af1256": "2026-03-13",
+    # fixture set → the daily log that sits next to its MEMORY.md
+    "zh": "2026-02-19",  # Chinese, a footer, a log with no fact headings
+    "mixed": "2026-04-04",  # Chinese + English
+    "en": "2026-02-21",  # English, front matter, a table, a code block; the log ends with "### Key Decisions:"
 }
 
 
 def real_workspace(tmp_path: Path, name: str) -> Path:
-    src = CORPUS_REAL / name
+    src = MEMORY_SETS / name
     ws = tmp_path / name
     (ws / "memory").mkdir(parents=True)
     shutil.copy2(src / "MEMORY.md", ws / "MEMORY.md")

@@ -7,7 +7,8 @@ Script entries (consumed in order for /v1/chat/completions; the last one repeats
   {"raw": b"not json"}               a malformed body
   {"empty": True}                    a reply with no choices
 Requests are recorded in `server.requests`. /v1/embeddings answers deterministic vectors. `port` lets a test bring
-a stopped server back at the same address.
+a stopped server back at the same address. With `server.reject_keys = True` every POST gets OpenAI's 401, whose
+message echoes the API key it was sent.
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ class _Handler(BaseHTTPRequestHandler):
         req = json.loads(self.rfile.read(length) or b"{}")
         server: ScriptedLLMServer = self.server.owner  # type: ignore[attr-defined]
         server.requests.append({"path": self.path, "body": req})
+        if server.reject_keys:  # as OpenAI does: a 401 whose message echoes the key it was sent
+            key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            return self._send(json.dumps({"error": {"message": f"Incorrect API key provided: {key}. You can find "
+                                                    "your API key at https://example.invalid/keys.",
+                                                    "type": "invalid_request_error", "code": "invalid_api_key"}}
+                                         ).encode(), 401)
         if self.path.endswith("/embeddings"):
             inputs = req["input"] if isinstance(req["input"], list) else [req["input"]]
             data = [{"object": "embedding", "index": i, "embedding": server.embed(t)} for i, t in enumerate(inputs)]
@@ -71,6 +78,7 @@ class ScriptedLLMServer:
     def __init__(self, script: list[dict] | None = None, dim: int = 16, port: int = 0):
         self.script = list(script or [{"content": "## Goal\n- ok"}])
         self.requests: list[dict] = []
+        self.reject_keys = False
         self.dim = dim
         self._lock = threading.Lock()
         ThreadingHTTPServer.request_queue_size = 64

@@ -14,8 +14,8 @@ from conftest import SHARED
 
 GEN2_CORPUS = SHARED / "corpus" / "generated" / "qwenpaw-2.2.2"
 GEN2_WS = GEN2_CORPUS / "root" / "workspaces" / "default"
-needs_gen2_corpus = pytest.mark.skipif(not GEN2_WS.is_dir(),
-                                       reason=f"generated QwenPaw 2.2.2 corpus not found at {GEN2_CORPUS}")
+# skips without ../shared, fails under QWENMEM_REQUIRE_SHARED=1 (tests/conftest.py)
+needs_gen2_corpus = pytest.mark.needs_shared(GEN2_WS)
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "qwenpaw2"))
 
 import builder  # noqa: E402  (tests/fixtures/qwenpaw2/builder.py)

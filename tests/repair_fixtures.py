@@ -1,5 +1,6 @@
 """Helpers for the repair tests: QwenPaw's strict loader (re-implemented here, independent of qwenmem), a
-workspace builder from real files, and a whole-tree snapshot to prove that read-only modes write nothing."""
+workspace builder, the project's fixture sessions (tests/fixtures/, written by scripts/make_fixtures.py), and a
+whole-tree snapshot to prove that read-only modes write nothing."""
 
 from __future__ import annotations
 
@@ -9,20 +10,21 @@ import shutil
 import time
 from pathlib import Path
 
-from conftest import CORPUS_REAL
+from conftest import FIXTURE_SESSIONS, FIXTURES
 
 ROLES = ("user", "assistant", "system")
-
-
-def _corpus(pattern: str) -> Path:
-    """A real file, or a path that does not exist when ../shared is absent (importing this module must not fail)."""
-    return next(CORPUS_REAL.glob(pattern), CORPUS_REAL / pattern)
-
-
-TRUNCATED_BACKUP = _corpus("ziwei-control__*/sessions/main_main.json.backup_*")
-TELEGRAM = _corpus("ssaputralo__*/sessions/8301437789_telegram--8301437789.json")
-WIKI = _corpus("jownda__*/sessions/default_1775286565823.json")
-TINY = _corpus("White-147__*/workspaces/default/sessions/default_1775623352315.json")
+# cut off mid-write after 183 complete items (user 61 / assistant 91 / system 31), all marked "compressed"
+TRUNCATED_BACKUP = FIXTURE_SESSIONS / "main_main.json.backup_20260316_203609"
+# 22 messages, 8 tool calls and 7 results (one call in the middle never answered), one plain-string reply
+TELEGRAM = FIXTURE_SESSIONS / "7700112233_telegram--7700112233.json"
+# 47 messages, ~66 KB, thinking, 21 answered tool calls, a Chinese summary: the healthy "big" session
+WIKI = FIXTURE_SESSIONS / "default_1775000000047.json"
+# four messages, both replies with an empty block list
+TINY = FIXTURE_SESSIONS / "healthy_small.json"
+# healthy sessions of the older shapes: bare Msg items, "compressed" marks, plan mode with an unknown key
+OLDER_SHAPES = [FIXTURE_SESSIONS / n for n in ("legacy_bare_items.json", "legacy_compressed_marks.json",
+                                               "plan_mode.json")]
+DIALOG = FIXTURES / "dialog" / "2026-04-09.jsonl"  # 19 offloaded messages, one per line
 
 
 def qwenpaw_strict_load(data: bytes) -> list:

@@ -1,7 +1,6 @@
 """Bad input gets one clear line and the right exit code, never a traceback; nothing is modified."""
 
 import os
-import shutil
 
 import pytest
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from compact_fixtures import call, result, say, session_doc, user
-from conftest import CORPUS_REAL, invoke
+from compact_fixtures import say, session_doc, user
+from conftest import CORPUS_REAL, invoke, needs_shared
 from qwenmem.core.compaction import dialog as dialog_mod
 from qwenmem.core.compaction.formatting import chunk_messages, format_message
 from qwenmem.core.compaction.run import CompactOptions, compact_sessions
@@ -174,6 +174,7 @@ def _real(path: Path) -> list:
     return [it[0] for it in json.loads(path.read_text(encoding="utf-8"))["agent"]["memory"]["content"]]
 
 
+@needs_shared
 def test_real_before_state_is_below_qwenpaws_threshold_and_after_state_fits_the_reserve():
     before_doc = json.loads((CORPUS_REAL / "zzjmay123__aiWorkflow__c70a43d" / PAIR).read_text(encoding="utf-8"))
     before = _real(CORPUS_REAL / "zzjmay123__aiWorkflow__c70a43d" / PAIR)
@@ -187,6 +188,7 @@ def test_real_before_state_is_below_qwenpaws_threshold_and_after_state_fits_the_
     assert tool_ids_aligned(after) and sum(message_tokens(m, EST) for m in after) <= budget.reserve
 
 
+@needs_shared
 @pytest.mark.parametrize("source", ["zzjmay123__aiWorkflow__c70a43d", "jownda__llm-wiki-builder__276e7d8"])
 def test_real_sessions_compact_load_and_offload_everything(tmp_path, source):
     ws_dir = tmp_path / "ws"

@@ -74,6 +74,7 @@ def test_kill_at_each_step_leaves_old_or_new_and_the_backup(sample_ws, tmp_path,
     assert (sample_ws / "MEMORY.md").read_bytes() == new
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_kill_at_random_moments_while_writing_a_large_file(sample_ws, tmp_path):
     _big_memory(sample_ws)
     old = (sample_ws / "MEMORY.md").read_bytes()

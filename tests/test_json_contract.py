@@ -1,6 +1,107 @@
 """The --json documents are a public contract: their keys are pinned here. Changing them needs a version bump."""
 
+from dataclasses import fields
+
 from conftest import invoke
+from qwenmem.cli import compact, dream, info, reindex, repair, restore, search, sessions
+from qwenmem.core.compaction.check import CheckReport, CompactReport
+from qwenmem.core.dream.changelog import Change
+from qwenmem.core.dream.run import DreamResult
+from qwenmem.core.dream.run import RestoreResult as DreamRestoreResult
+from qwenmem.core.index.reindexing import ReindexResult
+from qwenmem.core.listing import SessionRow
+from qwenmem.core.repair.quarantine import RunInfo
+from qwenmem.core.repair.restore import RestoredFile, RestoreResult
+from qwenmem.core.repair.run import FileReport
+
+NONE: frozenset[str] = frozenset()
+#: document or nested row -> (the type its keys come from, fields of that type the document leaves out)
+TYPES = {
+    "sessions list": (sessions.SessionsListResult, NONE),
+    "sessions list row": (SessionRow, NONE),
+    "sessions show": (sessions.SessionsShowResult, NONE),
+    "sessions show message": (sessions.ShownMessage, NONE),
+    "info": (info.InfoResult, NONE),
+    "sessions repair": (repair.RepairResult, NONE),
+    "sessions repair file": (FileReport, NONE),
+    "sessions restore runs": (restore.RestoreRunsResult, NONE),
+    "sessions restore run": (RunInfo, NONE),
+    "sessions restore": (RestoreResult, NONE),
+    "sessions restore file": (RestoredFile, NONE),
+    "compact check": (compact.CompactCheckResult, NONE),
+    "compact check session": (CheckReport, NONE),
+    "compact": (compact.CompactResult, NONE),
+    "compact session": (CompactReport, NONE),
+    "reindex": (ReindexResult, reindex.OMITTED_FIELDS),
+    "search": (search.SearchResult, NONE),
+    "search hit": (search.SearchHit, NONE),
+    "dream": (DreamResult, dream.OMITTED_FIELDS),
+    "dream change": (Change, NONE),
+    "dream restore": (DreamRestoreResult, NONE),
+    "dream list-backups": (dream.ListBackupsResult, NONE),
+    "dream list-backups backup": (dream.BackupRow, NONE),
+}
+
+#: The public contract, written out: a change to a result type fails here until the pin (and qwenmem_json) moves.
+PINS = {
+    "sessions list": {
+        "count", "generation", "history", "history_only", "sessions", "strategy", "tokenizer", "workspace"},
+    "sessions list row": {
+        "ambiguous", "at_risk", "backups", "channel", "first_timestamp", "generation", "has_summary", "health",
+        "history_rows", "identity", "in_context", "key", "last_timestamp", "messages", "modified", "path", "problems",
+        "session_id", "size", "stale_flat_copy", "summary_tokens", "tokens", "user_id"},
+    "sessions show": {
+        "channel", "generation", "health", "history", "key", "messages", "path", "problems", "salvaged", "scroll",
+        "session_id", "summary", "total_messages", "user_id"},
+    "sessions show message": {"index", "marks", "message", "normalized"},
+    "info": {
+        "agent", "derived", "files", "found_by", "generation", "notes", "qwenpaw2", "root", "settings", "workspace"},
+    "sessions repair": {"counts", "files", "mode", "quarantine", "run", "statuses", "workspace"},
+    "sessions repair file": {
+        "actions", "classes", "evidence", "key", "messages_added", "messages_found", "messages_intact",
+        "messages_lost", "messages_removed", "notes", "original_sha256", "path", "pending", "quarantined",
+        "replacements", "restored_from", "result_sha256", "status", "summary"},
+    "sessions restore runs": {"runs", "workspace"},
+    "sessions restore run": {"created", "files", "kind", "path", "run_id"},
+    "sessions restore": {"backup_run", "files", "from_run"},
+    "sessions restore file": {"kept_current", "path", "source", "status"},
+    "compact check": {"generation", "sessions", "workspace"},
+    "compact check session": {
+        "aligned", "budget", "fallback", "generation", "health", "keep_tokens", "kept_ids", "key",
+        "legacy_compressed", "message_count", "path", "problems", "prunable_outputs", "reason", "removed_ids", "room",
+        "tokenizer", "tokens", "tokens_after_prune", "would_compact"},
+    "compact": {"dry_run", "sessions", "workspace"},
+    "compact session": {
+        "backup", "check", "context_tokens_after", "context_tokens_before", "error", "error_kind", "kept_ids", "key",
+        "path", "removed_ids", "status", "tier1", "tier2", "tier3", "warnings"},
+    "reindex": {
+        "chunks_new", "chunks_total", "chunks_without_vectors", "dry_run", "embed_seconds", "embedder",
+        "embedding_error", "files_added", "files_changed", "files_removed", "files_skipped", "files_total", "full",
+        "generation", "pieces_embedded", "pieces_reused", "reason", "seconds", "sources", "up_to_date"},
+    "search": {"count", "embedder", "fusion", "hits", "mode", "query"},
+    "search hit": {
+        "end_line", "highlights", "kind", "path", "score", "snippet", "start_line", "text_score", "vector_score"},
+    "dream": {
+        "backup", "bytes_after", "bytes_before", "changelog", "changes", "daily_log", "date", "diff",
+        "embedding_model", "flagged", "index_refreshed", "llm_model", "memory", "mode", "pruned", "sha256_after",
+        "sha256_before", "skipped", "snapshot", "status"},
+    "dream change": {"action", "line", "new", "old", "reason", "section", "similarity"},
+    "dream restore": {
+        "backup", "changelog", "diff", "memory", "pruned", "restored_from", "sha256_after", "sha256_before", "status"},
+    "dream list-backups": {"backups", "recent"},
+    "dream list-backups backup": {"name", "path", "size"},
+}
+
+
+def keys(name: str) -> set[str]:
+    cls, omitted = TYPES[name]
+    return {f.name for f in fields(cls)} - omitted
+
+
+def test_every_result_type_matches_its_pin():
+    assert set(TYPES) == set(PINS)
+    for name in TYPES:
+        assert keys(name) == PINS[name], name
 
 ENVELOPE = {"qwenmem_json", "command", "status", "result", "warnings", "errors"}
 SESSION_ROW = {"key", "path", "channel", "user_id", "session_id", "identity", "ambiguous", "messages", "in_context",
@@ -22,7 +123,7 @@ QWENPAW2_INFO = {"strategy", "strategy_source", "scroll", "history_retention_day
 def test_sessions_list_contract(sample_ws):
     doc = invoke("-w", str(sample_ws), "sessions", "list", "--json").json()
     assert set(doc) == ENVELOPE
-    assert doc["qwenmem_json"] == 1 and doc["command"] == "sessions list" and doc["status"] == "ok"
+    assert doc["qwenmem_json"] == 2 and doc["command"] == "sessions list" and doc["status"] == "ok"
     assert set(doc["result"]) == {"workspace", "tokenizer", "count", "sessions", "generation", "strategy", "history",
                                   "history_only"}
     assert set(doc["result"]["generation"]) == {"generation", "files_1x", "files_2x", "markers"}
@@ -89,3 +190,72 @@ def test_json_after_double_dash_is_a_search_query_not_the_flag(sample_ws):
     assert run.code == 1 and "no results for '--json'" in run.stderr and not run.stdout.lstrip().startswith("{")
     doc = invoke("-w", str(sample_ws), "search", "--mode", "text", "--json", "--", "--json").json()
     assert doc["result"]["query"] == "--json"
+
+
+def _doc(ws, *args):
+    run = invoke("-w", str(ws), *args, "--json")
+    doc = run.json()
+    assert set(doc) == ENVELOPE and doc["qwenmem_json"] == 2, (args, run.stderr)
+    return doc
+
+
+def test_every_document_has_the_keys_of_its_type(sample_ws):
+    """Each --json document, run for real on the sample, against the keys its result type declares."""
+    ws = sample_ws
+    listing = _doc(ws, "sessions", "list")["result"]
+    assert set(listing) == keys("sessions list") and set(listing["sessions"][0]) == keys("sessions list row")
+    shown = _doc(ws, "sessions", "show", "console/default_1764235442381")["result"]
+    assert set(shown) == keys("sessions show") and set(shown["messages"][0]) == keys("sessions show message")
+    assert set(_doc(ws, "info")["result"]) == keys("info")
+    check = _doc(ws, "compact", "--check", "--all")
+    assert check["command"] == "compact check" and set(check["result"]) == keys("compact check")
+    assert set(check["result"]["sessions"][0]) == keys("compact check session")
+    dry = _doc(ws, "compact", "--all", "--dry-run", "--summarizer", "extractive")["result"]
+    assert set(dry) == keys("compact") and set(dry["sessions"][0]) == keys("compact session")
+    repaired = _doc(ws, "sessions", "repair", "--all")["result"]
+    assert set(repaired) == keys("sessions repair") and set(repaired["files"][0]) == keys("sessions repair file")
+    runs = _doc(ws, "sessions", "restore")
+    assert runs["command"] == "sessions restore" and set(runs["result"]) == keys("sessions restore runs")
+    assert set(runs["result"]["runs"][0]) == keys("sessions restore run")
+    restored = _doc(ws, "sessions", "restore", runs["result"]["runs"][0]["run_id"], "--dry-run")["result"]
+    assert set(restored) == keys("sessions restore") and set(restored["files"][0]) == keys("sessions restore file")
+    indexed = _doc(ws, "reindex", "--embedder", "none")
+    assert set(indexed["result"]) == keys("reindex") and "notices" not in indexed["result"]
+    found = _doc(ws, "search", "database", "--mode", "text")["result"]
+    assert set(found) == keys("search") and set(found["hits"][0]) == keys("search hit")
+    dreamt = _doc(ws, "dream", "--mode", "deterministic", "--date", "2026-11-28")
+    assert set(dreamt["result"]) == keys("dream") and "warnings" not in dreamt["result"]  # once, in the envelope
+    assert set(dreamt["result"]["changes"][0]) == keys("dream change")
+    backups = _doc(ws, "dream", "--list-backups")
+    assert backups["command"] == "dream list-backups" and set(backups["result"]) == keys("dream list-backups")
+    assert set(backups["result"]["backups"][0]) == keys("dream list-backups backup")
+    rolled = _doc(ws, "dream", "--restore", "--dry-run")
+    assert rolled["command"] == "dream restore" and set(rolled["result"]) == keys("dream restore")
+
+
+DOCTOR_RESULT = {"root", "agents", "elapsed_ms", "needs_attention"}
+DOCTOR_AGENT = {"agent", "workspace", "generation", "error", "sessions", "index", "dream", "storage", "schedule",
+                "history", "temporaries", "findings", "needs_attention"}
+DOCTOR_SESSIONS = {"total", "ok", "corrupt", "needs_flag", "unrecoverable", "warnings", "near_threshold",
+                   "compact_threshold"}
+DOCTOR_INDEX = {"state", "generation", "built_at", "embedder", "chunks", "files", "stale_files", "vectors_missing"}
+DOCTOR_DREAM = {"runs", "last_time", "last_kind", "last_mode", "last_changes", "last_backup"}
+DOCTOR_STORAGE = {"name", "files", "bytes", "oldest", "newest"}
+DOCTOR_SCHEDULE = {"dream_cron", "source", "qwenpaw_dreams"}
+DOCTOR_HISTORY = {"status", "path", "size", "rows", "sessions", "detail", "integrity", "fts", "findings"}
+DOCTOR_TEMPORARIES = {"status", "stale", "bytes"}
+DOCTOR_FINDING = {"level", "area", "message"}
+
+
+def test_doctor_contract(sample_ws):
+    assert invoke("-w", str(sample_ws), "sessions", "repair", "--all").code in (0, 1)  # quarantine something
+    doc = invoke("-w", str(sample_ws), "doctor", "--json").json()
+    assert set(doc) == ENVELOPE and doc["command"] == "doctor" and doc["status"] in ("ok", "problems")
+    assert set(doc["result"]) == DOCTOR_RESULT
+    agent = doc["result"]["agents"][0]
+    assert set(agent) == DOCTOR_AGENT
+    assert set(agent["sessions"]) == DOCTOR_SESSIONS and set(agent["index"]) == DOCTOR_INDEX
+    assert set(agent["dream"]) == DOCTOR_DREAM and set(agent["schedule"]) == DOCTOR_SCHEDULE
+    assert set(agent["history"]) == DOCTOR_HISTORY and set(agent["temporaries"]) == DOCTOR_TEMPORARIES
+    assert agent["storage"] and all(set(a) == DOCTOR_STORAGE for a in agent["storage"])
+    assert agent["findings"] and all(set(f) == DOCTOR_FINDING for f in agent["findings"])

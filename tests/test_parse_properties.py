@@ -4,10 +4,11 @@ import json
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import real_session_files
+from conftest import fixture_session_files, real_session_files
 from qwenmem.core.sessions import parse_session_bytes
 
-SMALL_REAL = [p.read_bytes() for p in real_session_files() if p.stat().st_size < 30_000]
+# the fixture sessions always; the team's corpus too when it is beside the repository
+SMALL_REAL = [p.read_bytes() for p in fixture_session_files() + real_session_files() if p.stat().st_size < 30_000]
 
 
 @settings(max_examples=300, deadline=None)

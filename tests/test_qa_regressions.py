@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import invoke
 from repair_fixtures import TINY, make_workspace
 
@@ -86,6 +88,7 @@ def test_dream_warns_when_config_names_an_unknown_timezone(tmp_path):
     assert any("Asia/Shangai" in w and "not a known timezone" in w for w in run.json()["warnings"])
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_demo_no_keep_removes_only_its_own_copy_never_the_into_directory(tmp_path):
     into = tmp_path / "my-notes"
     into.mkdir()
@@ -240,11 +243,12 @@ def test_a_reader_that_goes_away_early_is_not_an_error(tmp_path):
     import subprocess
     import sys
 
-    from conftest import CORPUS_REAL, REPO
+    from conftest import REPO
+    from repair_fixtures import WIKI
 
-    ws = next(CORPUS_REAL.glob("DrifterM__*"))
+    ws = make_workspace(tmp_path / "ws", {WIKI.name: WIKI.read_bytes()})
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    for args in (("sessions", "show", "default_1773379549580", "--full"), ("sessions", "list")):
+    for args in (("sessions", "show", WIKI.stem, "--full"), ("sessions", "list")):
         proc = subprocess.Popen([sys.executable, "-m", "qwenmem", "-w", str(ws), *args], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=env)
         proc.stdout.read(10)
@@ -335,9 +339,8 @@ def test_an_unwritable_log_file_only_warns_after_a_successful_dream(sample_ws, t
 
 
 def test_list_points_at_a_command_that_covers_a_damaged_backup_copy(tmp_path):
-    from conftest import CORPUS_REAL
+    from repair_fixtures import TRUNCATED_BACKUP as backup
 
-    backup = next(CORPUS_REAL.glob("ziwei-control__*/sessions/main_main.json.backup_*"))
     root = make_workspace(tmp_path / "ws", {backup.name: backup.read_bytes()})
     listing = invoke("-w", str(root), "sessions", "list")
     assert f"sessions repair {backup.name} --check" in listing.stderr
@@ -433,6 +436,7 @@ def test_files_rewritten_by_root_keep_the_owner_qwenpaw_runs_as(sample_ws):
         assert p.stat().st_uid == uid, p
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_demo_stays_offline_even_when_an_llm_is_configured(tmp_path, llm_server):
     from conftest import run_cli
 

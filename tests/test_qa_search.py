@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from conftest import invoke
 from search_fixtures import open_ws
 
@@ -47,6 +49,7 @@ def test_a_query_with_bytes_that_are_not_utf8_is_searched_not_an_internal_error(
         assert run.json()["result"]["query"] == "database pool\ufffd"
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_dialog_and_session_messages_with_lone_surrogates_are_indexed_for_every_embedder(sample_ws):
     # QwenPaw writes a cut emoji as the JSON escape \ud83d; json.loads turns it into a lone surrogate, which the
     # embedders cannot encode: the whole reindex failed with an internal error and nothing new was indexed.
@@ -116,6 +119,7 @@ DAMAGE = ("chunks.json truncated", "manifest.json truncated", "vectors.npy missi
           "owners.npy short", "full-text table of contents missing")
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_a_damaged_index_is_rebuilt_by_search_and_reindex_and_never_an_internal_error(sample_ws):
     ws, _ = open_ws(sample_ws)
     assert invoke("reindex", "-w", str(sample_ws)).code == 0
@@ -143,6 +147,7 @@ def test_a_damaged_index_is_rebuilt_by_search_and_reindex_and_never_an_internal_
         assert again.json()["result"]["reason"] == "no usable index", how
 
 
+@pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_dream_uses_the_model_the_index_was_built_with_and_none_for_an_index_without_vectors(sample_ws):
     dream = ("dream", "-w", str(sample_ws), "--mode", "deterministic", "--date", "2026-11-26", "--dry-run", "--json")
     assert invoke("reindex", "-w", str(sample_ws), "--model", "all-MiniLM-L6-v2").code == 0

@@ -184,3 +184,27 @@ def test_quarantined_sibling_is_named(tmp_path):
     assert any("quarantined history store" in w for w in run.json()["warnings"])
     info = invoke("-w", str(ws), "info")
     assert "quarantined store" in info.stdout
+
+
+def test_list_and_show_history_while_a_writer_holds_a_transaction(tmp_path):
+    from test_qwenpaw2_history import _hold
+
+    ws, a, _, _ = _mixed_ws(tmp_path)
+    proc = _hold(ws / "history.db", "WAL", "IMMEDIATE", 20, session_id="console:ann")
+    try:
+        listed = invoke("-w", str(ws), "sessions", "list", "--json").json()["result"]
+        rows = {r["key"]: r for r in listed["sessions"]}
+        assert listed["history"]["status"] == "ok"
+        assert rows["console/ann_console--ann"]["history_rows"] == a["rows"]  # the uncommitted row is not counted
+        shown = invoke("-w", str(ws), "sessions", "show", "console:ann", "--history", "--json")
+        assert shown.code == 0 and shown.json()["result"]["history"]["rows"] == a["rows"]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_history_on_a_workspace_without_history_db(sample_ws):
+    run = invoke("-w", str(sample_ws), "sessions", "show", "console/default_1764235442381", "--history")
+    assert run.code == 3 and "no history database" in run.stderr and "Traceback" not in run.stderr
+    listed = invoke("-w", str(sample_ws), "sessions", "list", "--json").json()["result"]
+    assert listed["generation"]["generation"] == "1.x" and all(r["at_risk"] == [] for r in listed["sessions"])

@@ -132,16 +132,17 @@ HOLDER = textwrap.dedent("""
     conn = sqlite3.connect(sys.argv[1], isolation_level=None)
     conn.execute("PRAGMA journal_mode=" + sys.argv[2])
     conn.execute("BEGIN " + sys.argv[3])
-    conn.execute("INSERT INTO conversation_history (session_id, kind) VALUES ('s', 'context_msg')")
+    sid = sys.argv[5] if len(sys.argv) > 5 else "s"
+    conn.execute("INSERT INTO conversation_history (session_id, kind) VALUES (?, 'context_msg')", (sid,))
     print("holding", flush=True)
     time.sleep(float(sys.argv[4]))
     conn.execute("ROLLBACK")
 """)
 
 
-def _hold(db, mode, lock, seconds):
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), mode, lock, str(seconds)], stdout=subprocess.PIPE,
-                            text=True)
+def _hold(db, mode, lock, seconds, session_id="s"):
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), mode, lock, str(seconds), session_id],
+                            stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "holding"
     return proc
 

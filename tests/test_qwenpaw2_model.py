@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from qwenpaw2_support import builder, corpus_session_files, needs_gen2_corpus
+from conftest import corpus_params
+from qwenpaw2_support import GEN2_WS, builder, corpus_session_files, needs_gen2_corpus
 from qwenmem.core.session_model import GEN1, GEN2, classify_document, encode_document, loads_document, read_document
 from qwenmem.core.session_model import gen1, gen2
 
@@ -22,8 +23,7 @@ def raw_transcript_count(doc: dict) -> int:
     return len(agent["memory"]["content"])
 
 
-@needs_gen2_corpus
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params(CORPUS, ids=lambda p: p.name, needs=GEN2_WS))
 def test_corpus_file_round_trips_byte_for_byte(path):
     raw = path.read_bytes()
     try:

@@ -47,7 +47,7 @@ def test_real_truncated_backup_yields_its_183_complete_messages():
     d = diagnose(TRUNCATED_BACKUP.read_bytes())
     assert d.classes == ["truncated"]
     msgs = d.session.messages()
-    assert len(msgs) == 183  # SOURCES.md: user 61 / assistant 91 / system 31, all marked "compressed"
+    assert len(msgs) == 183  # user 61 / assistant 91 / system 31, all marked "compressed"
     assert [sum(m["role"] == r for m in msgs) for r in ("user", "assistant", "system")] == [61, 91, 31]
     assert all(marks == ["compressed"] for _, marks in d.session.content)
 

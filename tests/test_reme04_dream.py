@@ -57,3 +57,21 @@ def test_a_fact_memory_already_states_is_not_promoted_again_with_a_citation(tmp_
     done = consolidate(memory, day_log(ws, "2026-12-01").text, "2026-12-01")
     assert not any((c.new or "").startswith("- Hotel in Alfama with a river view. (from") for c in done.changes)
     assert "memory/2026-12-01/lisbon-trip.md" in " ".join(done.skipped)  # skipped, and said where it came from
+
+
+def test_change_reasons_name_the_note(tmp_path):
+    ws = discover_workspace(copy_fixture(tmp_path), env={})
+    done = consolidate(ws.memory_md.read_text(), day_log(ws, "2026-12-01").text, "2026-12-01")
+    reasons = [c.reason for c in done.changes if c.action == "added"]
+    assert "new fact from memory/2026-12-01/lisbon-trip.md (Facts)" in reasons  # not "memory/2026-12-01.md line 19"
+
+
+def test_a_cited_question_is_still_a_question(tmp_path):
+    import pytest
+
+    pytest.importorskip("qwenmem.core.dream.facts", reason="needs dream's fact filter (the dream-safety landing)")
+    ws = discover_workspace(copy_fixture(tmp_path), env={})
+    note = ws.path / "memory" / "2026-12-01" / "lisbon-trip.md"
+    note.write_text(note.read_text() + "\n## Decisions\n- Should we book the hotel in Alfama now?\n")
+    done = consolidate(ws.memory_md.read_text(), day_log(ws, "2026-12-01").text, "2026-12-01")
+    assert not any("Should we book" in (c.new or "") for c in done.changes)  # the citation does not hide the "?"

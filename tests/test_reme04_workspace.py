@@ -9,7 +9,7 @@ import pytest
 
 from conftest import invoke
 from dream_fixtures import tree
-from qwenpaw2_support import copy_corpus, needs_gen2_corpus
+from qwenpaw2_support import copy_corpus
 from reme04_support import copy_fixture
 
 from qwenmem.core.reme_notes import parse_note

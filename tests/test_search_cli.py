@@ -6,7 +6,9 @@ import shutil
 import subprocess
 import sys
 
-from conftest import CORPUS_REAL, REPO, invoke, run_cli
+import pytest
+
+from conftest import FIXTURES, REPO, invoke, run_cli
 
 from qwenmem.core.fsio import exclusive_lock
 
@@ -118,13 +120,15 @@ def test_reindex_json_and_dry_run(sample_ws):
     assert r.json()["result"]["files_total"] == 4 and r.json()["result"]["generation"] == "gen-000001"
 
 
+@pytest.mark.slow
 def test_real_chinese_daily_logs(tmp_path):
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
-    sources = sorted(CORPUS_REAL.glob("*/memory/*.md"))
+    sources = sorted(FIXTURES.glob("memory/*/memory/*.md"))
+    assert len(sources) >= 3
     for i, f in enumerate(sources):
         shutil.copy(f, ws / "memory" / f"{f.stem}-{i}.md")
-    shutil.copy(CORPUS_REAL / "zzjmay123__aiWorkflow__fb53935" / "MEMORY.md", ws / "MEMORY.md")
+    shutil.copy(FIXTURES / "memory" / "mixed" / "MEMORY.md", ws / "MEMORY.md")
     assert invoke("reindex", "-w", str(ws), "--embedder", "local", "--model", "all-MiniLM-L6-v2").code == 0
     for term in ("定时任务", "飞书", "小红书"):
         hits = invoke("search", term, "-w", str(ws), "--json", "-n", "10").json()["result"]["hits"]

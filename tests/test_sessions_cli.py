@@ -89,7 +89,7 @@ def test_every_command_has_help_with_examples():
 
 def test_demo_runs_offline_on_a_copy(tmp_path):
     before = {p: p.read_bytes() for p in SAMPLE.rglob("*") if p.is_file()}
-    run = run_cli("demo", "--into", str(tmp_path), timeout=600)
+    run = run_cli("demo", "--keep", "--into", str(tmp_path), timeout=600)
     assert run.code == 0, run.stderr[-2000:]
     assert "sessions list" in run.stdout and "corrupt" in run.stdout
     assert {p: p.read_bytes() for p in SAMPLE.rglob("*") if p.is_file()} == before  # the bundled sample is untouched

@@ -5,11 +5,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS_REAL, invoke, real_session_files
+from conftest import CORPUS_REAL, corpus_params, invoke, needs_shared, real_session_files
 from qwenmem.core.sessions import dumps_session, parse_session_bytes
 
+pytestmark = needs_shared
 TRUNCATED = "main_main.json.backup_20260316_203609"
 REAL = real_session_files()
+REAL_JSON = [p for p in REAL if p.name.endswith(".json")]
+
+
+def _id(p: Path) -> str:
+    return p.parent.parent.name[:30] + "/" + p.name[:20]
 
 
 def independent_count(raw: bytes) -> int:
@@ -25,7 +31,7 @@ def test_corpus_is_present():
     assert len(REAL) >= 14, f"expected the real corpus under {CORPUS_REAL}"
 
 
-@pytest.mark.parametrize("path", [p for p in REAL if p.name.endswith(".json")], ids=lambda p: p.parent.parent.name[:30] + "/" + p.name[:20])
+@pytest.mark.parametrize("path", corpus_params(REAL_JSON, ids=_id))
 def test_real_session_parses_with_independent_message_count(path):
     raw = path.read_bytes()
     session, problems, corrupt = parse_session_bytes(raw)
@@ -33,7 +39,7 @@ def test_real_session_parses_with_independent_message_count(path):
     assert len(session.content) == independent_count(raw)
 
 
-@pytest.mark.parametrize("path", [p for p in REAL if p.name.endswith(".json")], ids=lambda p: p.parent.parent.name[:30] + "/" + p.name[:20])
+@pytest.mark.parametrize("path", corpus_params(REAL_JSON, ids=_id))
 def test_round_trip_is_byte_identical(path):
     raw = path.read_bytes()
     session, _, _ = parse_session_bytes(raw)
@@ -48,7 +54,7 @@ def test_truncated_backup_is_corrupt_but_salvages_183_messages():
     assert all(isinstance(item, list) and len(item) == 2 for item in session.content)
 
 
-@pytest.mark.parametrize("ws", sorted({session_workspace(p) for p in REAL}), ids=lambda p: p.parent.name[:40])
+@pytest.mark.parametrize("ws", corpus_params(sorted({session_workspace(p) for p in REAL}), ids=lambda p: p.parent.name[:40]))
 def test_sessions_list_json_matches_raw_counts(ws):
     run = invoke("-w", str(ws), "sessions", "list", "--json")
     assert run.code == 0, run.stderr
@@ -59,7 +65,7 @@ def test_sessions_list_json_matches_raw_counts(ws):
         assert row["health"] in ("ok", "warnings")
 
 
-@pytest.mark.parametrize("path", [p for p in REAL if p.name.endswith(".json")], ids=lambda p: p.parent.parent.name[:30] + "/" + p.name[:20])
+@pytest.mark.parametrize("path", corpus_params(REAL_JSON, ids=_id))
 def test_show_every_real_session(path):
     ws = session_workspace(path)
     run = invoke("-w", str(ws), "sessions", "show", f"sessions/{path.name}")

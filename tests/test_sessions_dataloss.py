@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS_REAL, invoke
+from conftest import CORPUS_REAL, invoke, require_shared
 from repair_fixtures import make_workspace, qwenpaw_strict_load
 
 
 def corpus_file(pattern: str) -> Path:
+    require_shared()
     found = sorted(CORPUS_REAL.glob(pattern))
-    if not found:
-        pytest.skip(f"needs the shared corpus ({CORPUS_REAL} is absent)")
+    assert found, f"{pattern} is not in the corpus at {CORPUS_REAL}"
     return found[0]
 
 

@@ -6,8 +6,8 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from qwenmem.cli import (compact, completion, demo, dream, fleet, history, info, reindex, repair, restore, runner,
-                             search, sessions, snapshot)
+    from qwenmem.cli import (compact, completion, demo, doctor, dream, fleet, history, info, reindex, repair, restore,
+                             runner, search, sessions, snapshot)
 
     repair.register(sessions.app)
     restore.register(sessions.app)
@@ -19,6 +19,7 @@ def register(app: typer.Typer) -> None:
     snapshot.register(app)
     history.register(app)
     runner.command(app, "info")(info.info)
+    runner.command(app, "doctor")(doctor.doctor)
     runner.command(app, "demo")(demo.demo)
     runner.command(app, "completions")(completion.completions)
     fleet.register(app)

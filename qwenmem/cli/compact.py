@@ -42,6 +42,10 @@ OldBytesOpt = Annotated[Optional[int], _Opt("--old-max-bytes", min=100, help="Li
                                                                              "(default 3000).")]
 RecentBytesOpt = Annotated[Optional[int], _Opt("--recent-max-bytes", min=1000, help="Limit for recent tool outputs "
                                                                                     "(default 50000).")]
+SystemTokensOpt = Annotated[Optional[int], _Opt("--system-tokens", min=0, help=(
+    "2.x: tokens of the system prompt (not stored in 2.x files; default: estimated from the prompt files)."))]
+ToolsTokensOpt = Annotated[Optional[int], _Opt("--tools-tokens", min=0, help=(
+    "2.x: tokens of the tool schemas (not stored in 2.x files; default 0)."))]
 InstructionOpt = Annotated[str, _Opt("--instruction", help="Extra instruction for the LLM summary (like "
                                                            "/compact <text>).")]
 
@@ -87,6 +91,8 @@ def compact(
     old_max_bytes: OldBytesOpt = None,
     recent_max_bytes: RecentBytesOpt = None,
     instruction: InstructionOpt = "",
+    system_tokens: SystemTokensOpt = None,
+    tools_tokens: ToolsTokensOpt = None,
     llm_base_url: LLMBaseOpt = None,
     llm_model: LLMModelOpt = None,
     llm_api_key: LLMKeyOpt = None,
@@ -136,10 +142,17 @@ def compact(
         raise UsageError("name a session, or pass --all (see `qwenmem sessions list`)")
 
     if check:
+        from qwenmem.core.compaction2.check import Check2Options, check_ref
+        from qwenmem.core.settings2 import load_gen2_settings
+
+        opts2 = Check2Options(max_input_length, threshold_ratio, reserve_ratio, system_tokens, tools_tokens, force)
+        gen2_settings = None
         reports, warnings = [], []
         for ref in refs:
             try:
-                reports.append(check_session(ws, ref, settings, opts))
+                gen2_settings = gen2_settings or load_gen2_settings(ws)
+                report2 = check_ref(ws, ref, settings, opts2, gen2_settings)
+                reports.append(report2 if report2 is not None else check_session(ws, ref, settings, opts))
             except WorkspaceError as exc:
                 if session:
                     raise
@@ -162,16 +175,16 @@ def compact(
             raise WorkspaceError(f"{refs[0].rel}: {problem}")
     if opts.llm is None and summarizer == "auto" and not quiet and not prune_only:
         output.note("no LLM configured: using the offline extractive summarizer (--summarizer extractive)")
-    reports, _ = compact_sessions(ws, refs, settings, opts)
-    failed = [r for r in reports if r.status == "failed"]
-    skipped = [r for r in reports if r.status == "skipped"]  # damaged sessions: repair first; a partial run
-    warnings = [f"{r.key}: {w}" for r in reports for w in r.warnings]
-    warnings += [f"{r.key}: skipped, {r.error}" for r in reports if r.status == "skipped"]
+    results, _ = compact_sessions(ws, refs, settings, opts)
+    failed = [r for r in results if r.status == "failed"]
+    skipped = [r for r in results if r.status == "skipped"]  # damaged sessions: repair first; a partial run
+    warnings = [f"{r.key}: {w}" for r in results for w in r.warnings]
+    warnings += [f"{r.key}: skipped, {r.error}" for r in results if r.status == "skipped"]
     failures = [ErrorItem(r.error_kind, f"{r.key}: {r.error}") for r in failed]
-    code = exit_code_for_compaction_failures([r.error_kind for r in failed], len(reports)) if failed else None
-    return CommandResult(CompactResult(str(ws.path), dry_run, reports), status_for(bool(failed or skipped)),
+    code = exit_code_for_compaction_failures([r.error_kind for r in failed], len(results)) if failed else None
+    return CommandResult(CompactResult(str(ws.path), dry_run, results), status_for(bool(failed or skipped)),
                          warnings=warnings, errors=failures, exit_code=code, quiet=False,
-                         render=None if quiet else lambda: _render_results(reports, dry_run))
+                         render=None if quiet else lambda: _render_results(results, dry_run))
 
 
 CHECK_COLUMNS = (Column("session", Kind.KEY), Column("msgs", Kind.NUMBER, "right"),
@@ -186,6 +199,14 @@ def _render_check(reports: list[Any], detailed: bool) -> None:
     if not reports:
         output.note("no sessions to check")
         return
+    gen2_reports = [r for r in reports if getattr(r, "generation", "") == "2.x"]
+    if gen2_reports:
+        from qwenmem.cli.compact2_render import render_check2
+
+        render_check2(gen2_reports, detailed)
+        reports = [r for r in reports if r not in gen2_reports]
+        if not reports:
+            return
     render_table(CHECK_COLUMNS, [
         [r.key, str(r.message_count), number(r.tokens.system), number(r.tokens.summary), number(r.tokens.messages),
          number(r.tokens.tool_outputs), number(r.budget.left), number(r.room),

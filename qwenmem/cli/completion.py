@@ -1,31 +1,86 @@
-"""Static shell completion scripts generated from the command tree (`qwenmem completions bash|zsh|fish`).
+"""Shell completion scripts generated from the command tree (`qwenmem completions bash|zsh|fish`).
 
-Static scripts need no Python start-up per <TAB>; tests/test_completions.py fails when completions/ drifts
-from the app.
+The scripts are static (no Python start-up per <TAB>) for subcommands, options and option values; only agent ids
+and session keys are dynamic: they ask `qwenmem __complete agents|sessions [-w DIR] [--agent ID]`, which
+qwenmem/cli/completion_words.py answers without importing Typer's command tree or any model code.
+tests/test_completions.py fails when completions/ drifts from the app; tests/test_completions_shells.py drives
+the three shells for real.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import typer
 
 SHELLS = ("bash", "zsh", "fish")
+COMPLETION_FILES = {"bash": "qwenmem.bash", "zsh": "_qwenmem", "fish": "qwenmem.fish"}
+
+# What a value is completed with: a word list, or one of these kinds.
+DIRS, FILES, AGENTS, SESSIONS, FREE = "@dirs", "@files", "@agents", "@sessions", "@free"
 
 
-def _tree(root: Any) -> dict[str, tuple[list[str], dict[str, Any]]]:
-    """{'sessions list': (['--json', ...], {}), ...}: every command path of the click command `root`, with its
-    options."""
-    out: dict[str, tuple[list[str], dict]] = {}
+def _value_kinds() -> dict[str, object]:
+    """Option (or "<command path>|option") -> its values. Options not listed take a free value (nothing offered)."""
+    from qwenmem.core.dream.promote import PROMOTE_MODES
+    from qwenmem.core.index.search import FUSIONS, MODES
+    from qwenmem.core.listing import SORT_KEYS
+    from qwenmem.core.sessions import ROLES
+    from qwenmem.core.tokens import TOKENIZERS
+
+    return {
+        "--workspace": DIRS, "-w": DIRS, "--into": DIRS, "--log-file": FILES, "--from": FILES, "--agent": AGENTS,
+        "--sort": list(SORT_KEYS), "--tokenizer": list(TOKENIZERS), "--summarizer": ["auto", "llm", "extractive"],
+        "--fusion": list(FUSIONS), "--promote": list(PROMOTE_MODES), "--role": list(ROLES),
+        "--embedder": ["auto", "local", "openai", "none"], "--sources": ["memory", "dialog", "sessions", "all"],
+        "search|--mode": list(MODES), "dream|--mode": ["auto", "llm", "deterministic"],
+    }
+
+
+# positional arguments: command path -> what they are
+_ARG_KINDS: dict[str, object] = {
+    "compact": SESSIONS, "sessions show": SESSIONS, "sessions repair": SESSIONS, "sessions restore": SESSIONS,
+    "completions": list(SHELLS),
+}
+
+
+@dataclass
+class Command:
+    path: str
+    subs: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)  # options that take no value
+    values: dict[str, object] = field(default_factory=dict)  # option -> word list or kind
+    arg: object = None  # what positional arguments complete to (None: no positional)
+    nargs: int = 0  # how many positionals (-1: any number)
+
+
+def command_tree(root: Any) -> dict[str, Command]:
+    """{'sessions list': Command(...), ...}: every visible command path of the click command `root`, with its
+    options and their values."""
+    kinds = _value_kinds()
+    out: dict[str, Command] = {}
 
     def walk(cmd, path: str) -> None:
-        opts = sorted({o for p in cmd.params for o in getattr(p, "opts", []) + getattr(p, "secondary_opts", [])
-                       if o.startswith("-")})
+        node = Command(path)
+        for p in cmd.params:
+            if p.param_type_name == "argument":
+                node.arg = _ARG_KINDS.get(path, FREE)
+                node.nargs = -1 if p.nargs == -1 or node.nargs == -1 else node.nargs + p.nargs
+                continue
+            names = [o for o in list(p.opts) + list(getattr(p, "secondary_opts", []) or []) if o.startswith("-")]
+            takes_value = not getattr(p, "is_flag", False) and not getattr(p, "count", False)
+            for name in names:
+                if takes_value and name in p.opts:
+                    node.values[name] = kinds.get(f"{path}|{name}", kinds.get(name, FREE))
+                else:
+                    node.flags.append(name)
         subs = getattr(cmd, "commands", None) or {}
-        out[path] = (opts, {name: sub for name, sub in subs.items() if not getattr(sub, "hidden", False)})
-        for name, sub in sorted(subs.items()):
-            if not getattr(sub, "hidden", False):
-                walk(sub, f"{path} {name}".strip())
+        node.subs = sorted(name for name, sub in subs.items() if not getattr(sub, "hidden", False))
+        node.flags = sorted(set(node.flags))
+        out[path] = node
+        for name in node.subs:
+            walk(subs[name], f"{path} {name}".strip())
 
     walk(root, "")
     return out
@@ -34,7 +89,7 @@ def _tree(root: Any) -> dict[str, tuple[list[str], dict[str, Any]]]:
 def generate(shell: str, root: Any) -> str:
     """The completion script for `shell` of the click command `root` (the app, reached through the click context
     by the command, or built by the caller: no import of the app here)."""
-    tree = _tree(root)
+    tree = command_tree(root)
     if shell == "bash":
         return _bash(tree)
     if shell == "zsh":
@@ -44,85 +99,305 @@ def generate(shell: str, root: Any) -> str:
     raise typer.BadParameter(f"choose one of {', '.join(SHELLS)}")
 
 
-def _words(opts: list[str], subs: dict) -> str:
-    return " ".join(sorted(subs) + opts)
+def _kind_word(kind: object) -> str:
+    return " ".join(kind) if isinstance(kind, list) else str(kind)
 
 
-def _bash(tree) -> str:
-    cases = "\n".join(f'        "{path}") words="{_words(opts, subs)}" ;;' for path, (opts, subs) in sorted(tree.items()))
-    return f"""# bash completion for qwenmem (generated by `qwenmem completions bash`; do not edit)
+def _options(node: Command) -> list[str]:
+    return sorted(node.flags + list(node.values))
+
+
+def _sh_cases(tree: dict[str, Command], pattern: str) -> str:
+    """Shared by bash and zsh (both read POSIX-like `case`): one line per fact the scripts look up."""
+    lines = []
+    for path, node in sorted(tree.items()):
+        if pattern == "subs" and node.subs:
+            lines.append(f'        "{path}") echo "{" ".join(node.subs)}" ;;')
+        elif pattern == "opts":
+            lines.append(f'        "{path}") echo "{" ".join(_options(node))}" ;;')
+        elif pattern == "values":
+            for opt, kind in sorted(node.values.items()):
+                lines.append(f'        "{path}|{opt}") echo "{_kind_word(kind)}" ;;')
+        elif pattern == "args" and node.arg is not None:
+            lines.append(f'        "{path}") echo "{node.nargs} {_kind_word(node.arg)}" ;;')
+    return "\n".join(lines)
+
+
+_SH_LOOKUPS = """_qwenmem_subs() {{
+    case "$1" in
+{subs}
+    esac
+}}
+_qwenmem_opts() {{
+    case "$1" in
+{opts}
+    esac
+}}
+# "<path>|<option>" -> its values (a word list, @dirs, @files, @agents, @sessions, @free); nothing for a flag
+_qwenmem_values() {{
+    case "$1" in
+{values}
+    esac
+}}
+# "<path>" -> "<how many positionals, -1 for any> <what they complete to>"
+_qwenmem_args() {{
+    case "$1" in
+{args}
+    esac
+}}
+"""
+
+
+def _sh_lookups(tree: dict[str, Command]) -> str:
+    return _SH_LOOKUPS.format(subs=_sh_cases(tree, "subs"), opts=_sh_cases(tree, "opts"),
+                              values=_sh_cases(tree, "values"), args=_sh_cases(tree, "args"))
+
+
+# The command line walk, shared in spirit by the three shells: find the command path (skipping option values),
+# count positionals, collect -w/--agent for the dynamic look-ups, then decide what the current word is.
+_BASH = r"""# bash completion for qwenmem (generated by `qwenmem completions bash`; do not edit)
+{lookups}
 _qwenmem() {{
-    local cur path="" w i
+    local cur prev qpath="" w i skip="" npos=0 vals
+    local -a ctx=()
     cur="${{COMP_WORDS[COMP_CWORD]}}"
     for ((i = 1; i < COMP_CWORD; i++)); do
         w="${{COMP_WORDS[i]}}"
-        case "$w" in -*) continue ;; esac
-        case " $(_qwenmem_subs "$path") " in *" $w "*) path="${{path:+$path }}$w" ;; esac
-    done
-    local words
-    case "$path" in
-{cases}
-    esac
-    COMPREPLY=($(compgen -W "$words" -- "$cur"))
-}}
-_qwenmem_subs() {{
-    case "$1" in
-{chr(10).join(f'        "{p}") echo "{" ".join(sorted(s))}" ;;' for p, (_, s) in sorted(tree.items()) if s)}
-    esac
-}}
-complete -o default -F _qwenmem qwenmem
-"""
-
-
-def _zsh(tree) -> str:
-    cases = "\n".join(f'        "{path}") words=({_words(opts, subs)}) ;;' for path, (opts, subs) in sorted(tree.items()))
-    subs_cases = "\n".join(f'        "{p}") subs=({" ".join(sorted(s))}) ;;' for p, (_, s) in sorted(tree.items()) if s)
-    return f"""#compdef qwenmem
-# zsh completion for qwenmem (generated by `qwenmem completions zsh`; do not edit)
-_qwenmem() {{
-    local path="" w subs words
-    for w in ${{words[2,CURRENT-1]}}; do
-        [[ "$w" == -* ]] && continue
-        subs=()
-        case "$path" in
-{subs_cases}
+        if [[ -n $skip ]]; then skip=""; continue; fi
+        case "$w" in
+            -w|--workspace|--agent) ctx+=("$w" "${{COMP_WORDS[i+1]}}") ;;
         esac
-        (( ${{subs[(Ie)$w]}} )) && path="${{path:+$path }}$w"
+        case "$w" in
+            -*) [[ -n "$(_qwenmem_values "$qpath|$w")" ]] && skip=1; continue ;;
+        esac
+        if [[ " $(_qwenmem_subs "$qpath") " == *" $w "* ]]; then
+            qpath="${{qpath:+$qpath }}$w"; npos=0
+        else
+            npos=$((npos + 1))
+        fi
     done
-    case "$path" in
-{cases}
+    prev=""
+    [[ $COMP_CWORD -gt 1 && -n $skip ]] && prev="${{COMP_WORDS[COMP_CWORD-1]}}"
+    if [[ -n $prev ]]; then
+        vals="$(_qwenmem_values "$qpath|$prev")"
+    elif [[ $cur == -* ]]; then
+        vals="$(_qwenmem_opts "$qpath")"
+    elif [[ -n "$(_qwenmem_subs "$qpath")" ]]; then
+        vals="$(_qwenmem_subs "$qpath")"
+    else
+        local spec n
+        spec="$(_qwenmem_args "$qpath")"
+        n="${{spec%% *}}"
+        if [[ -n $spec && ( $n == -1 || $npos -lt $n ) ]]; then vals="${{spec#* }}"; else vals="$(_qwenmem_opts "$qpath")"; fi
+    fi
+    case "$vals" in
+        @dirs) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
+        @files) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
+        @agents|@sessions)
+            COMPREPLY=($(compgen -W "$(command qwenmem __complete "${{vals#@}}" "${{ctx[@]}}" 2>/dev/null)" -- "$cur")) ;;
+        @free) COMPREPLY=() ;;
+        *) COMPREPLY=($(compgen -W "$vals" -- "$cur")) ;;
     esac
-    compadd -- $words
 }}
-compdef _qwenmem qwenmem
+complete -F _qwenmem qwenmem
 """
 
 
-def _fish(tree) -> str:
-    lines = ["# fish completion for qwenmem (generated by `qwenmem completions fish`; do not edit)",
-             "complete -c qwenmem -f"]
-    for path, (opts, subs) in sorted(tree.items()):
-        cond = "__fish_use_subcommand" if not path else f"__fish_seen_subcommand_from {path.split()[-1]}"
-        for sub in sorted(subs):
-            lines.append(f"complete -c qwenmem -n '{cond}' -a {sub}")
-        for opt in opts:
-            flag = f"-l {opt[2:]}" if opt.startswith("--") else f"-s {opt[1:]}"
-            lines.append(f"complete -c qwenmem -n '{cond}' {flag}")
+def _bash(tree: dict[str, Command]) -> str:
+    return _BASH.format(lookups=_sh_lookups(tree))
+
+
+# zsh: `words` and `path` are special arrays (the command line; $PATH), so no local may take those names.
+_ZSH = r"""#compdef qwenmem
+# zsh completion for qwenmem (generated by `qwenmem completions zsh`; do not edit)
+{lookups}
+_qwenmem() {{
+    local cur qpath="" qw qprev="" skip="" npos=0 vals spec n i
+    local -a ctx reply_words
+    cur="${{words[CURRENT]}}"
+    for (( i = 2; i < CURRENT; i++ )); do
+        qw="${{words[i]}}"
+        if [[ -n $skip ]]; then skip=""; continue; fi
+        case "$qw" in
+            -w|--workspace|--agent) ctx+=("$qw" "${{words[i+1]}}") ;;
+        esac
+        if [[ $qw == -* ]]; then
+            [[ -n "$(_qwenmem_values "$qpath|$qw")" ]] && skip=1 && qprev="$qw"
+            continue
+        fi
+        if [[ " $(_qwenmem_subs "$qpath") " == *" $qw "* ]]; then
+            qpath="${{qpath:+$qpath }}$qw"; npos=0
+        else
+            npos=$(( npos + 1 ))
+        fi
+    done
+    if [[ -n $skip ]]; then
+        vals="$(_qwenmem_values "$qpath|$qprev")"
+    elif [[ $cur == -* ]]; then
+        vals="$(_qwenmem_opts "$qpath")"
+    elif [[ -n "$(_qwenmem_subs "$qpath")" ]]; then
+        vals="$(_qwenmem_subs "$qpath")"
+    else
+        spec="$(_qwenmem_args "$qpath")"
+        n="${{spec%% *}}"
+        if [[ -n $spec && ( $n == -1 || $npos -lt $n ) ]]; then vals="${{spec#* }}"; else vals="$(_qwenmem_opts "$qpath")"; fi
+    fi
+    case "$vals" in
+        @dirs) _files -/ ;;
+        @files) _files ;;
+        @agents|@sessions)
+            reply_words=(${{(f)"$(command qwenmem __complete ${{vals#@}} "${{ctx[@]}}" 2>/dev/null)"}})
+            compadd -- "${{reply_words[@]}}" ;;
+        @free) return 1 ;;
+        *) reply_words=(${{=vals}}); compadd -- "${{reply_words[@]}}" ;;
+    esac
+}}
+if [[ "${{zsh_eval_context[-1]}}" == loadautofunc ]]; then
+    _qwenmem "$@"
+else
+    compdef _qwenmem qwenmem
+fi
+"""
+
+
+def _zsh(tree: dict[str, Command]) -> str:
+    return _ZSH.format(lookups=_sh_lookups(tree))
+
+
+_FISH_HEAD = r"""# fish completion for qwenmem (generated by `qwenmem completions fish`; do not edit)
+function __qwenmem_subs
+    switch "$argv[1]"
+{subs}
+    end
+end
+function __qwenmem_takes_value
+    switch "$argv[1]"
+{values}
+            return 0
+    end
+    return 1
+end
+function __qwenmem_args
+    switch "$argv[1]"
+{args}
+    end
+end
+# the command path of the line so far ("", "sessions", "sessions show", ...), option values skipped
+function __qwenmem_path
+    set -l qpath ""
+    set -l skip 0
+    for w in (commandline -opc)[2..-1]
+        if test $skip = 1
+            set skip 0
+            continue
+        end
+        if string match -q -- '-*' $w
+            __qwenmem_takes_value "$qpath|$w"; and set skip 1
+            continue
+        end
+        if contains -- $w (__qwenmem_subs "$qpath")
+            set qpath (string trim -- "$qpath $w")
+        end
+    end
+    echo $qpath
+end
+function __qwenmem_path_is
+    test (__qwenmem_path) = "$argv[1]"
+end
+# true while the positionals of the current command still take a value of their own
+function __qwenmem_wants_arg
+    set -l qpath (__qwenmem_path)
+    test "$qpath" = "$argv[1]"; or return 1
+    set -l n (__qwenmem_args "$qpath")
+    test -n "$n"; or return 1
+    test $n = -1; and return 0
+    set -l npos 0
+    set -l skip 0
+    set -l seen ""
+    for w in (commandline -opc)[2..-1]
+        if test $skip = 1
+            set skip 0
+            continue
+        end
+        if string match -q -- '-*' $w
+            __qwenmem_takes_value "$seen|$w"; and set skip 1
+            continue
+        end
+        if contains -- $w (__qwenmem_subs "$seen")
+            set seen (string trim -- "$seen $w")
+        else if test "$seen" = "$qpath"
+            set npos (math $npos + 1)
+        end
+    end
+    test $npos -lt $n
+end
+function __qwenmem_dynamic
+    set -l ctx
+    set -l tokens (commandline -opc)
+    for i in (seq 2 (count $tokens))
+        switch $tokens[$i]
+            case -w --workspace --agent
+                set -l j (math $i + 1)
+                test $j -le (count $tokens); and set -a ctx $tokens[$i] $tokens[$j]
+        end
+    end
+    command qwenmem __complete $argv[1] $ctx 2>/dev/null
+end
+complete -c qwenmem -f
+"""
+
+
+def _fish_option(path: str, opt: str, kind: object) -> str:
+    flag = f"-l {opt[2:]}" if opt.startswith("--") else f"-s {opt[1:]}"
+    head = f"complete -c qwenmem -n '__qwenmem_path_is \"{path}\"' {flag}"
+    if kind is None:
+        return head
+    if kind == DIRS:
+        return f"{head} -x -a '(__fish_complete_directories)'"
+    if kind == FILES:
+        return f"{head} -r -F"
+    if kind in (AGENTS, SESSIONS):
+        return f"{head} -x -a '(__qwenmem_dynamic {kind[1:]})'"  # type: ignore[index]
+    if kind == FREE:
+        return f"{head} -x"
+    return f"{head} -x -a '{' '.join(kind)}'"  # type: ignore[arg-type]
+
+
+def _fish(tree: dict[str, Command]) -> str:
+    subs = "\n".join(f'        case "{p}"\n            printf "%s\\n" {" ".join(n.subs)}'
+                     for p, n in sorted(tree.items()) if n.subs)
+    values = "\n".join(f'        case "{p}|{o}"' for p, n in sorted(tree.items()) for o in sorted(n.values))
+    args = "\n".join(f'        case "{p}"\n            echo {n.nargs}' for p, n in sorted(tree.items())
+                     if n.arg is not None)
+    lines = [_FISH_HEAD.format(subs=subs, values=values, args=args).rstrip("\n")]
+    for path, node in sorted(tree.items()):
+        cond = f"'__qwenmem_path_is \"{path}\"'"
+        if node.subs:
+            lines.append(f"complete -c qwenmem -n {cond} -a '{' '.join(node.subs)}'")
+        for opt in node.flags:
+            lines.append(_fish_option(path, opt, None))
+        for opt, kind in sorted(node.values.items()):
+            lines.append(_fish_option(path, opt, kind))
+        if node.arg is not None and node.arg != FREE:
+            cond = f"'__qwenmem_wants_arg \"{path}\"'"
+            if node.arg in (AGENTS, SESSIONS):
+                lines.append(f"complete -c qwenmem -n {cond} -a '(__qwenmem_dynamic {node.arg[1:]})'")  # type: ignore[index]
+            else:
+                lines.append(f"complete -c qwenmem -n {cond} -a '{_kind_word(node.arg)}'")
     return "\n".join(lines) + "\n"
 
 
 def completions(ctx: typer.Context, shell: Annotated[str, typer.Argument(help="bash, zsh or fish")]) -> None:
-    """Print a shell completion script.
+    """Print a shell completion script: subcommands, options, option values, agent ids and session keys.
 
     Examples:
 
       qwenmem completions bash > ~/.local/share/bash-completion/completions/qwenmem
+
+      qwenmem completions zsh > ~/.zfunc/_qwenmem    # with fpath+=(~/.zfunc) before compinit
 
       qwenmem completions fish > ~/.config/fish/completions/qwenmem.fish
     """
     import sys
 
     sys.stdout.write(generate(shell, ctx.find_root().command))
-
-
-COMPLETION_FILES = {"bash": "qwenmem.bash", "zsh": "_qwenmem", "fish": "qwenmem.fish"}

@@ -14,7 +14,6 @@ from qwenmem.cli.runner import execute
 
 # Each step is a qwenmem command line run against the demo copy; steps whose command is not installed are skipped.
 DEMO_STEPS: list[tuple[str, list[str]]] = [
-    ("Where everything is", ["info"]),
     ("Every session with its health (one is damaged on purpose)", ["sessions", "list"]),
     ("Read a conversation", ["sessions", "show", "discord/4821_discord--dm--4821", "--tail", "4"]),
     ("Find what is wrong", ["sessions", "repair", "--check", "--all"]),
@@ -27,26 +26,50 @@ DEMO_STEPS: list[tuple[str, list[str]]] = [
     ("Consolidate MEMORY.md (dry run, shows the diff)",
      ["dream", "--dry-run", "--mode", "deterministic", "--date", "2026-11-28"]),
     ("Consolidate MEMORY.md for real (backup first)", ["dream", "--mode", "deterministic", "--date", "2026-11-28"]),
+    ("Everything that still needs attention, on one screen", ["doctor"]),
 ]
+
+# How to run qwenmem after the demo, in a new shell: the venv's own script, or an install that puts it on PATH.
+HOW_TO_RUN = ("In a new shell, run .venv/bin/qwenmem (scripts/demo.sh made .venv),\n"
+              "or put qwenmem on your PATH: pipx install .   (or: uv tool install .)")
 
 
 def sample_workspace() -> Path:
     return Path(__file__).resolve().parent.parent / "sample" / "workspace"
 
 
+def _short_info(dest: Path) -> None:
+    """Four lines instead of `qwenmem info`'s every setting: where it is and the numbers the demo relies on."""
+    from qwenmem.core.settings import load_settings
+    from qwenmem.core.workspace import discover_workspace
+
+    ws = discover_workspace(dest)
+    settings = load_settings(ws)
+    sessions = sum(1 for _ in ws.sessions_dir.rglob("*.json"))
+    daily = sorted(p.name for p in ws.memory_dir.glob("*.md"))
+    con = output.out()
+    con.print(f"workspace   {output.escape(str(ws.path))}", soft_wrap=True)  # a long path: never cut in two
+    con.print(f"sessions    {sessions} files under sessions/ (console, discord, telegram, one flat legacy file)")
+    con.print(f"memory      MEMORY.md and {len(daily)} daily logs ({output.escape(', '.join(daily))})")
+    con.print(f"compaction  at {settings.compact_threshold:,} of {settings.max_input_length:,} tokens "
+              "(`qwenmem info` lists every setting)")
+
+
 def demo(
     ctx: typer.Context,
     target: Annotated[Optional[Path], typer.Option("--into", help="Copy the sample here instead of a temp dir.")] = None,
-    keep: Annotated[bool, typer.Option("--keep/--no-keep", help="Keep the demo copy afterwards.")] = True,
+    keep: Annotated[bool, typer.Option("--keep/--no-keep", help="Keep the demo copy afterwards (default: "
+                                       "remove it).")] = False,
 ) -> None:
     """Copy the bundled sample workspace (English and Chinese, one damaged session) somewhere temporary and run
-    the main job on it: list, show, repair, compact check, index, search and dream. Offline; touches nothing else.
+    the main job on it: list, show, repair, compact check, index, search, dream and doctor. Offline; touches
+    nothing else, and removes its copy at the end unless --keep.
 
     Examples:
 
       qwenmem demo
 
-      qwenmem demo --into /tmp/qwenmem-demo
+      qwenmem demo --keep --into /tmp/qwenmem-demo
     """
 
     base = target or Path(tempfile.mkdtemp(prefix="qwenmem-demo-"))
@@ -55,20 +78,29 @@ def demo(
         raise typer.BadParameter(f"{dest} already exists", param_hint="--into")
     shutil.copytree(sample_workspace(), dest)
     con = output.out()
-    con.print(f"[bold]qwenmem demo[/bold]: working on a copy at {output.escape(str(dest))}\n")
     failures = 0
-    for title, argv in DEMO_STEPS:
-        con.rule(f"[bold]{title}[/bold]")
-        con.print(f"[dim]$ qwenmem -w {output.escape(str(dest))} {output.escape(' '.join(argv))}[/dim]")
-        code = execute(ctx.find_root().command, ["-w", str(dest), *argv])
-        if code not in (0, 1):
-            failures += 1
-            output.warn(f"step exited with {code}")
-    if not keep:
-        # only what the demo created: the copy, and the temp dir when --into was not given (never the user's dir)
-        shutil.rmtree(dest if target else base, ignore_errors=True)
+    try:
+        con.print(f"[bold]qwenmem demo[/bold]: working on a copy{'' if keep else ' (removed at the end)'}")
+        _short_info(dest)
+        for title, argv in DEMO_STEPS:
+            con.print()
+            con.rule(f"[bold]{title}[/bold]")
+            con.print(f"[dim]$ qwenmem {output.escape(' '.join(argv))}[/dim]")
+            code = execute(ctx.find_root().command, ["-w", str(dest), *argv])
+            if code not in (0, 1):
+                failures += 1
+                output.warn(f"step exited with {code}")
+    finally:
+        if not keep:
+            # only what the demo created: the copy, and the temp dir when --into was not given (never the user's dir)
+            shutil.rmtree(dest if target else base, ignore_errors=True)
+    con.print()
+    if keep:
+        con.print(f"The demo workspace stays at {output.escape(str(dest))}; try: qwenmem -w "
+                  f"{output.escape(str(dest))} sessions list")
     else:
-        con.print(f"\nThe demo workspace stays at {output.escape(str(dest))}; try: qwenmem -w {output.escape(str(dest))} sessions list")
+        con.print("The demo copy is removed (qwenmem demo --keep keeps it).\n"
+                  "On your own data: qwenmem -w ~/.qwenpaw doctor")
+    con.print(HOW_TO_RUN, markup=False)
     if failures:
         raise typer.Exit(1)
-

@@ -47,8 +47,9 @@ def dream(
                                          "facts: facts (under Facts/Decisions/Lessons… headings), all, or none.")] = "facts",
     embeddings: Annotated[bool, typer.Option("--embeddings/--no-embeddings", help="Find near-duplicates with the "
                                              "search index's embedding model when an index exists.")] = True,
-    similarity: Annotated[float, typer.Option("--similarity", min=0.5, max=1.0, help="Cosine similarity at which "
-                                              "two entries are near-duplicates.")] = 0.9,
+    similarity: Annotated[float, typer.Option("--similarity", min=0.5, max=1.0, help="Cosine similarity two entries "
+                                              "need to be near-duplicates; one must also restate the other word for "
+                                              "word.")] = 0.9,
     max_shrink: Annotated[float, typer.Option("--max-shrink", min=0.01, max=1.0, help="LLM mode: reject a rewrite "
                                               "that shrinks MEMORY.md by more than this fraction.")] = 0.5,
     allow_shrink: Annotated[bool, typer.Option("--allow-shrink", help="LLM mode: accept any shrinkage.")] = False,
@@ -142,7 +143,9 @@ def _log(path: Path | None, lines: list[str]) -> None:
     from qwenmem.core.fsio import append_durably
 
     stamp = datetime.now().astimezone().isoformat(timespec="seconds")
-    text = "".join(f"{stamp} {line}\n" for line in lines)
+    from qwenmem.core.redact import redact
+
+    text = redact("".join(f"{stamp} {line}\n" for line in lines))  # an endpoint's error may echo the key
     try:
         append_durably(path.expanduser(), text.encode("utf-8", "replace"))
     except (OSError, WorkspaceError) as exc:  # the dream itself succeeded: a bad --log-file only warns

@@ -14,7 +14,10 @@ class ExitCode(IntEnum):
     WORKSPACE = 3  # workspace or a config file missing, unreadable or malformed
     BUSY = 4  # another qwenmem holds the lock, or a file changed underneath us; nothing was written
     LLM = 5  # the LLM endpoint failed or its reply was rejected; nothing was written
+    UNSAFE_LINK = 6  # a link in the workspace leads outside it or loops: not followed, the rest was done
+    DISK_FULL = 7  # no space left on the device (or quota): the file named was left as it was
     INTERRUPTED = 130  # Ctrl-C / SIGINT
+    TERMINATED = 143  # SIGTERM
 
 
 EXIT_CODE_HELP = {
@@ -25,11 +28,16 @@ EXIT_CODE_HELP = {
     ExitCode.WORKSPACE: "workspace or config file missing, unreadable or malformed",
     ExitCode.BUSY: "busy: another qwenmem holds the lock, or a file changed while we worked (nothing written)",
     ExitCode.LLM: "the LLM endpoint failed or its reply was rejected (nothing written)",
-    ExitCode.INTERRUPTED: "interrupted (SIGINT)",
+    ExitCode.UNSAFE_LINK: "a symlink in the workspace leads outside it or loops: it was not followed (the rest was done)",
+    ExitCode.DISK_FULL: "no space left on the device: the file named was left as it was",
+    ExitCode.INTERRUPTED: "interrupted (SIGINT), at a safe point: nothing half-written",
+    ExitCode.TERMINATED: "terminated (SIGTERM), at a safe point: nothing half-written",
 }
 
 _MAP: list[tuple[type[Exception], ExitCode, str]] = [
     (E.ConfigError, ExitCode.WORKSPACE, "config_invalid"),
+    (E.UnsafeLinkError, ExitCode.UNSAFE_LINK, "unsafe_link"),
+    (E.DiskFullError, ExitCode.DISK_FULL, "disk_full"),
     (E.WorkspaceError, ExitCode.WORKSPACE, "workspace_unavailable"),
     (E.UnsafePathError, ExitCode.USAGE, "unsafe_path"),
     (E.NotFoundError, ExitCode.USAGE, "not_found"),

@@ -19,8 +19,9 @@ def progress_callback(quiet: bool) -> Iterator[Callable[[str, int, int], None]]:
         if quiet:
             return
         if state["prog"] is None:
-            state["prog"], _, _ = output.progress("indexing", None, quiet)
-            state["prog"].start()
+            prog, _, _ = output.progress("indexing", None, quiet)
+            prog.start()
+            state["prog"] = prog
         tasks = state["tasks"]
         if stage not in tasks:
             tasks[stage] = state["prog"].add_task(stage, total=total)

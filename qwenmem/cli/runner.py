@@ -21,12 +21,9 @@ from qwenmem.cli.errors import ExitCode, classify
 from qwenmem.cli.result import CommandResult, ErrorItem, Status
 from qwenmem.core.errors import QwenmemError
 
-try:  # typer >= 0.29 vendors click; older typer uses the click package
-    from typer._click.exceptions import ClickException
-    from typer._click.globals import get_current_context
-except ImportError:  # pragma: no cover
-    from click import get_current_context  # type: ignore[no-redef]
-    from click.exceptions import ClickException  # type: ignore[no-redef,assignment]
+# typer 0.29 (pinned in pyproject.toml) vendors click as typer._click
+from typer._click.exceptions import ClickException
+from typer._click.globals import get_current_context
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -120,6 +117,12 @@ def runs(fn: F) -> F:
             if st.debug:
                 raise
             result = CommandResult.failure(exc)
+        except OSError as exc:  # a full disk, an unreadable directory: one line and a documented code, not a bug
+            if st.debug:
+                raise
+            from qwenmem.core.fsio import as_domain_error
+
+            result = CommandResult.failure(as_domain_error(exc))
         except Exception as exc:  # noqa: BLE001 - one line (and one envelope), not a traceback; EOFError too,
             if st.debug:  # which click would turn into Abort ("interrupted"): qwenmem never prompts
                 raise
@@ -210,9 +213,10 @@ def execute(root: Any, argv: list[str]) -> int:
         json_wanted = ctx is not None and state(ctx).json
         _error_envelope(json_wanted, ctx.command_path.partition(" ")[2] if ctx is not None else None, "usage",
                         exc.format_message())
-    except (typer.Abort, KeyboardInterrupt):
-        output.err().print("interrupted")
-        code = ExitCode.INTERRUPTED
+    except (typer.Abort, KeyboardInterrupt) as exc:
+        from qwenmem.cli import signals
+
+        code = signals.report(exc)  # one line; 130, or 143 for SIGTERM
     except QwenmemError as exc:  # raised outside a command body (the root callback)
         if debug:
             raise

@@ -203,9 +203,10 @@ def show_cmd(
             raise
         ref = None  # a session that exists only in history.db
     loaded = load_session(ref) if ref is not None else None
-    if history or loaded.generation == "2.x":
+    if history or (loaded is not None and loaded.generation == "2.x"):
         return show2.show(ws, ref, loaded, session, history, tail, role, full, thinking, compressed,
                           SessionsShowResult, json_out or _json_wanted(ctx))
+    assert ref is not None and loaded is not None  # without --history a missing session raised above
     doc = loaded.session
     entries = doc.entries() if doc else []
     indexed = [(i, e) for i, e in enumerate(entries) if compressed or not e.compressed]
@@ -213,10 +214,11 @@ def show_cmd(
         indexed = [(i, e) for i, e in indexed if isinstance(e.msg, dict) and e.msg.get("role") == role]
     if tail:
         indexed = indexed[-tail:]
+    model = loaded.as_model()  # once, not once per shown message
     data = SessionsShowResult(
         ref.key, ref.rel, ref.channel, ref.user_id, ref.session_id, loaded.health, loaded.salvaged, loaded.problems,
         doc.summary if doc else None, len(entries),
-        [ShownMessage(i, e.marks, e.msg, loaded.as_model().messages[i].to_json() if loaded.as_model() else None)
+        [ShownMessage(i, e.marks, e.msg, model.messages[i].to_json() if model else None)
          for i, e in indexed], loaded.generation)
     warnings: list[str] = []
     if doc is None:  # nothing salvaged: exit 1, with or without --json
@@ -308,7 +310,7 @@ def render_blocks(content, full: bool, thinking: bool) -> list[str]:
             lines.append(f"[cyan]← {esc(str(block.get('name')))}[/cyan] [dim]id={esc(str(block.get('id')))}[/dim]\n"
                          f"{esc(_shorten(text, 600, full))}")
         elif kind in ("image", "audio", "video", "file"):
-            src = block.get("source") if isinstance(block.get("source"), dict) else {}
+            src: dict[str, Any] = block["source"] if isinstance(block.get("source"), dict) else {}
             where = src.get("url") or (f"base64 {len(src.get('data') or '')} chars" if src.get("data") else "?")
             lines.append(f"[dim]<{kind}: {esc(str(block.get('filename') or where))}>[/dim]")
         else:

@@ -52,3 +52,11 @@ class ValidationError(QwenmemError):
 
 class UsageError(QwenmemError):
     """Options that do not make sense together."""
+
+
+class UnsafeLinkError(WorkspaceError):
+    """A symlink in the workspace leads outside it, or loops; it was neither read nor written through."""
+
+
+class DiskFullError(WorkspaceError):
+    """The filesystem (or the user's quota) has no room for a write; the target was left as it was."""

@@ -15,13 +15,15 @@ import itertools
 import os
 import shutil
 import stat
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from qwenmem.core.errors import BusyError, ChangedUnderneathError, WorkspaceError
+from qwenmem.core import confine, interrupts, modes
+from qwenmem.core.tempnames import remove_stale_temporaries, temp_name_for
+from qwenmem.core.errors import (BusyError, ChangedUnderneathError, DiskFullError, QwenmemError, UnsafeLinkError,
+                                 WorkspaceError)
 
 
 @dataclass(frozen=True)
@@ -42,11 +44,12 @@ class Snapshot:
 
 
 def read_with_snapshot(path: Path, max_bytes: int | None = None) -> tuple[bytes, Snapshot]:
-    """Read a whole file and remember its identity. Raises WorkspaceError for unreadable paths."""
+    """Read a whole file and remember its identity. Raises WorkspaceError for unreadable paths, UnsafeLinkError
+    for a path through a link that leaves the workspace (qwenmem.core.confine)."""
     path = Path(path)
     try:
         # O_NONBLOCK: opening a FIFO named like a session or MEMORY.md must not hang a cron job (no effect on files)
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
+        with confine.open_binary(path) as fh:
             st = os.fstat(fh.fileno())
             if stat.S_ISDIR(st.st_mode):
                 raise IsADirectoryError
@@ -62,6 +65,8 @@ def read_with_snapshot(path: Path, max_bytes: int | None = None) -> tuple[bytes,
     except FileNotFoundError:
         raise WorkspaceError(f"{path}: no such file") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:  # outside any workspace, or a race: the same one line as a confined loop
+            raise UnsafeLinkError(f"{path}: a symlink loop; not followed") from None
         raise WorkspaceError(f"{path}: {exc.strerror or exc}") from None
     return data, Snapshot.of_bytes(path, data, st)
 
@@ -70,8 +75,10 @@ def snapshot(path: Path) -> Snapshot:
     path = Path(path)
     try:
         data, snap = read_with_snapshot(path)
+    except UnsafeLinkError:
+        raise
     except WorkspaceError:
-        if not path.exists():
+        if not os.path.lexists(path):
             return Snapshot(path, False, 0, 0, "")
         raise
     return snap
@@ -95,7 +102,46 @@ def ensure_unchanged(expected: Snapshot) -> None:
 
 
 def _unwritable(path: Path, exc: OSError) -> WorkspaceError:
+    if exc.errno in _NO_SPACE:
+        return _disk_full(Path(path), "it was left as it was")
     return WorkspaceError(f"{path}: cannot write ({exc.strerror or exc}); it was left as it was")
+
+
+_disk_full_events: list[str] = []
+
+
+def _disk_full(path: Path, outcome: str) -> DiskFullError:
+    free = modes.free_bytes(path.parent)
+    room = f"{free} bytes free" if free is not None else "free space unknown"
+    message = f"{path}: no space left on the device ({room}); {outcome}"
+    _disk_full_events.append(message)
+    return DiskFullError(message)
+
+
+def disk_full_events() -> list[str]:
+    """Every write this process could not do for want of space (a run that went on past one exits DISK_FULL)."""
+    return list(_disk_full_events)
+
+
+def reset_disk_full_events() -> None:
+    _disk_full_events.clear()
+
+
+def as_domain_error(exc: OSError, path: Path | str | None = None, outcome: str = "stopped there") -> QwenmemError:
+    """An OS error that escaped a command (a full disk, a directory it may not read) as one line with a
+    documented exit code, instead of an internal error: DiskFullError (with the free space), UnsafeLinkError
+    for a symlink loop, WorkspaceError for permission denied and the rest."""
+    where = Path(path or exc.filename or "a file")
+    if exc.errno in _NO_SPACE:
+        return _disk_full(where, outcome)
+    if exc.errno == errno.ELOOP:
+        return UnsafeLinkError(f"{where}: a symlink loop; not followed")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return WorkspaceError(f"{where}: permission denied; {outcome}")
+    return WorkspaceError(f"{where}: {exc.strerror or exc}; {outcome}")
+
+
+_NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 
 def atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None = None, mode: int | None = None) -> None:
@@ -103,96 +149,94 @@ def atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None = None
 
     If `expected` is given, the target must still match it just before the rename; otherwise
     ChangedUnderneathError is raised and the target is left untouched. An OS error (read-only or immutable
-    directory, disk full) becomes a one-line WorkspaceError; the target is untouched then too.
+    directory, disk full) becomes a one-line WorkspaceError; the target is untouched then too. A replaced file
+    keeps its mode and owner; a new one gets `mode`, else the mode its place calls for (qwenmem.core.modes), and
+    its directory's owner.
     """
     try:
-        _atomic_write_bytes(Path(path), data, expected, mode)
+        with interrupts.deferred():  # Ctrl-C / SIGTERM wait for the rename: no temporary is left behind
+            _atomic_write_bytes(Path(path), data, expected, mode)
     except OSError as exc:
         raise _unwritable(Path(path), exc) from None
 
 
 def _atomic_write_bytes(path: Path, data: bytes, expected: Snapshot | None, mode: int | None) -> None:
-    directory = path.parent
-    _mkdirs(directory)
-    try:
-        st = path.stat()
-        owner = (st.st_uid, st.st_gid)
-        if mode is None:
-            mode = st.st_mode & 0o777
-    except FileNotFoundError:
-        owner = None
-        if mode is None:
-            mode = 0o644
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".qwenmem-tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp_name, mode)
-        _keep_owner(tmp_name, owner, directory)
-        if expected is not None:
-            ensure_unchanged(expected)
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
-    fsync_dir(directory)
+    with confine.parent_of(path, create_dirs=True, on_new_dir=modes.adopt_new_dir) as where:
+        dfd, name = where.dir_fd, where.name
+        st = where.stat()
+        if st is not None and stat.S_ISREG(st.st_mode):
+            owner: tuple[int, int] | None = (st.st_uid, st.st_gid)
+            mode = st.st_mode & 0o777 if mode is None else mode
+        else:
+            owner = None
+            mode = modes.new_file_mode(path, os.fstat(dfd)) if mode is None else mode
+        tmp_name, fd = _create_temp(dfd, name)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+                os.fchmod(fh.fileno(), mode)
+                modes.give_owner(fh.fileno(), owner, dfd)
+            if expected is not None:
+                ensure_unchanged(expected)
+            os.replace(tmp_name, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp_name, dir_fd=dfd)
+            raise
+        os.fsync(dfd)
 
 
-def _mkdirs(directory: Path) -> None:
-    """mkdir -p; as root, each directory it creates gets its parent's owner (see _keep_owner)."""
-    missing = []
-    d = Path(directory)
-    while not d.exists() and d != d.parent:
-        missing.append(d)
-        d = d.parent
-    Path(directory).mkdir(parents=True, exist_ok=True)
-    for created in reversed(missing):
-        _keep_owner(str(created), None, created.parent)
-
-
-def _keep_owner(tmp_name: str | int, owner: tuple[int, int] | None, directory: Path) -> None:
-    """Run as root (sudo qwenmem …) on a user's workspace, a replaced file keeps its owner, and a new one gets its
-    directory's, so QwenPaw (running as that user) can still write it afterwards."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return
-    if owner is None:
-        dst = directory.stat()
-        owner = (dst.st_uid, dst.st_gid)
-    if owner != (0, 0):
-        os.chown(tmp_name, *owner)
+def _create_temp(dfd: int, name: str) -> tuple[str, int]:
+    """A new, empty 0600 temporary beside `name` (never wider than what it will become: the mode is set last)."""
+    for _ in range(100):
+        tmp_name = temp_name_for(name)
+        try:
+            fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                         dir_fd=dfd)
+        except FileExistsError:
+            continue
+        os.fchmod(fd, 0o600)  # whatever the umask
+        return tmp_name, fd
+    raise FileExistsError(errno.EEXIST, "no free temporary name", name)
 
 
 def atomic_write_text(path: Path, text: str, expected: Snapshot | None = None) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), expected)
 
 
-def append_durably(path: Path, data: bytes) -> None:
+def append_durably(path: Path, data: bytes, mode: int | None = None) -> None:
     """Append and fsync (for JSONL logs such as dialog/*.jsonl, which QwenPaw also only appends to). Appends always
-    start on a fresh line."""
+    start on a fresh line. A new file gets `mode`, else the mode its place calls for, and its directory's owner."""
     try:
-        _append_durably(Path(path), data)
+        with interrupts.deferred():
+            _append_durably(Path(path), data, mode)
     except OSError as exc:
         raise _unwritable(Path(path), exc) from None
 
 
-def _append_durably(path: Path, data: bytes) -> None:
-    _mkdirs(path.parent)
-    created = not path.exists()
-    with open(path, "ab+") as fh:
+def _append_durably(path: Path, data: bytes, mode: int | None) -> None:
+    with confine.parent_of(path, create_dirs=True, on_new_dir=modes.adopt_new_dir) as where:
+        dfd = where.dir_fd
+        created = where.stat() is None
+        new_mode = modes.new_file_mode(path, os.fstat(dfd)) if mode is None else mode
+        fd = os.open(where.name, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                     dir_fd=dfd)
+        with os.fdopen(fd, "rb+") as fh:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise WorkspaceError(f"{path}: not a regular file; nothing appended")
+            if created:
+                os.fchmod(fd, new_mode)
+                modes.give_owner(fd, None, dfd)
+            elif st.st_size > 0 and os.pread(fd, 1, st.st_size - 1) != b"\n":
+                data = b"\n" + data  # the last line was cut (a crashed append): never glue our first line onto it
+            fh.write(data)
+            fh.flush()
+            os.fsync(fd)
         if created:
-            _keep_owner(fh.fileno(), None, path.parent)
-        elif fh.seek(0, os.SEEK_END) > 0:
-            fh.seek(-1, os.SEEK_END)
-            if fh.read(1) != b"\n":  # the last line was cut (a crashed append): never glue our first line onto it
-                data = b"\n" + data
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    if created:
-        fsync_dir(path.parent)
+            os.fsync(dfd)
 
 
 def _numbered(dest: Path) -> Iterator[Path]:
@@ -202,60 +246,72 @@ def _numbered(dest: Path) -> Iterator[Path]:
         yield dest.with_name(f"{dest.stem}.{n}{dest.suffix}")
 
 
-def _publish_new(tmp_name: str, candidates: Iterable[Path]) -> Path:
+def _publish_new(dfd: int, tmp_name: str, directory: Path, candidates: Iterable[Path]) -> Path:
     """Give the fsynced temp file the first free name. os.link refuses to replace, so a name someone else took
     meanwhile is skipped rather than overwritten; then the temp name is dropped and the directory fsynced."""
     try:
         for candidate in candidates:
             try:
-                os.link(tmp_name, candidate)
+                os.link(tmp_name, candidate.name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
             except FileExistsError:
                 continue
-            fsync_dir(candidate.parent)
-            return candidate
-        raise WorkspaceError(f"no free file name for {Path(tmp_name).parent}")
+            os.fsync(dfd)
+            return directory / candidate.name
+        raise WorkspaceError(f"no free file name in {directory}")
     finally:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-
-
-def _temp_beside(directory: Path, name: str) -> str:
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".qwenmem-tmp", dir=directory)
-    os.close(fd)
-    return tmp_name
+            os.unlink(tmp_name, dir_fd=dfd)
 
 
 def copy_preserving(src: Path, dest: Path) -> Path:
-    """Copy bytes and metadata to `dest` (or `dest.N` if taken) durably; never overwrites an existing file."""
+    """Copy bytes, mode (never wider than the source's) and times to `dest` (or `dest.N` if taken) durably;
+    never overwrites an existing file. The copy gets its directory's owner."""
     dest = Path(dest)
-    tmp_name = _temp_beside(dest.parent, dest.name)
     try:
-        shutil.copy2(src, tmp_name)
-        with open(tmp_name, "rb+") as fh:
-            os.fsync(fh.fileno())
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
-    return _publish_new(tmp_name, _numbered(dest))
+        with confine.open_binary(src) as source:
+            sst = os.fstat(source.fileno())
+            if not stat.S_ISREG(sst.st_mode):
+                raise WorkspaceError(f"{src}: not a regular file; not copied")
+            return _write_new(dest.parent, _numbered(dest), lambda fh: shutil.copyfileobj(source, fh, 1 << 20),
+                              sst.st_mode & 0o777, sst)
+    except OSError as exc:
+        raise _unwritable(dest, exc) if exc.errno in _NO_SPACE else exc
 
 
-def write_new_bytes(data: bytes, candidates: Iterable[Path]) -> Path:
+def write_new_bytes(data: bytes, candidates: Iterable[Path], mode: int | None = None) -> Path:
     """Durably write `data` under the first of `candidates` that does not exist yet (all in one directory)."""
     candidates = iter(candidates)
     first = next(candidates)
-    tmp_name = _temp_beside(first.parent, first.name)
     try:
-        with open(tmp_name, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
-    return _publish_new(tmp_name, itertools.chain([first], candidates))
+        return _write_new(first.parent, itertools.chain([first], candidates), lambda fh: fh.write(data), mode, None)
+    except OSError as exc:
+        raise _unwritable(first, exc) if exc.errno in _NO_SPACE else exc
+
+
+def _write_new(directory: Path, candidates: Iterable[Path], fill, mode: int | None,
+               times_from: os.stat_result | None) -> Path:
+    with interrupts.deferred(), \
+            confine.parent_of(directory / "_", create_dirs=True, on_new_dir=modes.adopt_new_dir) as where:
+        dfd = where.dir_fd
+        real_dir = where.real.parent
+        candidates = iter(candidates)
+        first = next(candidates)
+        tmp_name, fd = _create_temp(dfd, first.name)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fill(fh)
+                fh.flush()
+                if times_from is not None:
+                    os.utime(fh.fileno(), ns=(times_from.st_atime_ns, times_from.st_mtime_ns))
+                os.fsync(fh.fileno())
+                os.fchmod(fh.fileno(), modes.new_file_mode(real_dir / "_", os.fstat(dfd)) if mode is None else mode)
+                modes.give_owner(fh.fileno(), None, dfd)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp_name, dir_fd=dfd)
+            raise
+        published = _publish_new(dfd, tmp_name, real_dir, itertools.chain([first], candidates))
+        return Path(directory) / published.name
 
 
 def timestamp_slug(now: datetime | None = None) -> str:
@@ -266,11 +322,15 @@ def timestamp_slug(now: datetime | None = None) -> str:
 
 @contextlib.contextmanager
 def exclusive_lock(lock_path: Path, what: str = "workspace"):
-    """Hold a non-blocking exclusive flock for the duration of the block; BusyError if someone else has it."""
+    """Hold a non-blocking exclusive flock for the duration of the block; BusyError if someone else has it.
+
+    The lock file is created 0600 with its directory's owner (a root cron run must not lock its user out); one
+    left by an older root run that this user cannot write is still locked, read-only (flock needs no write)."""
     lock_path = Path(lock_path)
     try:
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_lock(lock_path)
+    except UnsafeLinkError:
+        raise
     except OSError as exc:  # a read-only or immutable workspace: nothing can be written, say so in one line
         raise WorkspaceError(f"cannot create the {what} lock {lock_path} ({exc.strerror or exc}); "
                              "nothing was written") from None
@@ -282,13 +342,61 @@ def exclusive_lock(lock_path: Path, what: str = "workspace"):
                 holder = ""
                 with contextlib.suppress(OSError):
                     holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
-                suffix = f" (held by pid {holder})" if holder else ""
+                suffix = f" (held by pid {holder})" if holder.isdigit() else ""
                 raise BusyError(f"another qwenmem process holds the {what} lock {lock_path}{suffix}") from None
             raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        with contextlib.suppress(OSError):  # read-only (see above): the pid is only a hint
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        if lock_path.name == "lock" and lock_path.parent.name == ".qwenmem":  # the workspace lock
+            _drop_crash_leftovers(lock_path.parent.parent)
         yield
     finally:
         with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def _open_lock(lock_path: Path) -> int:
+    with confine.parent_of(lock_path, create_dirs=True, on_new_dir=modes.adopt_new_dir) as where:
+        flags = os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            return os.open(where.name, os.O_RDWR | flags, dir_fd=where.dir_fd)
+        except FileNotFoundError:
+            pass
+        except PermissionError:
+            return os.open(where.name, os.O_RDONLY | flags, dir_fd=where.dir_fd)
+        fd = os.open(where.name, os.O_RDWR | os.O_CREAT | flags, 0o600, dir_fd=where.dir_fd)
+        os.fchmod(fd, 0o600)
+        modes.give_owner(fd, None, where.dir_fd)
+        return fd
+
+
+def _drop_crash_leftovers(workspace: Path) -> None:
+    """Under the workspace lock, temporaries of dead qwenmem processes (a SIGKILL, a power cut) are removed: they are
+    full copies of session or MEMORY.md text that nothing would ever read."""
+    with contextlib.suppress(OSError):
+        remove_stale_temporaries(workspace)
+
+
+MAX_LINE_BYTES = 64 * 1024 * 1024  # a JSONL line (one message) is kilobytes; a 1 GB "line" is damage, not data
+
+
+def iter_lines_bounded(fh, max_line: int = MAX_LINE_BYTES, skipped: list[int] | None = None) -> Iterator[bytes]:
+    """The lines of a binary file in bounded memory: a line longer than `max_line` (a sparse or corrupt file that is
+    one giant line of NULs) is read past in pieces and not yielded; its length goes to `skipped`."""
+    while True:
+        line = fh.readline(max_line + 1)
+        if not line:
+            return
+        if len(line) <= max_line:
+            yield line
+            continue
+        length = len(line)
+        while not line.endswith(b"\n"):
+            line = fh.readline(1 << 20)
+            if not line:
+                break
+            length += len(line)
+        if skipped is not None:
+            skipped.append(length)

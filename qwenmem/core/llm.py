@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Mapping
 
 from qwenmem.core.errors import LLMError, UsageError
+from qwenmem.core import redact
 from qwenmem.core.settings import Settings, mask_secret
 from qwenmem.core.workspace import Workspace, read_json_file
 
@@ -82,6 +83,7 @@ def resolve_llm_config(
     model = model or env.get("QWENMEM_LLM_MODEL") or (settings.active_model if settings else None)
     if not model:
         raise LLMError(f"an LLM base URL is configured ({source}) but no model: set --llm-model or $QWENMEM_LLM_MODEL")
+    redact.register(key)  # --llm-api-key, $QWENMEM_LLM_API_KEY, $OPENAI_API_KEY or the provider's: masked in output
     return LLMConfig(base_url.rstrip("/"), model, key or "sk-no-key", timeout, 2 if retries is None else retries, source)
 
 

@@ -143,4 +143,4 @@ def format_memory_search(hits: list[RemeHit], files: dict[str, dict] | None = No
 def label(rel: str, meta: dict | None) -> str | None:
     """How a hit's file is labelled for people: 'core memory' for MEMORY.md, etc.; None for 1.x files (no
     metadata is recorded for them)."""
-    return KIND_LABELS.get((meta or {}).get("kind"))
+    return KIND_LABELS.get(str((meta or {}).get("kind")))

@@ -72,7 +72,8 @@ def _without_blocks(body: str) -> str:
 def _digest_lines(body: str) -> list[str]:
     """A digest page as list items: paragraphs become items; the Sources section is left out."""
     out: list[str] = []
-    in_sources, paragraph, fence = False, [], None
+    paragraph: list[str] = []
+    in_sources, fence = False, None
 
     def flush():
         if paragraph:
@@ -104,7 +105,7 @@ def _digest_lines(body: str) -> list[str]:
         else:
             paragraph.append(line)
     flush()
-    if not any(HEADING.match(l) for l in out):
+    if not any(HEADING.match(line) for line in out):
         out = ["## Facts", ""] + out  # a page of prose states facts about its subject
     return out
 

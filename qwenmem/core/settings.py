@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from qwenmem.core import redact
+from qwenmem.core.redact import mask_secret  # QwenPaw's _mask_key, one definition; re-exported
 from qwenmem.core.workspace import Workspace, is_file, read_json_file
 
 DEFAULT_MAX_INPUT_LENGTH = 131072
@@ -92,9 +94,6 @@ class Settings:
         return int(self.max_input_length * self.reserve_threshold_ratio)
 
 
-def mask_secret(value: str) -> str:
-    """QwenPaw's _mask_key: keep the first 5 characters."""
-    return value if len(value) <= 5 else value[:5] + "*" * (len(value) - 5)
 
 
 def _dig(obj: Any, *path: str) -> Any:
@@ -261,6 +260,7 @@ def load_settings(ws: Workspace, env: Mapping[str, str] | None = None) -> Settin
         if isinstance(cfg, dict) and isinstance(cfg.get("user_timezone"), str) and cfg["user_timezone"]:
             settings.user_timezone = cfg["user_timezone"]
             settings.sources["user_timezone"] = "config.json user_timezone"
+    redact.register(settings.embedding.api_key)  # from agent.json or $EMBEDDING_API_KEY: never printed from here on
     return settings
 
 

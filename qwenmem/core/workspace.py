@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from qwenmem.core import confine
 from qwenmem.core.errors import ConfigError, UnsafePathError, WorkspaceError
 from qwenmem.core.jsonsafe import loads_config
 
@@ -34,6 +35,9 @@ class Workspace:
     agent_id: str | None
     source: str  # how it was found, for `qwenmem info`
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        confine.register_root(self.path)  # every later open under it is confined to it (qwenmem.core.confine)
 
     @property
     def sessions_dir(self) -> Path:
@@ -82,7 +86,10 @@ def resolve_inside(base: Path, candidate: str | os.PathLike) -> Path:
     base_real = Path(base).resolve()
     raw = Path(candidate)
     joined = raw if raw.is_absolute() else base_real / raw
-    real = joined.resolve()
+    try:
+        real = joined.resolve()
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a symlink loop (sessions/loop.json)
+        raise UnsafePathError(f"{candidate}: a symlink loop; not followed") from None
     if real != base_real and base_real not in real.parents:
         raise UnsafePathError(f"{candidate}: resolves to {real}, outside the workspace {base_real}")
     return real

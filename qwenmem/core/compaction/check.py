@@ -175,6 +175,7 @@ def check_session(ws: Workspace, ref: SessionRef, settings: Settings, opts: Comp
     if problem:
         raise WorkspaceError(f"{ref.rel}: {problem}")
     doc = loaded.session
+    assert doc is not None  # unusable_reason refuses a session that did not load
     entries, active = in_context(doc)
     msgs = [entries[i].msg for i in active]
     budget, plan, tokens = plan_for(doc, msgs, settings, opts, counter)

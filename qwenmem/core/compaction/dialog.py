@@ -9,6 +9,7 @@ skipped (same id, role and timestamp), so a rerun after a crash never duplicates
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -16,7 +17,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Sequence
 
-from qwenmem.core.fsio import append_durably
+from qwenmem.core import confine
+from qwenmem.core.fsio import append_durably, iter_lines_bounded
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -31,8 +33,8 @@ def _existing_keys(path: Path) -> set[str]:
     keys: set[str] = set()
     if not path.is_file():
         return keys
-    with open(path, "rb") as fh:
-        for raw in fh:
+    with confine.open_binary(path) as fh:
+        for raw in iter_lines_bounded(fh):  # bounded: a 1 GB sparse log is one giant line of NULs
             line = raw.decode("utf-8", "replace").rstrip("\n")
             try:
                 obj = json.loads(line)
@@ -47,7 +49,7 @@ def _key(msg: Any, line: str) -> str:
     # same message, while two different messages that merely share an id still both get written
     if isinstance(msg, dict) and isinstance(msg.get("id"), str) and msg["id"]:
         return f"id:{msg['id']}|{msg.get('role')}|{msg.get('timestamp')}"
-    return f"line:{line}"
+    return "line:" + hashlib.sha256(line.encode("utf-8", "surrogatepass")).hexdigest()  # bounded memory per line
 
 
 @dataclass

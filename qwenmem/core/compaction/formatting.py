@@ -33,7 +33,7 @@ def _tool_output_text(output: Any) -> str:
         if block.get("type") == "text":
             parts.append(str(block.get("text") or ""))
         elif block.get("type") in _MEDIA + ("file",):
-            source = block.get("source") if isinstance(block.get("source"), dict) else {}
+            source: dict[str, Any] = block["source"] if isinstance(block.get("source"), dict) else {}
             if source.get("type") != "base64":
                 parts.append(f"[{block['type']}] {source.get('url') or ''}")
     return "\n".join(parts)

@@ -1,8 +1,10 @@
 """Tier 3: a note about what was compacted, merged into the day's log memory/YYYY-MM-DD.md.
 
 The date is today in the user's timezone (config.json user_timezone), as QwenPaw names daily logs. The note is
-appended under its own heading and carries a marker comment with the session key and the id range of the
-compacted messages, so a rerun (for example after a crash) never adds it twice. Existing files are changed only
+appended under its own heading between marker comments (invisible when the Markdown is rendered): the opening one
+carries the session key and the id range of the compacted messages, so a rerun (for example after a crash) never
+adds it twice; the closing one, END_MARKER, tells `dream` where qwenmem's note ends and the user's log resumes
+(a note is a restated conversation, never promoted to MEMORY.md). Existing files are changed only
 through safety.replace_preserving (original bytes kept under .qwenmem/backups/).
 """
 
@@ -17,6 +19,9 @@ from qwenmem.core.errors import UnsafePathError, WorkspaceError
 from qwenmem.core.fsio import read_with_snapshot, snapshot
 from qwenmem.core.safety import replace_preserving
 from qwenmem.core.workspace import Workspace
+
+
+END_MARKER = "<!-- /qwenmem:compact -->"
 
 
 def marker(session_key: str, first_id: str, last_id: str, count: int) -> str:
@@ -52,7 +57,8 @@ def plan_note(ws: Workspace, now: datetime, session_key: str, first_id: str, las
         return DailyNote(path, mark, "", duplicate=True)
     if not body.strip():
         return DailyNote(path, mark, "")
-    block = (f"## Compacted conversation {session_key} ({now.strftime('%H:%M')})\n{mark}\n\n{body.strip()}\n")
+    block = (f"## Compacted conversation {session_key} ({now.strftime('%H:%M')})\n{mark}\n\n{body.strip()}\n\n"
+             f"{END_MARKER}\n")  # the blank line: a comment right after a list item would continue that item
     return DailyNote(path, mark, block)
 
 

@@ -82,6 +82,7 @@ async def compact_session_async(ws: Workspace, ref: SessionRef, settings: Settin
     if problem:
         report.status, report.error, report.error_kind = "skipped", problem, "damaged"
         return report
+    assert loaded.session is not None and loaded.snapshot is not None  # unusable_reason refused the others
     report.check = check_session(ws, ref, settings, opts)
     work = SessionDoc(copy.deepcopy(loaded.session.doc), loaded.session.layout)
     entries, active = in_context(work)

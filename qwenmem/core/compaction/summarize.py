@@ -177,7 +177,8 @@ class ExtractiveSummarizer:
         found = _Collector()
         results: dict[str, str] = {}
         for msg in messages:
-            for block in msg.get("content") if isinstance(msg, dict) and isinstance(msg.get("content"), list) else []:
+            content: list[Any] = msg["content"] if isinstance(msg, dict) and isinstance(msg.get("content"), list) else []
+            for block in content:
                 if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("id"):
                     results[str(block["id"])] = _tool_output(block)
         user_texts = [t for m in messages if isinstance(m, dict) and m.get("role") == "user" for t in _texts(m) if t.strip()]
@@ -200,7 +201,7 @@ class ExtractiveSummarizer:
                     for sentence in _sentences(text):
                         if _DECISION.search(sentence):
                             found.add("Key Decisions", sentence, 200)
-            for block in msg.get("content") if isinstance(msg.get("content"), list) else []:
+            for block in msg["content"] if isinstance(msg.get("content"), list) else []:
                 if not isinstance(block, dict) or block.get("type") != "tool_use":
                     continue
                 params = ", ".join(f"{k}={v}" for k, v in (block.get("input") or {}).items()) if isinstance(

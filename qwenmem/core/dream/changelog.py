@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from qwenmem.core import confine, redact
 from qwenmem.core.fsio import append_durably
 
 CHANGELOG_NAME = "dream_changelog.jsonl"
@@ -52,7 +53,7 @@ class ChangelogEntry:
 
 def append_entry(backup_dir: Path, entry: ChangelogEntry) -> Path:
     path = Path(backup_dir) / CHANGELOG_NAME
-    line = json.dumps(asdict(entry), ensure_ascii=False, sort_keys=False) + "\n"
+    line = redact.redact(json.dumps(asdict(entry), ensure_ascii=False, sort_keys=False)) + "\n"  # no key in the log
     # backslashreplace turns a lone surrogate (from an LLM's change reason) into a valid JSON \\udXXXX escape
     append_durably(path, line.encode("utf-8", "backslashreplace"))
     return path
@@ -64,7 +65,7 @@ def read_entries(backup_dir: Path) -> list[dict]:
     if not path.is_file():
         return []
     entries = []
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for raw in confine.read_bytes(path).decode("utf-8", errors="replace").splitlines():
         try:
             entries.append(json.loads(raw))
         except json.JSONDecodeError:

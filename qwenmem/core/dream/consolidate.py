@@ -9,8 +9,7 @@ from qwenmem.core.dream.changelog import Change
 from qwenmem.core.dream.dedupe import find_duplicates
 from qwenmem.core.dream.edits import Splice, apply_splices
 from qwenmem.core.dream.markdown import MemoryDoc, _HR, parse, reindent_item
-from qwenmem.core.dream.promote import log_candidates, plan_promotions
-from qwenmem.core.reme_notes import cited_source
+from qwenmem.core.dream.promote import log_candidates, plan_promotions, source_of
 
 
 @dataclass
@@ -48,13 +47,8 @@ def consolidate(memory_text: str, log_text: str | None, date: str, embedder=None
         splices.append(_dated_insertion(doc, date, [c for c, _ in plan.additions], gone))
         changes.extend(change for _, change in plan.additions)
     text = "".join(apply_splices(doc.lines, splices)) if splices else memory_text
-    skipped = [f"{log_ref(c, date)}: {why}" for c, why in plan.skipped]
+    skipped = [f"{source_of(c, date)}: {why}" for c, why in plan.skipped]
     return Consolidation(text, changes, dedupe.flagged, skipped, dedupe.notes)
-
-
-def log_ref(candidate, date: str) -> str:
-    """Where a log entry came from: the note a 2.x entry cites, else the 1.x daily log's line."""
-    return cited_source("".join(candidate.lines)) or f"memory/{date}.md line {candidate.source_line}"
 
 
 def _has_removed_ancestor(doc: MemoryDoc, i: int, removed: set[int]) -> bool:

@@ -4,7 +4,10 @@ Scope rules (so that nothing meaningful is lost):
   * only list items are candidates; code fences, tables, headings and paragraphs are never touched;
   * nested items are compared only with their siblings (a "状态: ✅" under two different parents is two facts);
   * top-level items are compared within their section, and across sections only when they are long enough to be
-    a statement rather than a repeated label (normalize.substantial).
+    a statement rather than a repeated label (normalize.substantial);
+  * an entry goes only when what stays states all of it (evidence.restates): an embedding cosine alone is never
+    evidence, because a topic-level model scores distinct facts of one file as high as paraphrases;
+  * a "possibly contradictory" flag needs the two entries to be about the same thing (evidence.same_subject).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from qwenmem.core.dream.changelog import FLAGGED, MERGED, REMOVED, Change
+from qwenmem.core.dream.evidence import keys_agree, negations, restates, same_subject, values_differ
 from qwenmem.core.dream.markdown import _ITEM, MemoryDoc
 from qwenmem.core.dream.normalize import is_cjk_heavy, normalize, numbers
 
@@ -116,7 +120,7 @@ def find_duplicates(doc: MemoryDoc, embedder=None, threshold: float = 0.9) -> De
             for j in alive:
                 if j == i or j in removed or len(keys[j]) <= len(keys[i]):
                     continue
-                if keys[i] in keys[j] and numbers(raw[i]) <= numbers(raw[j]):
+                if keys[i] in keys[j] and numbers(raw[i]) <= numbers(raw[j]) and _may_contain(raw[i], raw[j]):
                     drop(i, j, MERGED, f"its whole text is contained in the longer entry at line {doc.items[j].start + 1}")
                     break
 
@@ -126,6 +130,12 @@ def find_duplicates(doc: MemoryDoc, embedder=None, threshold: float = 0.9) -> De
     notes = [f"a list of {n} entries is too long to compare pairwise (limit {MAX_PAIRWISE}); only exact and "
              "normalized duplicates were removed there" for n in skipped_groups]
     return DedupePlan(removed, flagged, notes)
+
+
+def _may_contain(inner: str, outer: str) -> bool:
+    """A substring is not a restatement when the longer entry is keyed differently ("端口: 8080" inside
+    "管理端口: 8080") or negates it ("... does not use pgbouncer")."""
+    return keys_agree(inner, outer) and negations(inner) == negations(outer)
 
 
 def _long_enough(key: str, latin_min: int = 16, cjk_min: int = 8) -> bool:
@@ -140,6 +150,8 @@ def _near_duplicates(doc, embedder, threshold, keys, raw, removed, flagged, drop
     import numpy as np
 
     vectors = np.asarray(embedder.embed([raw[i] for i in candidates]), dtype=np.float32)
+    flagged_items: set[int] = set()
+    statement = {i: _long_enough(keys[i]) for i in candidates}  # once per entry, not once per pair
     sims = np.triu(vectors @ vectors.T, k=1)
     for a_pos, b_pos in np.argwhere(sims >= threshold):  # row-major: pairs come in document order
         a, b = candidates[a_pos], candidates[b_pos]
@@ -147,14 +159,19 @@ def _near_duplicates(doc, embedder, threshold, keys, raw, removed, flagged, drop
             continue
         sim = float(sims[a_pos, b_pos])
         same_scope = doc.items[a].section == doc.items[b].section
-        if not same_scope and not (_long_enough(keys[a]) and _long_enough(keys[b])):
-            continue
-        if numbers(raw[a]) != numbers(raw[b]):
-            flagged.append(Change(FLAGGED, f"similar to line {doc.items[a].start + 1} (cosine {sim:.2f}) but the "
-                                  "numbers differ; possibly contradictory, left for review",
-                                  old=_describe(doc, b), line=doc.items[b].start + 1,
-                                  section=_section_title(doc, b), similarity=round(sim, 4)))
+        if not same_scope and not (statement[a] and statement[b]):
             continue
         keep, lose = (a, b) if len(keys[a]) >= len(keys[b]) else (b, a)
-        drop(lose, keep, REMOVED, f"near-duplicate of line {doc.items[keep].start + 1} "
-             f"(embedding cosine {sim:.2f} ≥ {threshold:g}; the more detailed entry stays)", round(sim, 4))
+        forward = restates(raw[lose], raw[keep])
+        if not forward and restates(raw[keep], raw[lose]):
+            keep, lose, forward = lose, keep, True  # equally long, clauses reordered: the one restated goes
+        if forward:
+            drop(lose, keep, REMOVED, f"near-duplicate of line {doc.items[keep].start + 1} (embedding cosine "
+                 f"{sim:.2f} ≥ {threshold:g}, and that entry states every clause of it word for word; the more detailed "
+                 "entry stays)", round(sim, 4))
+        elif b not in flagged_items and same_subject(raw[a], raw[b]) and values_differ(raw[a], raw[b]):
+            flagged_items.add(b)  # one flag per entry: a list of templated lines must not flag every pair
+            flagged.append(Change(FLAGGED, f"about the same thing as line {doc.items[a].start + 1} (cosine "
+                                  f"{sim:.2f}) but the values differ; possibly contradictory, left for review",
+                                  old=_describe(doc, b), line=doc.items[b].start + 1,
+                                  section=_section_title(doc, b), similarity=round(sim, 4)))

@@ -4,7 +4,8 @@ the entries they contradict, and nothing that MEMORY.md already says.
 Which log entries are facts: the top-level list items under a heading (level 2 or deeper) that names facts,
 decisions, preferences, lessons or reflections, in English, Chinese or Spanish (`promote="facts"`, the default), or
 every top-level list item (`promote="all"`). A whole daily log is mostly routine work notes, which QwenPaw's own
-protocol says not to keep, so the default is the narrow one.
+protocol says not to keep, so the default is the narrow one. In either mode, qwenmem's own compaction notes,
+questions, greetings and lines of conversation are never promoted (facts.py).
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ import re
 from dataclasses import dataclass, field
 
 from qwenmem.core.dream.changelog import ADDED, MERGED, REPLACED, Change
+from qwenmem.core.dream.evidence import keys_agree, restates
+from qwenmem.core.dream.facts import not_a_fact, qwenmem_note_lines
 from qwenmem.core.dream.markdown import MemoryDoc, reindent_item
 from qwenmem.core.dream.secrets import secrets_in
+from qwenmem.core.reme_notes import cited_source, without_citations
 from qwenmem.core.dream.normalize import (bigrams, containment, dice, is_cjk_heavy, normalize, numbers,
                                           same_subject)
 
@@ -34,6 +38,7 @@ class Candidate:
     key: str
     source_line: int  # 1-based line in the daily log
     heading: str | None
+    rejected: str | None = None  # why it is not a fact to promote (a question, qwenmem's own note, …)
 
 
 @dataclass
@@ -47,19 +52,27 @@ def log_candidates(log: MemoryDoc, mode: str = "facts") -> list[Candidate]:
     if mode == "none":
         return []
     out = []
+    own_notes = qwenmem_note_lines(log)
     for i, item in enumerate(log.items):
         if item.parent is not None:
             continue
+        if item.start in own_notes:
+            continue  # qwenmem compact's note on a compacted conversation: not the user's facts
         path = [h for h in log.heading_path(item.section) if h.level >= 2]
         if mode == "facts" and not any(FACT_HEADINGS.search(h.title) for h in path):
             continue
-        text = log.item_text(i)
+        text = without_citations(log.item_text(i))  # a 2.x entry's "(from [[note]])" is where, not what
         key = normalize(text)
         if not key:
             continue
         lines = reindent_item(log.item_lines(i), "", "-", "\n")
-        out.append(Candidate(lines, text, key, item.start + 1, path[-1].title if path else None))
+        out.append(Candidate(lines, text, key, item.start + 1, path[-1].title if path else None, not_a_fact(text)))
     return out
+
+
+def source_of(cand: Candidate, date: str) -> str:
+    """Where a log entry came from: the note a 2.x entry cites (core/reme_promote.py), else the daily log's line."""
+    return cited_source("".join(cand.lines)) or f"memory/{date}.md line {cand.source_line}"
 
 
 def _min_len(key: str) -> int:
@@ -78,6 +91,9 @@ def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candi
     sims = _similarities(embedder, candidates, [target_text[i] for i in targets])
     seen: set[str] = set()
     for c_pos, cand in enumerate(candidates):
+        if cand.rejected:
+            plan.skipped.append((cand, cand.rejected))
+            continue
         if cand.key in seen:
             plan.skipped.append((cand, "repeated in the daily log"))
             continue
@@ -109,11 +125,11 @@ def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candi
             semantic = float(sims[c_pos][t_pos]) if sims is not None else 0.0
             similar = (lexical >= 0.55 and containment(target_grams[t], cand_grams) >= 0.7) or semantic >= threshold
             if similar and old_nums and old_nums != new_nums and max(lexical, semantic) > score \
-                    and same_subject(target_text[t], cand.text):
+                    and same_subject(target_text[t], cand.text) and keys_agree(target_text[t], cand.text):
                 best, why, score = t, REPLACED, max(lexical, semantic)
-            elif semantic >= threshold and old_nums == new_nums and why is None:
+            elif semantic >= threshold and why is None and restates(cand.text, target_text[t]):
                 best, why, score = t, "present", semantic
-        log_ref = f"memory/{date}.md line {cand.source_line}"
+        log_ref = source_of(cand, date)
         if why == "present":
             plan.skipped.append((cand, f"near-duplicate of MEMORY.md line {memory.items[best].start + 1} "
                                        f"(cosine {score:.2f})"))

@@ -21,6 +21,7 @@ from qwenmem.core.dream.changelog import RESTORED, Change, ChangelogEntry, appen
 from qwenmem.core.dream.consolidate import consolidate
 from qwenmem.core.dream.promote import PROMOTE_MODES
 from qwenmem.core.errors import UsageError, WorkspaceError
+from qwenmem.core import confine, interrupts
 from qwenmem.core.fsio import Snapshot, atomic_write_bytes, exclusive_lock, read_with_snapshot
 from qwenmem.core.settings import Settings, user_tz
 from qwenmem.core.workspace import Workspace
@@ -117,11 +118,11 @@ def _decode(data: bytes, path: Path) -> tuple[str, str]:
 
 
 def memory_target(ws: Workspace) -> Path:
-    """The file to read and replace. A symlinked MEMORY.md (e.g. kept in a notes repo) stays a symlink: its
-    target is what gets replaced."""
+    """The file to read and replace. A symlinked MEMORY.md stays a symlink and its target is what gets replaced,
+    when that target is inside the workspace; a link out of it is refused (UnsafeLinkError)."""
     path = ws.memory_md
     if path.is_symlink():
-        target = path.resolve()
+        target = confine.check(path)  # UnsafeLinkError for a link out of the workspace (MEMORY.md -> ~/.bashrc)
         if not target.exists():
             raise WorkspaceError(f"{path} is a symlink to {target}, which does not exist; not touching it")
         return target
@@ -267,14 +268,15 @@ def _dream_locked(ws: Workspace, settings: Settings, options: DreamOptions, now:
     backup = backups.create_backup(ws, old_bytes, now) if snap.exists else None
     result.backup = ws.relative(backup) if backup else None
     crash_point("backed-up")
-    atomic_write_bytes(snap.path, new_bytes, expected=snap)
-    result.status = "changed"
-    crash_point("written")
-    entry = ChangelogEntry(now.isoformat(timespec="seconds"), now.strftime("%Y%m%dT%H%M%S%f"), "dream", result.mode,
-                           ws.relative(ws.memory_md), result.backup, result.sha256_before, result.sha256_after,
-                           result.bytes_before, result.bytes_after, date, result.daily_log, result.llm_model,
-                           changes + flagged)
-    result.changelog = ws.relative(append_entry(ws.backup_dir, entry))
+    with interrupts.deferred():  # a Ctrl-C / SIGTERM here stops after the change log, never between write and log
+        atomic_write_bytes(snap.path, new_bytes, expected=snap)
+        result.status = "changed"
+        crash_point("written")
+        entry = ChangelogEntry(now.isoformat(timespec="seconds"), now.strftime("%Y%m%dT%H%M%S%f"), "dream",
+                               result.mode, ws.relative(ws.memory_md), result.backup, result.sha256_before,
+                               result.sha256_after, result.bytes_before, result.bytes_after, date, result.daily_log,
+                               result.llm_model, changes + flagged)
+        result.changelog = ws.relative(append_entry(ws.backup_dir, entry))
     crash_point("logged")
     if options.keep:
         result.pruned = [ws.relative(p) for p in backups.prune_backups(ws, options.keep, protect=backup)]

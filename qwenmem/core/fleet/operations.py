@@ -159,6 +159,17 @@ def _dream(ws: Workspace, ns: argparse.Namespace) -> Outcome:
     return Outcome(OK, to_plain(result), list(result.warnings))
 
 
+def _doctor_args(p: argparse.ArgumentParser) -> None:
+    """doctor takes no options of its own."""
+
+
+def _doctor(ws: Workspace, ns: argparse.Namespace) -> Outcome:
+    from qwenmem.core.doctor import run_doctor, to_json
+
+    report = run_doctor(ws.path)
+    return Outcome(PROBLEMS if report.needs_attention else OK, to_json(report))
+
+
 def _history_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deep", action="store_true")
 
@@ -176,6 +187,7 @@ def _history_check(ws: Workspace, ns: argparse.Namespace) -> Outcome:
 OPERATIONS: dict[str, Operation] = {
     op.name: op
     for op in (
+        Operation("doctor", "doctor", _doctor_args, _doctor),
         Operation("sessions repair", "sessions repair --check | --all [--dry-run] [--fix-tool-pairs]",
                   _repair_args, _repair, _repair_validate),
         Operation("compact", "compact --check | --all [--dry-run] [--summarizer auto|llm|extractive] [--no-longterm]",

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
 
-from qwenmem.core.fsio import exclusive_lock
+from qwenmem.core.fsio import as_domain_error, exclusive_lock
 from qwenmem.core.index import fulltext, store
 from qwenmem.core.index.chunking import Chunk, ChunkSpec, chunk_text
 from qwenmem.core.index.embedders import EmbedderChoice, load_embedder
-from qwenmem.core.index.sources import SkippedSource, SourceFile, discover, parse_sources, read_source
+from qwenmem.core.index.sources import SkippedSource, discover, parse_sources, read_source
 
 Progress = Callable[[str, int, int], None]
 
@@ -222,10 +222,12 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
                                   built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
         (gen / "manifest.json").write_bytes(manifest.dump())
         store.publish(ws, gen)
-    except BaseException:
+    except BaseException as exc:
         import shutil
 
         shutil.rmtree(gen, ignore_errors=True)
+        if isinstance(exc, OSError):  # a full disk while Whoosh writes: one line, the live index untouched
+            raise as_domain_error(exc, exc.filename or gen / "fulltext", "the previous index is kept") from None
         raise
     result.generation = gen.name
     return result

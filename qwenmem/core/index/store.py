@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from qwenmem.core import confine, modes
 from qwenmem.core.fsio import atomic_write_bytes, fsync_dir
 
 FORMAT = 1
@@ -29,7 +30,7 @@ POINTER = "CURRENT"
 
 
 def index_dir(ws) -> Path:
-    return ws.data_dir / "index"
+    return confine.check(ws.data_dir / "index")  # Whoosh opens files itself: refuse a .qwenmem/ link out first
 
 
 def lock_path(ws) -> Path:
@@ -66,6 +67,7 @@ def new_generation_dir(ws) -> Path:
 
 def publish(ws, gen: Path) -> None:
     """Make `gen` the live generation (atomic), then drop every other generation."""
+    modes.adopt_tree(index_dir(ws))  # Whoosh wrote its files itself: the workspace's owner, private modes
     for f in gen.rglob("*"):
         if f.is_file():
             fd = os.open(f, os.O_RDONLY)

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from qwenmem.core import confine
+from qwenmem.core.errors import WorkspaceError
+from qwenmem.core.fsio import iter_lines_bounded
 from qwenmem.core.workspace import Workspace
 
 MAX_EVIDENCE_BYTES = 256 * 1024 * 1024
@@ -59,8 +62,8 @@ def find_evidence(ws: Workspace, path: Path) -> list[Evidence]:
         try:
             if cand.stat().st_size > MAX_EVIDENCE_BYTES:
                 continue
-            data = cand.read_bytes()
-        except OSError:
+            data = confine.read_bytes(cand)  # a backup linked out of the workspace is not evidence
+        except (OSError, WorkspaceError):
             continue
         d = diagnose(data)
         usable = d.session is not None and not d.unrecoverable and (d.messages_intact > 0 or bool(d.session.summary))
@@ -84,9 +87,9 @@ def dialog_evidence(ws: Workspace, path: Path, days: int = 3) -> list[Evidence]:
     for f in sorted(ws.dialog_dir.glob("*.jsonl")):
         if f.stem in wanted:
             try:
-                with f.open("rb") as fh:  # streamed: dialog logs grow without bound
-                    lines = sum(1 for line in fh if line.strip())
-            except OSError:
+                with confine.open_binary(f) as fh:  # streamed: dialog logs grow without bound
+                    lines = sum(1 for line in iter_lines_bounded(fh) if line.strip())
+            except (OSError, WorkspaceError):
                 continue
             out.append(Evidence(ws.relative(f), "dialog", lines, f.stem, False, []))
     return out

@@ -13,6 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from qwenmem.core import confine
+from qwenmem.core.errors import WorkspaceError
 from qwenmem.core.fsio import atomic_write_bytes, timestamp_slug
 from qwenmem.core.workspace import Workspace
 
@@ -105,7 +107,7 @@ def originals_in_run(run_dir: Path, manifest: dict | None = None) -> dict[str, P
 
 def read_manifest(run_dir: Path) -> dict | None:
     try:
-        doc = json.loads((run_dir / MANIFEST).read_bytes().decode("utf-8", "surrogatepass"))
-    except (OSError, ValueError):
+        doc = json.loads(confine.read_bytes(run_dir / MANIFEST).decode("utf-8", "surrogatepass"))
+    except (OSError, ValueError, WorkspaceError):
         return None
     return doc if isinstance(doc, dict) else None

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from qwenmem.core import confine
 from qwenmem.core.errors import AmbiguousError, ChangedUnderneathError, NotFoundError
 from qwenmem.core.fsio import exclusive_lock, read_with_snapshot, snapshot
 from qwenmem.core.repair.quarantine import AREA, QuarantineRun, list_runs, originals_in_run, sha256
@@ -74,7 +75,7 @@ def restore(ws: Workspace, target: str, run_id: str | None = None, dry_run: bool
     if dry_run:
         for rel, src in sorted(originals.items()):
             current = snapshot(ws.path / rel)
-            same = current.exists and current.sha256 == sha256(src.read_bytes())
+            same = current.exists and current.sha256 == sha256(confine.read_bytes(src))
             result.files.append(RestoredFile(rel, ws.relative(src), "unchanged" if same else "would_restore"))
         return result
     backup = QuarantineRun(ws, "restore")

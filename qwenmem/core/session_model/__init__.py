@@ -11,6 +11,16 @@ Layers (each imports only the ones above it; tests/test_qwenpaw2_architecture.py
 A `Session` is a *view* over the raw JSON document: the document is never rebuilt from the model, so every key
 (known or not) survives and `codec.dumps_document(session.doc)` gives the original bytes back for a file QwenPaw
 wrote. Writers change the document in place (gen1.set_messages / gen2.set_messages) and then re-read it.
+
+Using it (repair and compaction of 2.x, issues 14/15):
+  * `sessions.load_session(ref)` reads either generation; `loaded.generation` is "1.x" / "2.x" / None,
+    `loaded.gen2_doc` the raw 2.x document, `loaded.as_model()` the Session (built on first use).
+  * `Message.raw` is the dict in the file (2.x: the Msg; 1.x: the [msg, marks] item), `Block.raw` the block:
+    edit those, then `gen2.set_messages(session, [m.raw for m in keep])` and `codec.encode_document(session.doc)`.
+  * `Message.synthetic` marks the scroll placeholder (keep its id in scroll.synthetic_ids if it is kept);
+    `Message.seq/seq_hi` link a live message to its history.db rows (scroll.seq_by_id).
+  * `Message.to_json()` is the normalised shape `sessions show --json` prints for files and history rows alike.
+  * history.db: `qwenmem.core.history` (read-only reader, rows → messages, full record, state for doctor).
 """
 
 from qwenmem.core.session_model.codec import dumps_document, encode_document, loads_document

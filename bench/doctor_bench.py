@@ -1,0 +1,82 @@
+"""Cold-process `qwenmem doctor` on the bench workspace (1,000 sessions × 200 messages, with a full-text index):
+median wall time, CPU time and peak RSS.
+
+    python bench/doctor_bench.py [--runs 5]
+Target (issue 11): a cold run ≤ 2 s on the 2-core machine. CPU time (user + sys) is recorded beside the wall
+time because the machine is shared: wall time includes waiting for a core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _results import update_section  # noqa: E402
+from gen_workspace import generate  # noqa: E402
+
+WORK = HERE / "_work" / "ws_1000x200"
+
+
+def run_once(args: list[str]) -> tuple[float, float, float, int]:
+    """(wall s, cpu s, peak RSS MiB, exit code) of one fresh `python -m qwenmem` process."""
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent))
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 1)
+        os.execve(sys.executable, [sys.executable, "-m", "qwenmem", *args], env)
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):  # 1: something needs attention, which is a normal answer
+        raise SystemExit(f"qwenmem {' '.join(args)} failed with {code}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code
+
+
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    a = ap.parse_args()
+    if not (WORK / "sessions").is_dir():
+        t = time.perf_counter()
+        generate(WORK, 1000, 200)
+        print(f"generated {WORK} in {time.perf_counter() - t:.1f}s", file=sys.stderr)
+    if not (WORK / ".qwenmem" / "index").is_dir():
+        subprocess.run([sys.executable, "-m", "qwenmem", "-w", str(WORK), "reindex", "--embedder", "none", "-q"],
+                       check=True, env=dict(os.environ, PYTHONPATH=str(HERE.parent)))
+    size = sum(p.stat().st_size for p in WORK.rglob("*.json"))
+    walls, cpus, rss, codes = [], [], [], set()
+    for _ in range(a.runs):
+        w, c, r, code = run_once(["-w", str(WORK), "doctor", "--json"])
+        walls.append(w)
+        cpus.append(c)
+        rss.append(r)
+        codes.add(code)
+    load = os.getloadavg()[0]
+    med = statistics.median(walls)
+    print(f"doctor: median {med:.2f}s (cpu {statistics.median(cpus):.2f}s), peak RSS {max(rss):.0f} MiB, "
+          f"load {load:.1f}", file=sys.stderr)
+    update_section("doctor", f"""Command: `python bench/doctor_bench.py --runs {a.runs}` (cold process each run, `qwenmem -w WS doctor --json`;
+workspace from `bench/gen_workspace.py`: 1,000 sessions × 200 messages, {size / 1e6:.0f} MB of JSON, with a full-text index
+built by `reindex --embedder none`; page cache warm; exit code {'/'.join(map(str, sorted(codes)))}).
+
+| command | median wall | range | median CPU (user+sys, main process) | peak RSS | load average |
+|---|---|---|---|---|---|
+| `doctor --json` | {med:.2f} s | {min(walls):.2f}–{max(walls):.2f} s | {statistics.median(cpus):.2f} s | {max(rss):.0f} MiB | {load:.1f} |
+
+Target: a cold run ≤ 2 s. Sessions are read through the `sessions list` fast path (fork pool, one parse per
+file); only unhealthy ones are diagnosed again; the index check reads the manifest and stats the memory files.""")
+
+
+if __name__ == "__main__":
+    main()

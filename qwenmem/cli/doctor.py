@@ -1,0 +1,95 @@
+"""`qwenmem doctor`: one screen over every agent of a QwenPaw root that says what needs attention (read-only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from qwenmem.cli import output
+from qwenmem.cli.context import state
+from qwenmem.cli.options import AgentOpt, JsonFlag, WorkspaceOpt
+from qwenmem.cli.result import CommandResult, status_for
+
+
+def doctor(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt = None,
+           agent: AgentOpt = None) -> CommandResult:
+    """Check every agent of a QwenPaw root: sessions, search index, last dream, quarantine and backups, QwenPaw's
+    own dream schedule, the 2.x history database. Writes nothing; exit 1 if anything needs attention.
+
+    Examples:
+
+      qwenmem doctor
+
+      qwenmem -w ~/.qwenpaw doctor --json
+
+      qwenmem doctor --agent default || mail -s "qwenmem doctor" me < /dev/null   # from cron
+    """
+    from qwenmem.core.doctor import run_doctor, to_json
+
+    st = state(ctx)
+    report = run_doctor(workspace or st.workspace, agent or st.agent)
+    return CommandResult(to_json(report), status_for(report.needs_attention), render=lambda: _render(report))
+
+
+_LEVEL_STYLE = {"attention": "bold red", "note": "yellow"}
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def _day(stamp: str | None) -> str:
+    return stamp[:10] if stamp else "-"
+
+
+def _index_line(idx: Any) -> str:
+    if idx.state == "missing":
+        return "none"
+    model = idx.embedder or "full text only"
+    extra = f", {len(idx.stale_files)} file(s) changed" if idx.stale_files else ""
+    vectors = ", vectors missing" if idx.vectors_missing else ""
+    return f"{idx.state} ({idx.chunks:,} chunks in {idx.files} file(s), {model}{extra}{vectors})"
+
+
+def _dream_line(d: Any) -> str:
+    if not d.runs:
+        return "never (by qwenmem)"
+    changes = ", ".join(f"{n} {a}" for a, n in sorted(d.last_changes.items())) or "no changes"
+    return f"{_day(d.last_time)} {d.last_kind or 'dream'} ({d.last_mode or '?'}): {changes}; {d.runs} run(s) logged"
+
+
+def _render(report: Any) -> None:
+    con = output.out()
+    for a in report.agents:
+        head = f"agent {a.agent}" if a.agent else "workspace"
+        mark = "[bold red]needs attention[/bold red]" if a.needs_attention else "[green]ok[/green]"
+        con.print(f"[bold]{output.escape(head)}[/bold]  {mark}  [dim]{output.escape(a.workspace)}[/dim]",
+                  soft_wrap=True)
+        if a.error is None:
+            s = a.sessions
+            con.print(f"  sessions  {s.total} ({s.ok} ok, {len(s.corrupt)} damaged, {len(s.needs_flag)} need a "
+                      f"flag, {len(s.near_threshold)} near the {s.compact_threshold:,}-token threshold)")
+            con.print(f"  index     {output.escape(_index_line(a.index))}")
+            con.print(f"  dream     {output.escape(_dream_line(a.dream))}")
+            cron = (f"QwenPaw's dream_cron {a.schedule.dream_cron!r}" if a.schedule.qwenpaw_dreams
+                    else "QwenPaw's dream_cron off")
+            con.print(f"  schedule  {output.escape(cron)}")
+            for ar in a.storage:
+                con.print(f"  kept      {output.escape(ar.name)}: {ar.files} file(s), {_size(ar.bytes)}, "
+                          f"oldest {_day(ar.oldest)}")
+            if a.history.status != "not_applicable":
+                rows = f", {a.history.rows:,} rows" if a.history.rows is not None else ""
+                con.print(f"  history   {a.history.status} ({_size(a.history.size)}{rows})")
+            if a.temporaries.status == "not_checked":
+                con.print("  temps     [dim]not checked[/dim]")
+        for f in a.findings:
+            style = _LEVEL_STYLE.get(f.level, "")
+            con.print(f"  [{style}]{f.level}[/{style}] {f.area}: {output.escape(f.message)}")
+    n = report.attention_count
+    summary = (f"{n} thing(s) need attention" if n else "nothing needs attention")
+    con.print(f"[bold]{summary}[/bold] in {len(report.agents)} agent(s) ({report.elapsed_ms} ms)")

@@ -1,0 +1,201 @@
+"""`compact --check` for one QwenPaw 2.x session file: the strategy, C, every counted term, the trigger, the
+reserve (and, under scroll, the hard limit), and the split AgentScope / scroll would make (spec §4.1-4.5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from qwenmem.core.compaction2 import native, scroll
+from qwenmem.core.compaction2.prompt import (NOT_STORED_NOTICE, system_prompt_estimate, tools_estimate)
+from qwenmem.core.compaction2.tokens import ZERO, message_size, summary_size, tokens_of
+from qwenmem.core.errors import UsageError, WorkspaceError
+from qwenmem.core.session_model import gen2
+from qwenmem.core.workspace import Workspace
+
+NATIVE, SCROLL = "native", "scroll"
+
+
+@dataclass
+class Check2Options:
+    context_size: int | None = None  # --max-input-length: overrides the provider's effective context
+    trigger_ratio: float | None = None
+    reserve_ratio: float | None = None
+    system_tokens: int | None = None
+    tools_tokens: int | None = None
+    force: bool = False
+
+
+@dataclass
+class Terms:
+    """Tokens per part (each rounded for display) and the total AgentScope computes (one rounding)."""
+
+    system: int
+    system_source: str
+    tools: int
+    tools_source: str
+    summary: int
+    messages: int
+    data_blocks: int
+    total: int
+
+
+@dataclass
+class Check2Report:
+    key: str
+    path: str
+    generation: str
+    strategy: str
+    strategy_source: str
+    context_size: int
+    context_source: str
+    trigger_ratio: float
+    reserve_ratio: float
+    trigger: float
+    reserve: float
+    hard_limit: int | None
+    terms: Terms
+    message_count: int
+    would_compact: bool
+    reason: str
+    kept_ids: list[str]
+    removed_ids: list[str]
+    boundary_id: str | None = None
+    boundary_blocks: list[int] | None = None  # [compressed blocks, blocks] of a split boundary message
+    keep_tokens: int = 0
+    not_in_history: int = 0
+    notices: list[str] = field(default_factory=list)
+    tokenizer: str = "agentscope(bytes/4, one rounding)"
+
+
+def file_strategy(doc: dict, configured: str) -> tuple[str, str]:
+    """Scroll writes `agent.scroll` whenever it is wired; a file without it was compacted natively (QwenPaw falls
+    back to native silently when scroll wiring fails, spec §4.1)."""
+    has_scroll = isinstance(gen2.agent_of(doc).get("scroll"), dict)  # type: ignore[union-attr]
+    if has_scroll:
+        return SCROLL, "the file carries agent.scroll"
+    if configured == SCROLL:
+        return NATIVE, "the file has no agent.scroll (agent.json says scroll: this session ran native)"
+    return NATIVE, "the file has no agent.scroll" + (f" (agent.json strategy {configured})" if configured else "")
+
+
+def history_ids(db_path, session_id: str | None) -> tuple[set[str] | None, str]:
+    """Message ids that have rows in history.db for this session, or (None, why) when it cannot be read."""
+    if db_path is None or session_id is None:
+        return None, "no history.db or no session id"
+    if not db_path.is_file():
+        return None, f"{db_path.name} does not exist"
+    from qwenmem.core.history.store import HistoryError, open_history
+
+    try:
+        with open_history(db_path) as reader:
+            rows = reader.rows(session_id)
+    except HistoryError as exc:
+        return None, str(exc)
+    ids = {r.dedup_key for r in rows if r.kind != "tool_result" and r.dedup_key}
+    return ids, ""
+
+
+def _ratios(settings: Any, opts: Check2Options) -> tuple[float, float]:
+    t = opts.trigger_ratio if opts.trigger_ratio is not None else settings.compact_threshold_ratio
+    r = opts.reserve_ratio if opts.reserve_ratio is not None else settings.reserve_threshold_ratio
+    if not 0 < t <= 1 or not 0 <= r < 1:
+        raise UsageError(f"ratios must be in (0, 1]: got trigger {t}, reserve {r}")
+    return t, r
+
+
+def check_gen2(ws: Workspace, ref: Any, loaded: Any, settings: Any, gen2_settings: Any,
+               opts: Check2Options) -> Check2Report:
+    doc = loaded.gen2_doc
+    state = gen2.agent_of(doc)["state"]
+    if not isinstance(state, dict) or not isinstance(state.get("context", []), list):
+        raise WorkspaceError(f"{ref.rel}: agent.state.context is not a list; run `qwenmem sessions repair` first")
+    context = list(state.get("context") or [])
+    summary = state.get("summary") or ""
+    strategy, strategy_source = file_strategy(doc, gen2_settings.strategy)
+    if opts.context_size:
+        c, c_source = opts.context_size, "--max-input-length"
+    else:
+        c, c_source = gen2_settings.provider.context_size, gen2_settings.provider.context_source
+    t, r = _ratios(settings, opts)
+    from qwenmem.core.settings2 import read_agent_json
+
+    system = system_prompt_estimate(ws, read_agent_json(ws), opts.system_tokens)
+    tools = tools_estimate(opts.tools_tokens)
+    fixed = system.size + tools.size
+    msgs_size = sum((message_size(m) for m in context), ZERO)
+    notices = [NOT_STORED_NOTICE] if not (system.exact and tools.exact) else []
+    ids = [str(m.get("id")) if isinstance(m, dict) else "?" for m in context]
+    session = loaded.as_model()
+    synthetic = [m.synthetic for m in session.messages] if session else [False] * len(context)
+    if strategy == NATIVE:
+        d = native.decide(context, fixed, summary, c, t, r, (state.get("reply_context") or {}).get("reply_id")
+                          if isinstance(state.get("reply_context"), dict) else None, opts.force)
+        split = d.split
+        notices += d.notes
+        kept, removed = (ids, []) if split is None else ([str(m.get("id")) for m in split.reserve],
+                                                         [str(m.get("id")) for m in split.compress])
+        bid = ids[split.boundary] if split and split.boundary is not None else None
+        bblocks = list(split.boundary_blocks) if split and split.boundary is not None else None
+        keep_tokens = tokens_of(fixed + summary_size(summary) + sum(
+            (message_size(m) for m in (split.reserve if split else context)), ZERO))
+        report_t, report_r, trig, res, hard, would, reason = d.trigger_ratio, d.reserve_ratio, d.trigger, d.reserve, \
+            None, d.would_compact, d.reason
+        not_in = 0
+    else:
+        hist, why = history_ids(gen2_settings.history_db, state.get("session_id"))
+        if hist is None:
+            notices.append(f"history.db not readable ({why}): nothing may be evicted")
+        in_history = [bool(hist) and i in hist for i in ids]
+        d = scroll.decide(context, synthetic, in_history, fixed, c, t, r, opts.force)
+        notices += d.notes
+        kept = [ids[i] for i in d.keep]
+        removed = [ids[i] for i in d.evict]
+        bid, bblocks = None, None
+        keep_tokens = tokens_of(fixed + sum((message_size(context[i]) for i in d.keep), ZERO))
+        report_t, report_r, trig, res, hard, would, reason = t, r, d.trigger, d.reserve, d.hard_limit, \
+            d.would_compact, d.reason
+        not_in = sum(1 for i, s in zip(in_history, synthetic) if not i and not s)
+    terms = Terms(system.tokens, system.source, tools.tokens, tools.source, summary_size(summary).tokens,
+                  tokens_of(msgs_size), msgs_size.data + summary_size(summary).data,
+                  tokens_of(fixed + summary_size(summary) + msgs_size))
+    return Check2Report(ref.key, ref.rel, "2.x", strategy, strategy_source, c, c_source, report_t, report_r,
+                        trig, res, hard, terms, sum(1 for s in synthetic if not s), would, reason, kept, removed,
+                        bid, bblocks, keep_tokens, not_in, notices)
+
+
+def is_gen2_file(path) -> bool:
+    """From the first bytes when they are the usual `{"agent": {"state": …`; else by parsing the whole file."""
+    from qwenmem.core.session_model.detect import GEN2, classify_document, sniff_generation
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return False
+    guess = sniff_generation(head)
+    if guess is not None:
+        return guess == GEN2
+    try:
+        from qwenmem.core.session_model.codec import loads_document
+
+        return classify_document(loads_document(path.read_bytes())) == GEN2
+    except (OSError, ValueError):
+        return False
+
+
+def check_ref(ws: Workspace, ref: Any, settings: Any, opts: Check2Options, gen2_settings: Any = None
+              ) -> Check2Report | None:
+    """The 2.x check of `ref`, or None when the file is not a 2.x session (the 1.x check applies)."""
+    if not is_gen2_file(ref.path):
+        return None
+    from qwenmem.core.sessions import load_session
+    from qwenmem.core.settings2 import load_gen2_settings
+
+    loaded = load_session(ref)
+    if loaded.gen2_doc is None:
+        return None
+    if loaded.health == "corrupt":
+        raise WorkspaceError(f"{ref.rel}: damaged ({'; '.join(loaded.problems[:2])}); run `qwenmem sessions repair` "
+                             "first")
+    return check_gen2(ws, ref, loaded, settings, gen2_settings or load_gen2_settings(ws), opts)

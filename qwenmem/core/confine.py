@@ -1,0 +1,217 @@
+"""Confined paths: the one place that decides whether a path inside a workspace may be opened.
+
+A workspace can hold links planted by a clone, a sync or another user (`MEMORY.md -> ~/.bashrc`, `.qwenmem ->
+/etc`, `sessions/loop.json -> loop.json`). Every open qwenmem does under a known workspace resolves the path one
+component at a time from the workspace root with directory file descriptors (`O_NOFOLLOW | O_DIRECTORY`,
+`dir_fd=`), follows a symlink only when its target stays inside the workspace, and refuses it otherwise. Because
+the final open is relative to a descriptor of the checked directory, a link swapped in after the check cannot
+redirect it.
+
+Workspaces register themselves (qwenmem.core.workspace.Workspace); a path under no registered workspace is opened
+normally.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from qwenmem.core.errors import UnsafeLinkError
+
+MAX_LINKS = 40  # as Linux's MAXSYMLINKS: more than this is a loop
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+_roots: set[Path] = set()
+_refused: list[str] = []
+_lock = threading.Lock()
+
+
+def register_root(path: os.PathLike | str) -> None:
+    """Confine every later open under `path` (an already resolved workspace directory) to it."""
+    with _lock:
+        _roots.add(Path(path))
+
+
+def root_for(path: os.PathLike | str) -> Path | None:
+    """The deepest registered workspace that lexically contains `path`, or None."""
+    p = Path(os.path.abspath(path))
+    best = None
+    for root in _roots:
+        if (p == root or root in p.parents) and (best is None or len(root.parts) > len(best.parts)):
+            best = root
+    return best
+
+
+def refusals() -> list[str]:
+    """Every refusal of this process, one line each (the CLI turns a run with any into exit UNSAFE_LINK)."""
+    return list(_refused)
+
+
+def reset_refusals() -> None:
+    _refused.clear()
+
+
+def _refuse(message: str) -> UnsafeLinkError:
+    _refused.append(message)
+    return UnsafeLinkError(message)
+
+
+@dataclass
+class Resolved:
+    """An open descriptor of the directory a confined path lives in, and the final name inside it."""
+
+    dir_fd: int
+    name: str
+    real: Path  # the path the name really is (after following inside links), for messages
+
+    def stat(self) -> os.stat_result | None:
+        try:
+            return os.stat(self.name, dir_fd=self.dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+
+def _outside(link: Path, target: str) -> UnsafeLinkError:
+    where = target if os.path.isabs(target) else os.path.normpath(link.parent / target)
+    return _refuse(f"{link}: a link to {where}, outside the workspace; not followed")
+
+
+def _loop(link: Path) -> UnsafeLinkError:
+    return _refuse(f"{link}: a symlink loop (more than {MAX_LINKS} links); not followed")
+
+
+def _inside_parts(root: Path, absolute: str) -> list[str] | None:
+    """`absolute` (normalised) as parts below `root`, or None if it is not under it."""
+    p = Path(os.path.normpath(absolute))
+    if p == root:
+        return []
+    if root in p.parents:
+        return list(p.relative_to(root).parts)
+    real = Path(os.path.realpath(root))  # a root given through a link of its own (/tmp -> /private/tmp)
+    if real != root and (p == real or real in p.parents):
+        return list(p.relative_to(real).parts)
+    return None
+
+
+@contextlib.contextmanager
+def parent_of(path: os.PathLike | str, *, follow_last: bool = True, create_dirs: bool = False,
+              on_new_dir=None) -> Iterator[Resolved]:
+    """Yield the resolved parent directory of `path` as an open descriptor, plus the final name.
+
+    With `follow_last`, a final component that is a symlink inside the workspace is followed (so writing a
+    `MEMORY.md -> notes/memory.md` writes the notes file); the yielded name is never a symlink then, unless the
+    path is outside every workspace. `create_dirs` makes missing directories (`on_new_dir(dir_fd, name, path)` is
+    called for each new one, to set its owner and mode). Raises UnsafeLinkError for a link that leaves the workspace or
+    loops; FileNotFoundError / NotADirectoryError as the OS would.
+    """
+    path = Path(os.path.abspath(path))
+    root = root_for(path)
+    if root is None or path == root:
+        parent = path.parent
+        if create_dirs:
+            parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            yield Resolved(fd, path.name, path)
+        finally:
+            os.close(fd)
+        return
+    fds: list[int] = []
+    try:
+        fds.append(os.open(root, os.O_RDONLY | os.O_DIRECTORY))
+        yield _walk(root, list(path.relative_to(root).parts), fds, follow_last, create_dirs, on_new_dir)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _walk(root: Path, pending: list[str], fds: list[int], follow_last: bool, create_dirs: bool,
+          on_new_dir) -> Resolved:
+    real: list[str] = []
+    links = 0
+    pending = list(reversed(pending))  # a stack: pending[-1] is the next component
+    while True:
+        comp = pending.pop()
+        last = not pending
+        here = root.joinpath(*real, comp)
+        try:
+            st = os.stat(comp, dir_fd=fds[-1], follow_symlinks=False)
+        except FileNotFoundError:
+            if last:
+                return Resolved(fds[-1], comp, here)
+            if not create_dirs:
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(here)) from None
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(comp, 0o700, dir_fd=fds[-1])
+                if on_new_dir is not None:
+                    on_new_dir(fds[-1], comp, here)
+            pending.append(comp)  # look at it again: someone may have raced a link in
+            continue
+        if stat.S_ISLNK(st.st_mode) and (follow_last or not last):
+            links += 1
+            if links > MAX_LINKS:
+                raise _loop(here)
+            target = os.readlink(comp, dir_fd=fds[-1])
+            joined = target if os.path.isabs(target) else os.path.join(str(root.joinpath(*real)), target)
+            parts = _inside_parts(root, joined)
+            if parts is None:
+                raise _outside(here, target)
+            # restart from the root along the link's (normalised) target, then the rest of the path
+            for fd in fds[1:]:
+                os.close(fd)
+            del fds[1:]
+            real = []
+            pending.extend(reversed(parts))
+            if not pending:  # a link to the workspace root itself
+                raise _refuse(f"{here}: a link to the workspace root; not followed")
+            continue
+        if last:
+            return Resolved(fds[-1], comp, here)
+        if not stat.S_ISDIR(st.st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(here))
+        try:
+            fds.append(os.open(comp, _DIR_FLAGS, dir_fd=fds[-1]))
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # it became a link since the stat: look again
+                pending.append(comp)
+                links += 1
+                if links > MAX_LINKS:
+                    raise _loop(here) from None
+                continue
+            raise
+        real.append(comp)
+
+
+def check(path: os.PathLike | str) -> Path:
+    """Refuse (UnsafeLinkError) a path whose any component is a link leaving the workspace, or a loop; return
+    the path it really is. A missing tail is fine. For directories handed to code that opens files itself."""
+    try:
+        with parent_of(path) as r:
+            return r.real
+    except (FileNotFoundError, NotADirectoryError):
+        return Path(path)
+
+
+def open_fd(path: os.PathLike | str, flags: int, mode: int = 0o600) -> int:
+    """os.open, confined: the final component is opened with O_NOFOLLOW relative to its checked directory."""
+    with parent_of(path) as r:
+        if root_for(path) is None:
+            return os.open(r.name, flags, mode, dir_fd=r.dir_fd)
+        return os.open(r.name, flags | getattr(os, "O_NOFOLLOW", 0), mode, dir_fd=r.dir_fd)
+
+
+def open_binary(path: os.PathLike | str):
+    """A confined `open(path, "rb")` that never blocks on a FIFO."""
+    return os.fdopen(open_fd(path, os.O_RDONLY | os.O_NONBLOCK), "rb")
+
+
+def read_bytes(path: os.PathLike | str) -> bytes:
+    """A confined `Path.read_bytes()` (UnsafeLinkError for a link that leaves the workspace)."""
+    with open_binary(path) as fh:
+        return fh.read()

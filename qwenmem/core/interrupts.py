@@ -1,0 +1,47 @@
+"""Safe points for Ctrl-C and SIGTERM.
+
+The CLI (qwenmem/cli/signals.py) turns SIGINT and SIGTERM into `Interrupted`, raised wherever Python is. Code
+whose steps must not be separated (write the temporary, rename it, fsync the directory; replace MEMORY.md, then log
+the change) runs inside `deferred()`: a signal arriving there is held and raised when the block ends, so a run
+always stops between two whole steps. Without the CLI's handler (library use) this module changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+
+_state = threading.local()
+_pending: list[int] = []
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived; `signum` says which."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def deferring() -> bool:
+    return getattr(_state, "depth", 0) > 0
+
+
+def hold(signum: int) -> None:
+    """Called by the signal handler while deferring: remember the signal for the end of the block."""
+    if signum not in _pending:
+        _pending.append(signum)
+
+
+@contextlib.contextmanager
+def deferred():
+    _state.depth = getattr(_state, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _state.depth -= 1
+        if _state.depth == 0 and _pending:
+            signum = signal.SIGTERM if signal.SIGTERM in _pending else _pending[0]
+            _pending.clear()
+            raise Interrupted(signum)
