@@ -14,6 +14,6 @@ sys.path.insert(0, _here)
 for _name in [m for m in sys.modules if m == "qwenmem" or m.startswith("qwenmem.")]:
     del sys.modules[_name]
 
-from qwenmem.cli.app import main  # noqa: E402
+from qwenmem.cli.entry import main  # noqa: E402
 
 main()

@@ -160,3 +160,14 @@ def test_a_healthy_2x_agent_reports_its_history_database(tmp_path):
     # everything else is untouched. (Reported to the history reader's owner; QwenPaw keeps them while it runs.)
     sidecars = ("history.db-wal", "history.db-shm")
     assert {k: v for k, v in _everything(ws).items() if k not in sidecars} == before
+
+
+def test_leftovers_of_a_killed_run_are_a_note(root):
+    ws = root / "workspaces" / "writer"
+    assert invoke("-w", str(ws), "reindex", "--embedder", "none").code == 0
+    (ws / ".qwenmem" / "index" / "gen-999999").mkdir()  # a reindex killed while it built this one
+    (ws / ".qwenmem" / "index" / "gen-999999" / "chunks.json").write_text("[]")
+    run, doc = _doctor("-w", str(ws))
+    temps = _agent(doc, "writer")["temporaries"]
+    assert temps["status"] == "found" and temps["stale"] == [".qwenmem/index/gen-999999 (index generation)"]
+    assert (ws / ".qwenmem" / "index" / "gen-999999").is_dir()  # reported, not removed

@@ -365,3 +365,18 @@ def test_sigkill_during_salvage_leaves_the_old_or_the_new_store(tmp_path):
         n = sql(db, "SELECT count(*) FROM conversation_history")[0][0]
         assert n in (0, len(rows)), (trial, n)  # one transaction: all or nothing
         assert aside.is_file()
+
+
+def test_a_history_db_linked_out_of_the_workspace_is_refused(tmp_path):
+    ws, _ = make_ws(tmp_path)
+    outside = tmp_path / "outside.db"
+    os.replace(ws / "history.db", outside)
+    for side in ("-wal", "-shm"):
+        Path(f"{ws / 'history.db'}{side}").unlink(missing_ok=True)
+    before = sha(outside)
+    (ws / "history.db").symlink_to(outside)
+    for args in (("check",), ("salvage",), ("rebuild-fts", "--force")):
+        run = run_cli("-w", str(ws), "history", *args)
+        assert run.code in (2, 6), (args, run.code, run.stderr)
+        assert "outside" in run.stderr and "Traceback" not in run.stderr
+    assert sha(outside) == before

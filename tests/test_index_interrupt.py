@@ -3,6 +3,7 @@ in use, and exits 130 (a real subprocess, a real SIGINT, the real default local 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -52,3 +53,23 @@ def test_ctrl_c_during_reindex_stops_within_2_s_and_keeps_the_previous_index(tmp
     assert not (index / "gen-000002").exists()
     after = run_cli("search", "rollback plan", "-w", str(ws), "--json", "--no-reindex")
     assert after.code == 0 and after.json()["result"]["hits"]
+
+
+def test_first_search_of_a_large_workspace_answers_from_full_text_at_once_and_reindex_embeds_the_rest(tmp_path):
+    """issue 18: the first search used to embed every chunk before answering (hours with the default model on a
+    large workspace). Now it builds the full-text side, embeds for about a second, and says what is left."""
+    ws = _big_workspace(tmp_path / "ws")
+    started = time.monotonic()
+    first = run_cli("search", "rollback plan", "-w", str(ws), "--json")
+    elapsed = time.monotonic() - started
+    assert first.code == 0, first.stderr
+    assert first.json()["result"]["hits"]
+    assert any("not embedded yet" in w for w in first.json()["warnings"]), first.json()["warnings"]
+    assert elapsed < 15, f"the first search took {elapsed:.1f} s"  # embedding all of it takes far longer here
+    manifest = json.loads((ws / ".qwenmem" / "index" / (ws / ".qwenmem" / "index" / "CURRENT").read_text().strip()
+                           / "manifest.json").read_text())
+    assert manifest["vectors_missing"] > 0
+    filled = run_cli("reindex", "-w", str(ws), "--json", timeout=600)
+    assert filled.code == 0 and filled.json()["result"]["chunks_without_vectors"] == 0
+    later = run_cli("search", "rollback plan", "-w", str(ws), "--json")
+    assert later.code == 0 and not any("not embedded" in w for w in later.json()["warnings"])

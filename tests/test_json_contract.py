@@ -80,7 +80,8 @@ PINS = {
         "generation", "pieces_embedded", "pieces_reused", "reason", "seconds", "sources", "up_to_date"},
     "search": {"count", "embedder", "fusion", "hits", "mode", "query"},
     "search hit": {
-        "end_line", "highlights", "kind", "path", "score", "snippet", "start_line", "text_score", "vector_score"},
+        "end_line", "highlights", "kind", "match_line", "path", "score", "snippet", "start_line", "text",
+        "text_score", "vector_score"},
     "dream": {
         "backup", "bytes_after", "bytes_before", "changelog", "changes", "daily_log", "date", "diff",
         "embedding_model", "flagged", "index_refreshed", "llm_model", "memory", "mode", "pruned", "sha256_after",

@@ -66,8 +66,8 @@ def test_reme_fusion(keyword, vector, limit):
     if keyword and vector:
         assert all(0 < s <= 1 / 61 + 1e-12 for s in fused.values())
         assert len(fused) <= 2 * n
-        top_k = max(keyword, key=lambda k: (keyword[k], [-ord(c) for c in k]))
-        top_v = max(vector, key=lambda k: (vector[k], [-ord(c) for c in k]))
+        top_k = min(keyword, key=lambda k: (-keyword[k], k))  # rank 1 (ties by id, as ReMe's lists here)
+        top_v = min(vector, key=lambda k: (-vector[k], k))
         if top_k == top_v:
             assert abs(fused[top_k] - 1 / 61) < 1e-12
     elif keyword or vector:

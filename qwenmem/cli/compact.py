@@ -166,7 +166,11 @@ def compact(
 
         opts.llm = resolve_llm_config(ws, settings, llm_base_url, llm_model, llm_api_key, llm_timeout,
                                       retries=llm_retries)
-    if len(refs) == 1:
+    from qwenmem.core.compaction2.check import Check2Options, is_gen2_file
+
+    opts.gen2_check = Check2Options(max_input_length, threshold_ratio, reserve_ratio, system_tokens, tools_tokens,
+                                    force)
+    if len(refs) == 1 and not is_gen2_file(refs[0].path):  # a 2.x file is checked by its own compaction
         from qwenmem.core.sessions import load_session
         from qwenmem.core.compaction.check import unusable_reason
 

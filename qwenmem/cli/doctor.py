@@ -85,8 +85,6 @@ def _render(report: Any) -> None:
             if a.history.status != "not_applicable":
                 rows = f", {a.history.rows:,} rows" if a.history.rows is not None else ""
                 con.print(f"  history   {a.history.status} ({_size(a.history.size)}{rows})")
-            if a.temporaries.status == "not_checked":
-                con.print("  temps     [dim]not checked[/dim]")
         for f in a.findings:
             style = _LEVEL_STYLE.get(f.level, "")
             con.print(f"  [{style}]{f.level}[/{style}] {f.area}: {output.escape(f.message)}")

@@ -158,9 +158,10 @@ def human_size(n: int) -> str:
 
 def progress(description: str, total: int | None, quiet: bool = False):
     """A Rich progress bar on stderr (hidden when stderr is not a terminal, or in --quiet/--json mode)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     console = err()
     prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TextColumn("ETA"), TimeRemainingColumn(),
                     console=console, transient=True, disable=quiet or not console.is_terminal)
     return prog, description, total

@@ -38,6 +38,8 @@ def reindex_cmd(
         "--recursive/--no-recursive", help="Include memory/**/*.md. Default: QwenPaw's recursive_file_watcher.")] = None,
     embedder: EmbedderOpt = None,
     model: ModelOpt = None,
+    verify: Annotated[bool, typer.Option("--verify", help="Re-read and hash every file, also those whose size and "
+                                         "mtime look unchanged (catches an edit that restored the mtime).")] = False,
     dry_run: DryRunFlag = False,
     json_out: JsonFlag = False,
     quiet: QuietFlag = False,
@@ -60,7 +62,6 @@ def reindex_cmd(
     from qwenmem.core.index import reindex
     from qwenmem.core.settings import load_settings
 
-    from qwenmem.cli.errors import ExitCode
     from qwenmem.core.index import index_exists
 
     ws = open_workspace(ctx, workspace, agent)
@@ -69,11 +70,12 @@ def reindex_cmd(
     try:
         with progress_callback(quiet or json_out) as progress:
             result = reindex(ws, settings, full=full, sources=sources, progress=progress, recursive=recursive,
-                             backend=embedder, model=model, dry_run=dry_run)
-    except KeyboardInterrupt:  # the new generation is already removed; say what the user still has
-        output.err().print("interrupted: the index was not changed; the previous index is still in use" if had_index
-                           else "interrupted: no index was written")
-        raise typer.Exit(ExitCode.INTERRUPTED) from None
+                             backend=embedder, model=model, dry_run=dry_run, verify=verify)
+    except KeyboardInterrupt as exc:  # the new generation is already removed; say what the user still has
+        from qwenmem.cli import signals
+
+        raise typer.Exit(signals.report(exc, "the index was not changed; the previous index is still in use"
+                                        if had_index else "no index was written")) from None
     data = document_of(result, OMITTED_FIELDS)
     # Chunks left without vectors (the embedder failed) is a partial success: full text is indexed, the next run
     # embeds them. Status problems, exit 1, and under --quiet still the one line that says why.

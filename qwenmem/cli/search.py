@@ -25,6 +25,8 @@ class SearchHit:
     vector_score: float | None
     snippet: str
     highlights: list[Any]
+    text: str | None  # the whole chunk (--context full, the default with --json); None with --context snippet
+    match_line: int
     kind: str | None  # QwenPaw 2.x memory: core (MEMORY.md), note, day_index, daily_log, digest; null for 1.x
 
 
@@ -65,6 +67,9 @@ def search_cmd(
     search_format: Annotated[str, typer.Option("--format", help="text (for people) or reme (ReMe 0.4's "
                                                "memory_search blocks, as the assistant reads them).")] = "text",
     no_reindex: Annotated[bool, typer.Option("--no-reindex", help="Search the index as it is, even if stale.")] = False,
+    context: Annotated[Optional[str], typer.Option(
+        "--context", "-C", help="How much of each hit to show: snippet, full (the whole chunk), or a number of lines "
+        "around the best line. Default: snippet on the terminal, full with --json.")] = None,
     json_out: JsonFlag = False,
     quiet: QuietFlag = False,
     workspace: WorkspaceOpt = None,
@@ -86,6 +91,7 @@ def search_cmd(
     from qwenmem.core.index.search import search
     from qwenmem.core.settings import load_settings
 
+    shown = _parse_context(context, json_out)
     from qwenmem.core.errors import UsageError
 
     if search_format not in ("text", "reme"):
@@ -97,14 +103,14 @@ def search_cmd(
                         since=since, until=until, tags=tags, vector_weight=vector_weight,
                         auto_reindex=not no_reindex, progress=progress)
     hits = [SearchHit(h.path, h.start_line, h.end_line, h.score, h.text_score, h.vector_score, h.snippet,
-                      h.highlights, h.kind) for h in result.hits]
+                      h.highlights, _json_text(h, shown), h.match_line, h.kind) for h in result.hits]
     data = SearchResult(result.query, result.mode, result.fusion, result.embedder, len(hits), hits)
     # Like grep: nothing found is not an error (status ok), but exit 1 (PROBLEMS) lets `search X && ...` branch on it.
     nothing = None if hits else ExitCode.PROBLEMS
     warnings = result.notices + ([] if hits or not json_out else [f"no results for {query!r}"])
     return CommandResult(data, warnings=warnings, warnings_as_notes=True, warnings_first=True, quiet=quiet,
                          exit_code=nothing, render=lambda: _render_reme(ws, result) if search_format == "reme" else
-                         _render(result, query, quiet))
+                         _render(result, query, quiet, shown))
 
 
 def _render_reme(ws: Any, result: Any) -> None:
@@ -122,7 +128,30 @@ def _render_reme(ws: Any, result: Any) -> None:
     sys.stdout.write(format_memory_search(hits, manifest.files if manifest else None) + "\n")
 
 
-def _render(result: Any, query: str, quiet: bool) -> None:
+def _parse_context(value: str | None, json_out: bool) -> str | int:
+    from qwenmem.core.errors import UsageError
+
+    if value is None:
+        return "full" if json_out else "snippet"
+    v = value.strip().lower()
+    if v in ("full", "snippet"):
+        return v
+    if v.isdigit() and int(v) <= 10_000:
+        return int(v)
+    raise UsageError(f"bad --context {value!r}: use snippet, full or a number of lines")
+
+
+def _json_text(hit: Any, shown: str | int) -> str | None:
+    from qwenmem.core.index.search import context_lines
+
+    if shown == "snippet":
+        return None
+    if shown == "full":
+        return hit.text
+    return "\n".join(line for _, line in context_lines(hit, shown))
+
+
+def _render(result: Any, query: str, quiet: bool, shown: str | int = "snippet") -> None:
     if not result.hits:
         if not quiet:
             output.note(f"no results for {query!r}")
@@ -139,7 +168,15 @@ def _render(result: Any, query: str, quiet: bool) -> None:
         label = f"  [magenta]{KIND_LABELS[h.kind]}[/]" if h.kind in KIND_LABELS else ""
         console.print(f"[bold cyan]{output.escape(h.path)}[/]:{h.start_line}-{h.end_line}{label}  "
                       f"[dim]{' · '.join(parts)}[/]")
-        console.print("  " + _highlight(h.snippet, h.highlights))
+        if shown == "snippet":
+            console.print("  " + _highlight(h.snippet, h.highlights))
+            continue
+        from qwenmem.core.index.search import context_lines
+
+        lines = context_lines(h, 10**9) if shown == "full" else context_lines(h, int(shown))
+        for number, line in lines:
+            marker = ">" if number == h.match_line else " "
+            console.print(f"  [dim]{number:>5}{marker}[/] {output.escape(line)}")
 
 
 def _highlight(snippet: str, marks: list[tuple[int, int]]) -> str:

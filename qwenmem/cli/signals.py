@@ -68,14 +68,15 @@ def finish(code: int) -> int:
     return code
 
 
-def report(exc: BaseException) -> int:
-    """Write the one line (once) and return the exit code for an interrupted run."""
+def report(exc: BaseException, detail: str | None = None) -> int:
+    """Write the one line (once) and return the exit code for an interrupted run. `detail` replaces the generic
+    "stopped at a safe point" with what the command knows (reindex: the previous index is still in use)."""
     code = EXIT_TERMINATED if signal_of(exc) == signal.SIGTERM else EXIT_INTERRUPTED
     if _reported:
         return code
     _reported.append(True)
     line = ("terminated (SIGTERM)" if code == EXIT_TERMINATED else "interrupted") + \
-        "; stopped at a safe point, nothing half-written"
+        "; " + (detail or "stopped at a safe point, nothing half-written")
     try:
         sys.stderr.write(f"qwenmem: {line}\n")
         sys.stderr.flush()

@@ -4,7 +4,7 @@ For each agent: sessions that are corrupt, need a repair flag, or are close to t
 search index (missing, stale, damaged, embedder, chunks, vectors missing); the last dream and what it changed;
 the size and age of qwenmem's quarantine and backups and of the dream backups; whether QwenPaw's own dream_cron
 would also run a dream; the history database of the generations that have one (QwenPaw 2.x history.db); stale
-temporaries left by a killed writer.
+temporaries and index generations left by a killed run.
 
 Nothing here writes: no lock is taken, no index is refreshed, no file is created. Sessions are listed through the
 same fast path as `sessions list` (one parse per file); only the unhealthy ones are diagnosed further.
@@ -99,7 +99,7 @@ class HistoryHealth:
 
 @dataclass
 class TemporariesHealth:
-    status: str = "not_checked"  # not_checked (no core function yet) | ok | found
+    status: str = "not_checked"  # ok | found (not_checked: the agent could not be opened)
     stale: list[str] = field(default_factory=list)
     bytes: int = 0
 
@@ -406,22 +406,20 @@ def _history(ws: Workspace, report: AgentReport) -> None:
         report.findings.append(Finding(ATTENTION, "history", f"history.db is {state.status}: {state.detail}"))
 
 
-# ---- stale temporaries (the security work's core function, when it is there)
+# ---- what a killed run left behind (core.leftovers: dead writers' temporaries, abandoned index generations)
 
 
 def _temporaries(ws: Workspace, report: AgentReport) -> None:
-    try:
-        from qwenmem.core.tempnames import find_stale_temporaries  # type: ignore[import-not-found]
-    except ImportError:
-        return  # "not_checked" until that function lands
+    from qwenmem.core.leftovers import find_stale_leftovers
+
     t = report.temporaries
-    stale = find_stale_temporaries(ws.path)
+    stale = find_stale_leftovers(ws)  # writes nothing, not even the index lock file
     t.status = "found" if stale else "ok"
-    t.stale = [ws.relative(Path(s.path)) for s in stale]
+    t.stale = [f"{ws.relative(Path(s.path))} ({s.kind})" for s in stale]
     t.bytes = sum(int(s.size) for s in stale)
     if stale:
-        report.findings.append(Finding(NOTE, "temporaries", f"{len(stale)} temporary file(s) left by a killed "
-                                       f"writer ({t.bytes:,} bytes)"))
+        report.findings.append(Finding(NOTE, "temporaries", f"{len(stale)} leftover(s) of a killed run "
+                                       f"({t.bytes:,} bytes; the next locked run removes them)"))
 
 
 def to_json(report: DoctorReport) -> dict:

@@ -34,6 +34,7 @@ class CompactOptions:
     extra_instruction: str = ""
     llm: Any = None  # core.llm.LLMConfig
     now: datetime | None = None
+    gen2_check: Any = None  # compaction2.check.Check2Options (2.x files: C override, system/tools tokens)
 
 
 @dataclass

@@ -224,14 +224,28 @@ def compact_sessions(ws: Workspace, refs: list[SessionRef], settings: Settings, 
     summarizer, announcement = choose_summarizer(opts, counter, settings.language)
     stamp = timestamp_slug()
 
+    from qwenmem.core.compaction2.check import is_gen2_file
+
+    gen2_settings = None
+
+    async def one(ref: SessionRef) -> CompactReport:
+        nonlocal gen2_settings
+        if is_gen2_file(ref.path):  # QwenPaw 2.x: its own math and writer (qwenmem.core.compaction2)
+            from qwenmem.core.compaction2.run import compact_gen2_async
+            from qwenmem.core.settings2 import load_gen2_settings
+
+            gen2_settings = gen2_settings or load_gen2_settings(ws)
+            return await compact_gen2_async(ws, ref, settings, gen2_settings, opts, stamp)
+        return await compact_session_async(ws, ref, settings, opts, summarizer, stamp)
+
     async def run_all() -> list[CompactReport]:
         out = []
         for ref in refs:
             if len(refs) == 1:
-                out.append(await compact_session_async(ws, ref, settings, opts, summarizer, stamp))
+                out.append(await one(ref))
                 continue
             try:
-                out.append(await compact_session_async(ws, ref, settings, opts, summarizer, stamp))
+                out.append(await one(ref))
             except QwenmemError as exc:
                 from qwenmem.core.errors import ChangedUnderneathError, ValidationError
 

@@ -160,8 +160,9 @@ def decide(context: Sequence[Any], fixed: Size, summary: Any, context_size: int,
         decision.reason = f"{tokens:,} tokens < trigger {trigger:,.1f} (= {t:g}·C): no compaction"
         return decision
     if not context:
-        decision.reason = (f"{tokens:,} tokens >= trigger {trigger:,.1f} but the context is empty: the system "
-                           "prompt and summary alone exceed it (AgentScope raises here)")
+        decision.reason = (f"{tokens:,} tokens, nothing to compress: the context is empty"
+                           + (" (the system prompt and summary alone reach the trigger; AgentScope raises here)"
+                              if tokens >= trigger else ""))
         return decision
     split = split_context(context, fixed, summary, r * context_size, reply_id)
     if not split.compress:

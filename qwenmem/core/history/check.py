@@ -60,7 +60,12 @@ class HistoryCheck:
 
 def check_history(path: Path, sessions_dir: Path | None = None, retention_days: int = 30, deep: bool = False,
                   now: datetime | None = None) -> HistoryCheck:
-    """Check one history.db. Never raises for a bad database: an unreadable one is a finding."""
+    """Check one history.db. Never raises for a bad database: an unreadable one is a finding; a history.db that is
+    a link leaving the workspace is refused (UnsafeLinkError) before SQLite opens it."""
+    from qwenmem.core.confine import check
+
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        check(p)
     state = history_state(path, check=False)
     result = HistoryCheck(str(path), state, deep=deep)
     for q in state.quarantined:
@@ -203,6 +208,8 @@ def _retention(reader: HistoryReader, result: HistoryCheck, days: int, now: date
 
 
 def _session_docs(sessions_dir: Path) -> Iterator[tuple[str, dict]]:
+    from qwenmem.core.confine import read_bytes
+    from qwenmem.core.errors import UnsafeLinkError
     from qwenmem.core.session_model.codec import loads_document
 
     if not sessions_dir.is_dir():
@@ -212,7 +219,9 @@ def _session_docs(sessions_dir: Path) -> Iterator[tuple[str, dict]]:
         if any(part.startswith(".") for part in rel.parts) or p.is_symlink() or not p.is_file():
             continue  # QwenPaw's import skips dot-paths too (spec §3.7); links are never followed
         try:
-            doc = loads_document(p.read_bytes())
+            doc = loads_document(read_bytes(p))
+        except UnsafeLinkError:
+            continue  # named once by the confinement layer; never read
         except (OSError, ValueError, RecursionError):
             continue  # a damaged file is `sessions repair`'s business
         if isinstance(doc, dict):

@@ -23,10 +23,17 @@ MERGED, REBUILT, CREATED, NOTHING = "merged", "rebuilt", "created", "nothing to 
 
 
 def live_history_path(ws: Workspace) -> Path:
+    """The agent's history.db; one reached through a link that leaves the workspace is refused (UnsafeLinkError),
+    as is an absolute `db_filename` outside it: qwenmem never writes outside the workspace."""
+    from qwenmem.core.confine import check
     from qwenmem.core.settings2 import load_gen2_settings
 
     path = load_gen2_settings(ws).history_db
-    return path if path is not None else ws.path / "history.db"
+    path = path if path is not None else ws.path / "history.db"
+    ws.resolve_inside(path)
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        check(p)
+    return path
 
 
 @dataclass

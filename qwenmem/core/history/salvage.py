@@ -305,11 +305,7 @@ def build_store(path: Path, rows: list[tuple]) -> None:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _fsync_file(path)
 
 
 def backup_copy(live: Path, dest: Path) -> None:
@@ -322,7 +318,11 @@ def backup_copy(live: Path, dest: Path) -> None:
     finally:
         src.close()
         dst.close()
-    fd = os.open(dest, os.O_RDONLY)
+    _fsync_file(dest)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:

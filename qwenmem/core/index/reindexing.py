@@ -107,13 +107,21 @@ def _plan(ws, settings, full, sources, recursive, backend, model, spec: ChunkSpe
 
 def run_reindex(ws, settings, *, full: bool = False, sources=None, progress: Progress | None = None,
                 recursive: bool | None = None, backend: str | None = None, model: str | None = None,
-                chunk_spec: ChunkSpec | None = None, dry_run: bool = False) -> ReindexResult:
+                chunk_spec: ChunkSpec | None = None, dry_run: bool = False,
+                embed_seconds: float | None = None, verify: bool = False) -> ReindexResult:
+    """`embed_seconds`: stop embedding after about that long and leave the rest for the next reindex (search uses it
+    so it never waits long for a model: the full-text side is always complete). `verify`: re-hash every file, not
+    only those whose size or mtime changed or whose mtime was too close to the index's own time (racy)."""
     started = time.perf_counter()
     spec = chunk_spec or ChunkSpec()
     with exclusive_lock(store.lock_path(ws), "index"):
         plan = _plan(ws, settings, full, sources, recursive, backend, model, spec)
-        result = _run(ws, plan, spec, progress, dry_run)
-    if result.chunks_without_vectors:
+        result = _run(ws, plan, spec, progress, dry_run, embed_seconds, verify)
+    if result.chunks_without_vectors and result.embedding_error is None:
+        result.notices.append(
+            f"{result.chunks_without_vectors} of {result.chunks_total} chunk(s) are not embedded yet (found by full "
+            "text only); run `qwenmem reindex` to embed them")
+    elif result.chunks_without_vectors:
         result.notices.append(
             f"{result.embedding_error}: {result.chunks_without_vectors} of {result.chunks_total} chunk(s) have no "
             "vectors yet (full-text search finds them); run `qwenmem reindex` again once the embedder answers")
@@ -121,7 +129,8 @@ def run_reindex(ws, settings, *, full: bool = False, sources=None, progress: Pro
     return result
 
 
-def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: bool) -> ReindexResult:
+def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: bool,
+         embed_seconds: float | None = None, verify: bool = False) -> ReindexResult:
     import numpy as np
 
     emb = plan.choice.embedder
@@ -142,8 +151,10 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
     new_rows: dict[str, list[tuple[store.ChunkRow, Chunk]]] = {}
     for i, src in enumerate(files):
         old = prev_files.get(src.rel)
-        # a file whose generation changed (a 1.x tree became 2.x) is re-read: its front matter turns into metadata
-        if old and old.get("size") == src.size and old.get("mtime_ns") == src.mtime_ns and ("meta" in old) == src.gen2:
+        # a file whose generation changed (a 1.x tree became 2.x) is re-read: its front matter turns into metadata;
+        # a racy one (modified too close to the last scan) or any under --verify is re-hashed
+        if old and old.get("size") == src.size and old.get("mtime_ns") == src.mtime_ns and ("meta" in old) == src.gen2 \
+                and not (verify or (old.get("racy") and not old.get("skipped"))):
             manifest_files[src.rel] = old
             kept_rows[src.rel] = rows_by_path.get(src.rel, [])
             if old.get("skipped"):
@@ -176,6 +187,10 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
         new_chunks.extend(chunks)
         if progress and i % 50 == 0:
             progress("scanning", i + 1, len(files))
+    scanned_ns = time.time_ns()
+    for rel, entry in manifest_files.items():
+        if "sha256" in entry:
+            manifest_files[rel] = mark_racy(entry, scanned_ns)
     current = {f.rel for f in files}
     result.files_removed = sorted(p for p in prev_files if p not in current)
     result.chunks_new = len(new_chunks)
@@ -185,7 +200,7 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
     # The manifest must also be unchanged: a new empty or skipped file, or a touched one, adds no chunks but would
     # look stale to every later search (which would then rescan it each time) if its entry were not recorded.
     nothing_to_do = (prev is not None and not new_chunks and not changed_paths and not model_changed
-                     and not meta_changed and manifest_files == prev_files
+                     and not meta_changed and _without_racy(manifest_files) == _without_racy(prev_files)
                      and not (emb is not None and plan.previous.vectors_missing)
                      and (plan.previous.embedder.get("model_id") == (emb.model_id if emb else None)))
     ordered: list[tuple[store.ChunkRow, Chunk | None]] = []
@@ -204,7 +219,7 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
 
     gen = store.new_generation_dir(ws)
     try:
-        vectors, owners = _vectors(plan, emb, ordered, result, progress, np)
+        vectors, owners = _vectors(plan, emb, ordered, result, progress, np, embed_seconds)
         docs = [{"chunk_id": r.id, "path": r.path, "lines": (r.start_line, r.end_line), "text": c.text}
                 for r, c in ordered if c is not None]
         if prev is not None:
@@ -233,13 +248,37 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
     return result
 
 
+# git's "racy" rule: a file modified this close to the scan may change again within the same mtime tick (or be
+# edited by a tool that restores the mtime, as rsync and some editors do), so size + mtime cannot vouch for it. Such
+# entries are marked; search and the next reindex compare their content hash too.
+RACY_NS = 2_000_000_000
+
+
+def mark_racy(entry: dict, scanned_ns: int) -> dict:
+    racy = scanned_ns - int(entry.get("mtime_ns", 0)) < RACY_NS
+    if bool(entry.get("racy")) == racy:
+        return entry
+    out = dict(entry)
+    if racy:
+        out["racy"] = True
+    else:
+        out.pop("racy", None)
+    return out
+
+
+def _without_racy(files: dict[str, dict]) -> dict[str, dict]:
+    """Clearing a racy mark alone is not worth a new generation (it would also make "up to date" depend on timing)."""
+    return {rel: {k: v for k, v in entry.items() if k != "racy"} for rel, entry in files.items()}
+
+
 def _sub(progress: Progress | None, stage: str, total: int):
     if progress is None:
         return None
     return lambda done: progress(stage, done, total)
 
 
-def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progress | None, np):
+def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progress | None, np,
+             embed_seconds: float | None = None):
     """Piece vectors in row order: reused from the previous generation by chunk id or by text hash (the
     embedding cache: same text + same model id => same vector), embedded otherwise. A chunk whose pieces could not
     all be embedded (the endpoint went away) gets no piece at all: search finds it by full text, and the next
@@ -275,7 +314,7 @@ def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progres
             texts = emb.split(text)
             parts.append(("new", (len(to_embed), len(texts))))
             to_embed.extend(texts)
-    fresh, done = embed_pieces(emb, to_embed, result, progress, np)
+    fresh, done = embed_pieces(emb, to_embed, result, progress, np, embed_seconds)
     dim = fresh.shape[1] if fresh.shape[1] else (prev_vecs.shape[1] if prev_vecs is not None else emb.dim or 0)
     kept = [(i, kind, ref) for i, (kind, ref) in enumerate(parts)
             if kind == "old" or bool(done[ref[0]:ref[0] + ref[1]].all())]
@@ -300,9 +339,11 @@ def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progres
 # interrupted inside one) stops a reindex well within 2 s, and the progress bar moves.
 BATCH_SECONDS = 0.25
 MAX_BATCH = 256
+LIGHT_MAX_BATCH = 48  # LocalEmbedder.NUMPY_MAX_TEXTS: a search's budgeted embedding never loads torch
 
 
-def embed_pieces(emb, texts: list[str], result: ReindexResult, progress: Progress | None, np):
+def embed_pieces(emb, texts: list[str], result: ReindexResult, progress: Progress | None, np,
+                 seconds: float | None = None):
     """(vectors [len(texts), dim], done mask). Pieces the model cannot read get a zero vector and count as done.
     An embedder that fails (endpoint down, refusing, malformed replies) stops the embedding: the pieces left are
     not done, `result.embedding_error` says why, and the caller still builds the full-text side."""
@@ -314,9 +355,11 @@ def embed_pieces(emb, texts: list[str], result: ReindexResult, progress: Progres
     done[:] = True
     done[readable] = False
     started = time.perf_counter()
-    emb.begin_bulk(len(readable))
+    # Within a time budget (search) stay on the light runtime: loading torch alone would take ~5 s.
+    emb.begin_bulk(len(readable) if seconds is None else 0)
     try:
-        rows = _embed_in_batches(emb, texts, readable, done, result, progress, np)
+        rows = _embed_in_batches(emb, texts, readable, done, result, progress, np,
+                                 None if seconds is None else started + seconds)
     finally:
         emb.begin_bulk(0)
     dim = rows[0][1].shape[1] if rows else (emb.dim or 0)
@@ -331,12 +374,15 @@ def embed_pieces(emb, texts: list[str], result: ReindexResult, progress: Progres
     return fresh, done
 
 
-def _embed_in_batches(emb, texts, readable, done, result, progress, np) -> list:
+def _embed_in_batches(emb, texts, readable, done, result, progress, np, deadline: float | None) -> list:
     from qwenmem.core.errors import LLMError
 
     rows: list = []
     size, at, slowest = 4, 0, 0.0
+    max_batch = MAX_BATCH if deadline is None else LIGHT_MAX_BATCH
     while at < len(readable):
+        if deadline is not None and time.perf_counter() + slowest * size > deadline:
+            break  # the rest is embedded by the next reindex
         batch = readable[at:at + size]
         t0 = time.perf_counter()
         try:
@@ -349,7 +395,7 @@ def _embed_in_batches(emb, texts, readable, done, result, progress, np) -> list:
         at += len(batch)
         # The slowest recent rate decides: on a shared machine a batch can suddenly take several times longer.
         slowest = max(slowest * 0.8, (time.perf_counter() - t0) / len(batch))
-        size = max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(slowest, 1e-6))))
+        size = max(1, min(max_batch, int(BATCH_SECONDS / max(slowest, 1e-6))))
         if progress:
             progress("embedding", at, len(readable))
     return rows

@@ -51,6 +51,8 @@ BM25_HALF = 5.0
 VECTOR_CALIBRATION = {"e5": (0.80, 0.96), "minilm": (0.10, 0.80)}
 DEFAULT_CALIBRATION = (0.20, 0.90)
 VECTOR_ONLY_MIN = 0.5
+# How long a search may spend embedding changed chunks before it answers (issue 18: never block more than ~2 s).
+SEARCH_EMBED_SECONDS = 1.0
 
 
 @dataclass
@@ -63,7 +65,8 @@ class SearchHit:
     vector_score: float | None
     snippet: str
     highlights: list[tuple[int, int]] = field(default_factory=list)  # [start, end) offsets into snippet
-    text: str = ""  # the whole chunk (search --format reme prints it, as ReMe does)
+    text: str = ""  # the whole chunk: what was found, lines start_line..end_line (search --format reme prints it)
+    match_line: int = 0  # the file line that holds the most query terms (the snippet starts there)
     kind: str | None = None  # 2.x memory: core, note, day_index, daily_log, digest (core/reme_notes.py)
 
 
@@ -98,12 +101,24 @@ def parse_day(value: str | None, today: date | None = None) -> str | None:
 
 
 def stale_files(ws, manifest: store.Manifest) -> list[str]:
-    """Files added, changed (size or mtime) or removed since the index was built."""
+    """Files added, changed or removed since the index was built: size or mtime differ, or, for a file whose mtime
+    was too close to the index's own scan (racy, see reindexing.RACY_NS), its content hash differs."""
     files = discover(ws, manifest.sources, manifest.recursive)
     out = [f.rel for f in files if (m := manifest.files.get(f.rel)) is None
-           or m.get("size") != f.size or m.get("mtime_ns") != f.mtime_ns or ("meta" in m) != f.gen2]
+           or m.get("size") != f.size or m.get("mtime_ns") != f.mtime_ns or ("meta" in m) != f.gen2
+           or (m.get("racy") and _content_changed(f, m))]
     current = {f.rel for f in files}
     return out + [p for p in manifest.files if p not in current]
+
+
+def _content_changed(src, entry: dict) -> bool:
+    from qwenmem.core.index.sources import SkippedSource, read_source
+
+    try:
+        digest, _ = read_source(src)
+    except SkippedSource:
+        return False  # reindex decides what to do with it
+    return digest != entry.get("sha256")
 
 
 def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "weighted", max_results: int = 5,
@@ -179,10 +194,14 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
     text_scores = {k: v / (v + BM25_HALF) for k, v in bm25.items()}
     if mode == "hybrid" and not bm25 and fusion != "reme":  # no query word occurs anywhere: only a strong vector
         fused = {cid: s for cid, s in fused.items() if calibrated(cid) >= VECTOR_ONLY_MIN}  # match is a result
-    absolute = dict(fused) if fusion == "reme" else {  # --fusion reme: ReMe's own scale, for comparison
-        cid: (text_scores.get(cid, 0.0) if mode == "text" else calibrated(cid) if mode == "vector"
-                      else vector_weight * calibrated(cid) + (1 - vector_weight) * text_scores.get(cid, 0.0))
-                for cid in fused}
+
+    def absolute_score(cid: str) -> float:
+        text = text_scores.get(cid, 0.0)
+        if mode == "text" or (mode == "hybrid" and cosine(cid) is None):  # no vector (yet): full text is all we know
+            return text
+        return calibrated(cid) if mode == "vector" else vector_weight * calibrated(cid) + (1 - vector_weight) * text
+
+    absolute = dict(fused) if fusion == "reme" else {cid: absolute_score(cid) for cid in fused}  # reme: ReMe's scale
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
     ranked = [(cid, absolute[cid]) for cid, _ in ranked if absolute[cid] >= min_score][:max_results]
     vector_scores = {cid: max(0.0, c) for cid, _ in ranked if (c := cosine(cid)) is not None}
@@ -194,11 +213,13 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
             continue
         path, (start_line, end_line), text = docs[cid]
         snippet, marks = make_snippet(text, terms)
+        match_line = start_line + best_line(text, terms)
         hits.append(SearchHit(path, start_line, end_line, round(score, 4),
                               round(text_scores[cid], 4) if cid in text_scores else (0.0 if mode != "vector" else None),
                               round(vector_scores[cid], 4) if cid in vector_scores else
                               (0.0 if mode in ("hybrid", "vector") and cos_all is not None else None),
-                              snippet, marks, text, ((manifest.files.get(path) or {}).get("meta") or {}).get("kind")))
+                              snippet, marks, text, match_line,
+                              ((manifest.files.get(path) or {}).get("meta") or {}).get("kind")))
     return SearchResult(query, mode, fusion, hits, embedder_id, gen.name, notices, reindexed)
 
 
@@ -247,7 +268,10 @@ def _ensure_fresh(ws, settings, auto_reindex: bool, notices: list[str], progress
                        "no index yet; run `qwenmem reindex`")
         return None, damaged
     try:
-        result = run_reindex(ws, settings, progress=progress)  # a damaged generation is rebuilt from the files
+        # A damaged generation is rebuilt from the files. Embedding gets a short budget: the full-text side is always
+        # brought up to date, and whatever is not embedded by then is left to `qwenmem reindex` (a first search of a
+        # large workspace used to embed everything first: hours with the default model).
+        result = run_reindex(ws, settings, progress=progress, embed_seconds=SEARCH_EMBED_SECONDS)
     except BusyError:
         notices.append("another process is updating the index; searching the previous index")
         if damaged:
@@ -255,7 +279,9 @@ def _ensure_fresh(ws, settings, auto_reindex: bool, notices: list[str], progress
         return None, damaged
     if damaged:
         notices.append("the index was damaged: rebuilt it from the memory files")
-    notices.extend(result.notices)
+    # The vector side says how many chunks are not embedded yet; the reindex's own line about it would repeat that.
+    notices.extend(n for i, n in enumerate(result.notices)
+                   if not (result.chunks_without_vectors and i == len(result.notices) - 1))
     return result, False
 
 
@@ -273,12 +299,12 @@ def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
         return None, None
     missing = manifest.vectors_missing
     if missing and len(loaded[1]) == 0:
-        notices.append(f"none of the {len(rows)} chunk(s) is embedded yet (the embedder failed at reindex): "
-                       "full-text search only; run `qwenmem reindex` once it answers")
+        notices.append(f"the {len(rows)} chunk(s) are not embedded yet: full-text search only; "
+                       "run `qwenmem reindex` to embed them")
         return None, None
     if missing:
-        notices.append(f"{missing} of {len(rows)} chunk(s) are not embedded yet (the embedder failed at reindex): "
-                       "full text alone finds them; run `qwenmem reindex` once it answers")
+        notices.append(f"{missing} of {len(rows)} chunk(s) are not embedded yet: full text alone finds them; "
+                       "run `qwenmem reindex` to embed them")
     try:
         emb = recorded_embedder(ws, settings, spec)
     except Exception as exc:  # noqa: BLE001 - a missing model or package must never stop a search
@@ -350,6 +376,29 @@ def _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, w):
     low, high = float(np.nanmin(z)), float(np.nanmax(z))
     span = high - low if high > low else 1.0
     return {cid: (float(z[index[cid]]) - low) / span for cid in candidates if not np.isnan(z[index[cid]])}
+
+
+def best_line(text: str, terms: set[str]) -> int:
+    """0-based index of the chunk line holding the most query terms (the first line when none does)."""
+    counts = [sum(1 for _ in _matches(line, terms)) for line in text.split("\n")]
+    return max(range(len(counts)), key=lambda i: (counts[i], -i)) if counts else 0
+
+
+def _matches(line: str, terms: set[str]):
+    singles = {t for t in terms if len(t) == 1 and IS_CJK.match(t)}
+    for t, s, e, _ in spans(line):
+        if t in terms:
+            yield s, e
+        elif singles and len(t) == 2 and IS_CJK.match(t):
+            yield from ((s + i, s + i + 1) for i, ch in enumerate(t) if ch in singles)
+
+
+def context_lines(hit: "SearchHit", around: int) -> list[tuple[int, str]]:
+    """(file line number, text) for `around` lines either side of the hit's best line, within the chunk."""
+    lines = hit.text.split("\n")
+    at = hit.match_line - hit.start_line
+    lo, hi = max(0, at - around), min(len(lines), at + around + 1)
+    return [(hit.start_line + i, lines[i]) for i in range(lo, hi)]
 
 
 def make_snippet(text: str, terms: set[str], max_chars: int = 240) -> tuple[str, list[tuple[int, int]]]:

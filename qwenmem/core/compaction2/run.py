@@ -1,0 +1,154 @@
+"""`compact` for one QwenPaw 2.x session file, native strategy (spec qwenpaw2-workspace.md §4.3, §10).
+
+Under the workspace lock (taken by the caller), in this order, so that a crash anywhere loses nothing and a rerun
+duplicates nothing:
+  1. read with a snapshot; refuse damaged files and lone surrogates (repair first);
+  2. AgentScope's decision and split (compaction2.native), the summary fields (LLM or offline extractive) rendered
+     with AgentScope's summary_template, plus QwenPaw's offload reminder naming the dialog file;
+  3. the compressed messages appended to dialog/<date>.jsonl in the 2.0 Msg shape (de-duplicated);
+  4. the session file: original bytes backed up, replaced atomically (mode 0600), refused if it changed since 1.
+Scroll sessions are not compacted (the eviction writer is not done): they are reported as skipped.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from typing import Any
+
+from qwenmem.core.compaction.check import CompactOptions, CompactReport, TierReport, settings_dir
+from qwenmem.core.compaction2 import native
+from qwenmem.core.compaction2.check import NATIVE, Check2Options, check_gen2, file_strategy
+from qwenmem.core.compaction2.dialog import missing_from_dialog, plan_dialog, write_dialog
+from qwenmem.core.compaction2.prompt import system_prompt_estimate, tools_estimate
+from qwenmem.core.compaction2.summary import extractive_fields, llm_fields
+from qwenmem.core.compaction2.tokens import count_tokens
+from qwenmem.core.errors import ChangedUnderneathError, UsageError
+from qwenmem.core.fsio import atomic_write_bytes, ensure_unchanged
+from qwenmem.core.safety import preserve_original
+from qwenmem.core.session_model import encode_document, gen2
+from qwenmem.core.sessions import CORRUPT, load_session
+from qwenmem.core.settings import user_tz
+from qwenmem.core.workspace import Workspace
+
+SESSION_MODE = 0o600
+
+
+def unusable_2x(loaded: Any) -> str:
+    if loaded.gen2_doc is None or loaded.health == CORRUPT:
+        return "damaged (" + "; ".join(loaded.problems[:2]) + "); run `qwenmem sessions repair` first"
+    if any("lone surrogate" in p for p in loaded.problems):
+        return "holds lone surrogate characters; run `qwenmem sessions repair` first"
+    agent = gen2.agent_of(loaded.gen2_doc)
+    state = agent["state"] if agent else None
+    if not isinstance(state, dict) or not isinstance(state.get("context", []), list):
+        return "agent.state.context is not a list; run `qwenmem sessions repair` first"
+    return ""
+
+
+def _llm_client(opts: CompactOptions):
+    if opts.summarizer not in ("auto", "llm", "extractive"):
+        raise UsageError(f"unknown summarizer {opts.summarizer!r}; choose auto, llm or extractive")
+    if opts.summarizer == "extractive" or opts.llm is None:
+        if opts.summarizer == "llm":
+            raise UsageError("--summarizer llm needs an LLM: pass --llm-base-url/--llm-model or set "
+                             "QWENMEM_LLM_BASE_URL and QWENMEM_LLM_MODEL")
+        return None
+    from qwenmem.core.llm import ChatClient
+
+    return ChatClient(opts.llm)
+
+
+async def compact_gen2_async(ws: Workspace, ref: Any, settings: Any, gen2_settings: Any, opts: CompactOptions,
+                             stamp: str) -> CompactReport:
+    opts2: Check2Options = getattr(opts, "gen2_check", None) or Check2Options(
+        opts.max_input_length, opts.threshold_ratio, opts.reserve_ratio, force=opts.force)
+    report = CompactReport(ref.key, ref.rel, "unchanged")
+    loaded = load_session(ref)
+    problem = unusable_2x(loaded)
+    if problem:
+        report.status, report.error, report.error_kind = "skipped", problem, "damaged"
+        return report
+    check = check_gen2(ws, ref, loaded, settings, gen2_settings, opts2)
+    report.check = check  # type: ignore[assignment]
+    doc: dict = copy.deepcopy(loaded.gen2_doc or {})
+    state = gen2.agent_of(doc)["state"]  # type: ignore[index]  # unusable_2x checked it
+    context = list(state.get("context") or [])
+    summary = state.get("summary") or ""
+    report.context_tokens_before = report.context_tokens_after = check.terms.total
+    report.kept_ids = list(check.kept_ids) if check.would_compact else [str(m.get("id")) for m in context]
+    strategy, _ = file_strategy(doc, gen2_settings.strategy)
+    if strategy != NATIVE:
+        report.status, report.error_kind = "skipped", "unsupported"
+        report.error = ("scroll sessions are not compacted by qwenmem yet (writing history.db rows and the eviction "
+                        "index is not implemented); `compact --check` shows what QwenPaw would evict")
+        return report
+    from qwenmem.core.settings2 import read_agent_json
+
+    fixed = (system_prompt_estimate(ws, read_agent_json(ws), opts2.system_tokens).size
+             + tools_estimate(opts2.tools_tokens).size)
+    reply = state.get("reply_context") if isinstance(state.get("reply_context"), dict) else {}
+    d = native.decide(context, fixed, summary, check.context_size, check.trigger_ratio, check.reserve_ratio,
+                      reply.get("reply_id"), opts.force)
+    report.tier2 = TierReport(False, d.tokens, d.tokens, {"reason": d.reason, "summarizer": None, "chunks": 0,
+                                                          "removed_messages": 0, "kept_messages": len(context),
+                                                          "dialog_files": [], "strategy": NATIVE})
+    if not opts.summarize:
+        report.tier2.detail["reason"] = "tier 2 disabled (--prune-only)"
+        return report
+    if not d.would_compact or d.split is None:
+        return report
+    split = d.split
+    client = _llm_client(opts)
+    now = (opts.now or datetime.now(tz=user_tz(settings))).astimezone(user_tz(settings))
+    if client is not None and opts.dry_run:
+        fields = None  # an LLM call costs money and time; a dry run shows the split only
+    elif client is not None:
+        fields = await llm_fields(client, split.compress, summary, now, opts.extra_instruction)
+    else:
+        fields = extractive_fields(split.compress, summary)
+    dialog_dir = settings_dir(ws, settings.dialog_path)
+    dplan = plan_dialog(dialog_dir, split.compress, now.date())
+    new_summary = native.render_summary(fields.values) if fields else summary
+    if dplan.last_path is not None and fields is not None:
+        reminder = native.offload_reminder(str(dplan.last_path))
+        if reminder not in new_summary:
+            new_summary += "\n" + reminder
+    state["summary"] = new_summary
+    state["context"] = split.reserve
+    after = count_tokens(split.reserve, fixed, new_summary)
+    report.kept_ids = [str(m.get("id")) for m in split.reserve]
+    report.removed_ids = [str(m.get("id")) for m in split.compress]
+    report.context_tokens_after = after
+    report.tier2 = TierReport(True, d.tokens, after, {
+        "reason": d.reason, "strategy": NATIVE,
+        "summarizer": fields.summarizer if fields else "llm (not called in a dry run)", "chunks": 0,
+        "llm_calls": fields.calls if fields else 0, "removed_messages": len(split.compress),
+        "kept_messages": len(split.reserve), "boundary_blocks": list(split.boundary_blocks),
+        "reserve_fallback": split.fallback, "dialog_files": [ws.relative(p) for p in dplan.files],
+        "dialog_lines": dplan.count, "dialog_already_present": dplan.already_present})
+    report.tier3 = TierReport(False, 0, 0, {"path": None, "duplicate": False, "written": False, "chars": 0})
+    if opts.dry_run:
+        report.status = "dry-run"
+        return report
+    data = encode_document(doc)  # before any write: an unencodable document stops us while nothing changed
+    assert loaded.snapshot is not None  # a loaded, usable file always has one
+    ensure_unchanged(loaded.snapshot)
+    write_dialog(dplan)
+    try:
+        ensure_unchanged(loaded.snapshot)
+        kept_at = preserve_original(ws, ref.path, "backups", stamp)
+        atomic_write_bytes(ref.path, data, loaded.snapshot, mode=SESSION_MODE)
+    except ChangedUnderneathError:
+        raise ChangedUnderneathError(
+            f"{ref.rel}: changed on disk while compacting (is QwenPaw running?); the session was not written. "
+            "The compressed messages had already been appended to dialog/; a rerun will not duplicate them") from None
+    report.backup = ws.relative(kept_at)
+    report.status = "compacted"
+    again = load_session(ref)
+    if unusable_2x(again):
+        report.warnings.append(f"verification: the written session does not load ({unusable_2x(again)})")
+    missing = missing_from_dialog(dialog_dir, split.compress, now.date())
+    if missing:
+        report.warnings.append(f"verification: {len(missing)} compressed message(s) not found in dialog/")
+    return report
