@@ -6,7 +6,9 @@ Writes the "compaction-2x" section of bench/RESULTS.md. Run from the repository 
 by --agentscope-python's parent's parent. Offline: the extractive summarizer. Per session and context size C:
   * native: tokens before, the real `compact` (tier 2: split, summary, dialog/), tokens after, and checks (file
     loads and every compressed message is in dialog/ (compact verifies both), a rerun changes nothing, AgentScope's AgentState/Msg validation);
-  * scroll: the decision only (qwenmem does not evict yet): tokens before and what would stay live.
+  * scroll: the real `compact` (eviction into the index + placeholder; history.db rows written first by the bench
+    as QwenPaw's write-through would have), tokens after (placeholder included), every evicted message found in
+    history.db with SQL, AgentScope validation.
 Tier 1 (2.x tool-result pruning) is not implemented for 2.x, so it has no column.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -114,6 +117,15 @@ def write_workspace(root: Path, strategy: str, sessions: list) -> Path:
     return ws
 
 
+def evicted_rows_missing(db: Path, session_id: str, ids: list[str]) -> list[str]:
+    """SQL, independent of qwenmem's reader: every evicted message must have its row in history.db."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        have = {k for (k,) in conn.execute("SELECT dedup_key FROM conversation_history WHERE session_id = ?",
+                                            (session_id,))}
+    missing = [i for i in ids if i not in have]
+    return [f"{len(missing)} evicted message(s) not in history.db"] if missing else []
+
+
 def run(c: int, sessions: list, work: Path, as2: Path | None) -> tuple[list[dict], list[str]]:
     rows, problems = [], []
     sys_tokens = {name: int(len(p.encode()) / 4 + 0.5) for name, p, _ in sessions}
@@ -129,7 +141,7 @@ def run(c: int, sessions: list, work: Path, as2: Path | None) -> tuple[list[dict
                    "before": check.terms.total, "trigger": check.trigger, "reserve": check.reserve,
                    "compacts": check.would_compact, "removed": len(check.removed_ids),
                    "kept": len(check.kept_ids), "after": check.keep_tokens, "time": "", "checks": "decision only"}
-            if strategy == "native":
+            if True:  # both strategies run the real compact
                 opts = CompactOptions(max_input_length=c, summarizer="extractive", gen2_check=opts2)
                 start = time.perf_counter()
                 [report], _ = compact_sessions(ws, [ref], settings, opts)
@@ -146,18 +158,20 @@ def run(c: int, sessions: list, work: Path, as2: Path | None) -> tuple[list[dict
                     [again], _ = compact_sessions(ws, [ref], settings, opts)
                     if again.status != "unchanged":
                         issues.append(f"rerun: {again.status}")
-                    dialog = sorted((ws.path / "dialog").glob("*.jsonl"))
-                    if not dialog:
+                    if strategy == "native" and not sorted((ws.path / "dialog").glob("*.jsonl")):
                         issues.append("no dialog file")
+                    if strategy == "scroll":
+                        issues += evicted_rows_missing(ws.path / "history.db", f"console:{name}", report.removed_ids)
                 row["checks"] = "; ".join(issues) or "ok"
                 problems += [f"{name} C={c}: {i}" for i in issues]
             rows.append(row)
-        if strategy == "native" and as2:
-            proc = subprocess.run([str(as2), str(REPO / "bench" / "agentscope2_check.py"), str(ws_dir / "sessions"),
-                                   str(ws_dir / "dialog")], capture_output=True, text=True)
+        if as2:
+            targets = [str(ws_dir / "sessions")] + ([str(ws_dir / "dialog")] if (ws_dir / "dialog").is_dir() else [])
+            proc = subprocess.run([str(as2), str(REPO / "bench" / "agentscope2_check.py"), *targets],
+                                  capture_output=True, text=True)
             verdict = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
             for r in rows:
-                if r["strategy"] == "native" and r["C"] == c:
+                if r["strategy"] == strategy and r["C"] == c:
                     r["checks"] += f"; AgentScope: {'valid' if proc.returncode == 0 else 'INVALID'}"
             if proc.returncode != 0:
                 problems.append(f"C={c}: AgentScope validation failed: {proc.stdout.strip()[:500]} {verdict}")
@@ -195,8 +209,9 @@ def main() -> int:
           "assistant message per reply (AgentScope 2.0 accumulation), the airline system prompt counted exactly "
           "(`--system-tokens`), tool schemas 0. Tokens are AgentScope's count. native: the real `compact` "
           "(extractive summary, dialog/ offload), tokens after = system + rendered summary + kept context. scroll: "
-          "decision only (eviction is not implemented yet): tokens after = what would stay live, without the "
-          "placeholder. 2.x tool-result pruning (tier 1) is not implemented: no column.\n\n" + head + body)
+          "the real `compact` (history.db rows inserted first, as QwenPaw's write-through does; eviction into a "
+          "Tier-0 block + placeholder), tokens after = system + placeholder + live tail; every evicted message "
+          "checked in history.db with SQL. 2.x tool-result pruning (tier 1) is not implemented: no column.\n\n" + head + body)
     if problems:
         md += "\nProblems:\n" + "".join(f"- {p}\n" for p in problems)
     print(md)

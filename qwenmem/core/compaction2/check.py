@@ -79,21 +79,19 @@ def file_strategy(doc: dict, configured: str) -> tuple[str, str]:
     return NATIVE, "the file has no agent.scroll" + (f" (agent.json strategy {configured})" if configured else "")
 
 
-def history_ids(db_path, session_id: str | None) -> tuple[set[str] | None, str]:
-    """Message ids that have rows in history.db for this session, or (None, why) when it cannot be read."""
+def history_index(db_path, session_id: str | None):
+    """(HistoryIndex, "") of this session's rows in history.db, or (None, why) when it cannot be read."""
     if db_path is None or session_id is None:
         return None, "no history.db or no session id"
     if not db_path.is_file():
         return None, f"{db_path.name} does not exist"
-    from qwenmem.core.history.store import HistoryError, open_history
+    from qwenmem.core.compaction2.evict import read_history_index
+    from qwenmem.core.history.store import HistoryError
 
     try:
-        with open_history(db_path) as reader:
-            rows = reader.rows(session_id)
+        return read_history_index(db_path, str(session_id)), ""
     except HistoryError as exc:
         return None, str(exc)
-    ids = {r.dedup_key for r in rows if r.kind != "tool_result" and r.dedup_key}
-    return ids, ""
 
 
 def _ratios(settings: Any, opts: Check2Options) -> tuple[float, float]:
@@ -143,10 +141,10 @@ def check_gen2(ws: Workspace, ref: Any, loaded: Any, settings: Any, gen2_setting
             None, d.would_compact, d.reason
         not_in = 0
     else:
-        hist, why = history_ids(gen2_settings.history_db, state.get("session_id"))
+        hist, why = history_index(gen2_settings.history_db, state.get("session_id"))
         if hist is None:
             notices.append(f"history.db not readable ({why}): nothing may be evicted")
-        in_history = [bool(hist) and i in hist for i in ids]
+        in_history = [hist is not None and hist.has_rows(m) for m in context]
         d = scroll.decide(context, synthetic, in_history, fixed, c, t, r, opts.force)
         notices += d.notes
         kept = [ids[i] for i in d.keep]

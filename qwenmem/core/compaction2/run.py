@@ -7,7 +7,8 @@ duplicates nothing:
      with AgentScope's summary_template, plus QwenPaw's offload reminder naming the dialog file;
   3. the compressed messages appended to dialog/<date>.jsonl in the 2.0 Msg shape (de-duplicated);
   4. the session file: original bytes backed up, replaced atomically (mode 0600), refused if it changed since 1.
-Scroll sessions are not compacted (the eviction writer is not done): they are reported as skipped.
+Scroll sessions: compaction2.evict (only messages whose rows are already in history.db leave the file; the rows
+are re-checked with SQL just before the write).
 """
 
 from __future__ import annotations
@@ -78,15 +79,12 @@ async def compact_gen2_async(ws: Workspace, ref: Any, settings: Any, gen2_settin
     report.context_tokens_before = report.context_tokens_after = check.terms.total
     report.kept_ids = list(check.kept_ids) if check.would_compact else [str(m.get("id")) for m in context]
     strategy, _ = file_strategy(doc, gen2_settings.strategy)
-    if strategy != NATIVE:
-        report.status, report.error_kind = "skipped", "unsupported"
-        report.error = ("scroll sessions are not compacted by qwenmem yet (writing history.db rows and the eviction "
-                        "index is not implemented); `compact --check` shows what QwenPaw would evict")
-        return report
     from qwenmem.core.settings2 import read_agent_json
 
     fixed = (system_prompt_estimate(ws, read_agent_json(ws), opts2.system_tokens).size
              + tools_estimate(opts2.tools_tokens).size)
+    if strategy != NATIVE:
+        return _compact_scroll(ws, ref, loaded, doc, check, fixed, gen2_settings, settings, opts, stamp, report)
     reply = state.get("reply_context") if isinstance(state.get("reply_context"), dict) else {}
     d = native.decide(context, fixed, summary, check.context_size, check.trigger_ratio, check.reserve_ratio,
                       reply.get("reply_id"), opts.force)
@@ -151,4 +149,66 @@ async def compact_gen2_async(ws: Workspace, ref: Any, settings: Any, gen2_settin
     missing = missing_from_dialog(dialog_dir, split.compress, now.date())
     if missing:
         report.warnings.append(f"verification: {len(missing)} compressed message(s) not found in dialog/")
+    return report
+
+
+def _write_session(ws: Workspace, ref: Any, loaded: Any, doc: dict, stamp: str, what: str) -> str:
+    data = encode_document(doc)  # before any write: an unencodable document stops us while nothing changed
+    assert loaded.snapshot is not None  # a loaded, usable file always has one
+    try:
+        ensure_unchanged(loaded.snapshot)
+        kept_at = preserve_original(ws, ref.path, "backups", stamp)
+        atomic_write_bytes(ref.path, data, loaded.snapshot, mode=SESSION_MODE)
+    except ChangedUnderneathError:
+        raise ChangedUnderneathError(f"{ref.rel}: changed on disk while compacting (is QwenPaw running?); the "
+                                     f"session was not written. {what}") from None
+    return ws.relative(kept_at)
+
+
+def _compact_scroll(ws: Workspace, ref: Any, loaded: Any, doc: dict, check: Any, fixed: Any, gen2_settings: Any,
+                    settings: Any, opts: CompactOptions, stamp: str, report: CompactReport) -> CompactReport:
+    from qwenmem.core.compaction2 import scroll
+    from qwenmem.core.compaction2.evict import evict, read_history_index
+
+    state = gen2.agent_of(doc)["state"]  # type: ignore[index]
+    context = list(state.get("context") or [])
+    sid = state.get("session_id")
+    db = gen2_settings.history_db
+    if sid is None or db is None or not db.is_file():
+        report.status, report.error_kind = "skipped", "unsupported"
+        report.error = "no history.db rows to evict against (nothing may leave the file that is not in history.db)"
+        return report
+    hist = read_history_index(db, str(sid))
+    synthetic = [m.synthetic for m in loaded.as_model().messages]
+    d = scroll.decide(context, synthetic, [hist.has_rows(m) for m in context], fixed, check.context_size,
+                      check.trigger_ratio, check.reserve_ratio, opts.force)
+    report.tier2 = TierReport(False, d.tokens, d.tokens, {"reason": d.reason, "strategy": "scroll", "summarizer": None,
+                                                          "chunks": 0, "removed_messages": 0,
+                                                          "kept_messages": len(context), "dialog_files": []})
+    if not opts.summarize or not d.would_compact:
+        return report
+    now = (opts.now or datetime.now(tz=user_tz(settings))).astimezone(user_tz(settings))
+    block, evicted = evict(doc, d.evict, hist, str(sid), now.replace(tzinfo=None))
+    live = state["context"]
+    after = count_tokens(live, fixed)
+    report.removed_ids = [str(m.get("id")) for m in evicted]
+    report.kept_ids = [str(m.get("id")) for m in live]
+    report.context_tokens_after = after
+    report.tier2 = TierReport(True, d.tokens, after, {
+        "reason": d.reason, "strategy": "scroll", "summarizer": "none (continuation summary kept, marked stale)",
+        "chunks": 0, "removed_messages": len(evicted), "kept_messages": len(live) - 1, "dialog_files": [],
+        "evicted_seq": [block["seq_lo"], block["seq_hi"]], "placeholder_id": live[0]["id"]})
+    if opts.dry_run:
+        report.status = "dry-run"
+        return report
+    again = read_history_index(db, str(sid))  # the rows must still be there right before the file loses them
+    missing = [str(m.get("id")) for m in evicted if not again.has_rows(m)]
+    if missing:
+        report.status, report.error_kind = "failed", "changed"
+        report.error = f"{len(missing)} message(s) to evict lost their history.db rows; nothing written"
+        return report
+    report.backup = _write_session(ws, ref, loaded, doc, stamp, "history.db was not touched")
+    report.status = "compacted"
+    if unusable_2x(load_session(ref)):
+        report.warnings.append("verification: the written session does not load")
     return report

@@ -112,7 +112,11 @@ def decide(context: Sequence[Any], synthetic: Sequence[bool], in_history: Sequen
     blocked = [transcript[i] for i in middle if not in_history[transcript[i]]]
     if blocked:
         first = transcript.index(blocked[0])
-        middle = list(range(first))  # only the prefix whose rows are all in history.db may leave
+        # only the prefix whose rows are all in history.db may leave, and it ends at a turn boundary (a user
+        # message stays with its replies)
+        while first > 0 and not (isinstance(msgs[first], dict) and msgs[first].get("role") == "user"):
+            first -= 1
+        middle = list(range(first))
         d.blocked_not_in_history = blocked
         d.notes.append(f"{len(blocked)} message(s) of the middle have no rows in history.db; eviction stops before "
                        "the first of them")

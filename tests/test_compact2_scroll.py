@@ -1,0 +1,127 @@
+"""`compact` on QwenPaw 2.x scroll sessions: eviction into a Tier-0 block and a new placeholder, bookkeeping pruned
+to the live tail, and nothing leaves the file that is not in history.db (checked with SQL) (spec §4.4-4.5, §10)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+
+from conftest import REPO, invoke
+from qwenpaw2_support import copy_corpus, needs_gen2_corpus
+from test_compact2_check import conversation_of_bytes, scroll_ws
+from test_compact2_native import AS2_PYTHON
+
+
+def rows_of(db, session_id: str) -> tuple[set[str], set[str]]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT kind, dedup_key FROM conversation_history WHERE session_id = ?",
+                            (session_id,)).fetchall()
+    return {k for kind, k in rows if kind != "tool_result"}, {k for kind, k in rows if kind == "tool_result"}
+
+
+def assert_consistent(doc: dict) -> None:
+    st, sc = doc["agent"]["state"], doc["agent"]["scroll"]
+    head, live = st["context"][0], st["context"][1:]
+    assert head["metadata"] == {"qwenpaw_tag": "scroll_memory"} and head["name"] == "memory"
+    assert sc["synthetic_ids"] == [head["id"]]
+    live_ids = {m["id"] for m in live}
+    tcids = {b["id"] for m in live for b in m["content"] if b["type"] in ("tool_call", "tool_result")}
+    assert set(sc["persisted_ids"]) <= live_ids and set(sc["seq_by_id"]) <= live_ids
+    assert set(sc["leaf_by_id"]) <= live_ids and set(sc["model_turn_seq"]) <= live_ids
+    assert set(sc["persisted_tcids"]) <= tcids and set(sc["seq_by_tcid"]) <= tcids
+
+
+@needs_gen2_corpus
+def test_corpus_scroll_eviction_keeps_everything_in_history_db(tmp_path):
+    ws = copy_corpus(tmp_path)
+    path = ws / "sessions" / "console" / "alice_console--alice.json"
+    before = json.loads(path.read_text())
+    run = invoke("-w", str(ws), "compact", "console/alice_console--alice", "--max-input-length", "6000", "--json")
+    assert run.code == 0, run.stderr
+    r = run.json()["result"]["sessions"][0]
+    assert r["status"] == "compacted" and r["removed_ids"]
+    after = json.loads(path.read_text())
+    assert_consistent(after)
+    msg_rows, result_rows = rows_of(ws / "history.db", "console:alice")
+    by_id = {m["id"]: m for m in before["agent"]["state"]["context"]}
+    for mid in r["removed_ids"]:  # every evicted message, and each of its tool results, is in history.db
+        assert mid in msg_rows
+        assert {b["id"] for b in by_id[mid]["content"] if b["type"] == "tool_result"} <= result_rows
+    tiers = after["agent"]["scroll"]["index"]["tiers"]
+    old = before["agent"]["scroll"]["index"]["tiers"][0][0]
+    assert tiers[0][0] == old  # the earlier eviction's block is untouched
+    new = tiers[0][1]
+    evicted_seqs = [before["agent"]["scroll"]["seq_by_id"][i] for i in r["removed_ids"]]
+    assert new["seq_lo"] == min(s[0] for s in evicted_seqs) and new["seq_hi"] == max(s[1] for s in evicted_seqs)
+    text = after["agent"]["state"]["context"][0]["content"][0]["text"]
+    assert f"[seq {new['seq_lo']}–{new['seq_hi']}]" in text and "[archived task state]" in text
+    assert after["agent"]["scroll"]["summary_update_failed"] is True  # the continuation summary was not updated
+    kept_before = [m["id"] for m in before["agent"]["state"]["context"][1:] if m["id"] not in r["removed_ids"]]
+    assert [m["id"] for m in after["agent"]["state"]["context"][1:]] == kept_before
+    if AS2_PYTHON.is_file():
+        proc = subprocess.run([str(AS2_PYTHON), str(REPO / "bench" / "agentscope2_check.py"), str(path)],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_messages_without_rows_never_leave_the_file(tmp_path):
+    msgs = conversation_of_bytes(48_000, n=20)
+    ws = scroll_ws(tmp_path, msgs, in_history=6)
+    run = invoke("-w", str(ws), "compact", "console/t", "--max-input-length", "10000", "--system-tokens", "0",
+                 "--json")
+    assert run.code == 0, run.stderr
+    r = run.json()["result"]["sessions"][0]
+    assert r["removed_ids"] == [m["id"] for m in msgs[:6]]
+    after = json.loads((ws / "sessions" / "console" / "t.json").read_text())
+    assert [m["id"] for m in after["agent"]["state"]["context"][1:]] == [m["id"] for m in msgs[6:]]
+    msg_rows, _ = rows_of(ws / "history.db", "console:t")
+    assert set(r["removed_ids"]) <= msg_rows
+    assert_consistent(after)
+
+
+def test_dry_run_and_below_trigger_write_nothing(tmp_path):
+    ws = scroll_ws(tmp_path, conversation_of_bytes(48_000, n=20))
+    path = ws / "sessions" / "console" / "t.json"
+    before = path.read_bytes()
+    dry = invoke("-w", str(ws), "compact", "console/t", "--max-input-length", "10000", "--dry-run", "--json")
+    assert dry.json()["result"]["sessions"][0]["status"] == "dry-run"
+    low = invoke("-w", str(ws), "compact", "console/t", "--max-input-length", "1000000", "--json")
+    assert low.json()["result"]["sessions"][0]["status"] == "unchanged"
+    assert path.read_bytes() == before
+
+
+def test_a_full_tier_carries_its_older_blocks_one_tier_up():
+    from qwenmem.core.compaction2.evict import add_block, new_block
+
+    index: dict = {"session_id": "s", "agent_id": "default", "tiers": []}
+    for k in range(10):
+        add_block(index, new_block(10 * k + 1, 10 * k + 10, {10 * k + 2: f"turn {k}"}))
+    tier0, tier1 = index["tiers"]
+    assert [b["seq_lo"] for b in tier0] == [91]
+    assert len(tier1) == 1 and tier1[0]["seq_lo"] == 1 and tier1[0]["seq_hi"] == 90
+    assert [line[:3] for line in tier1[0]["lines"]] == [[10 * k + 1, 10 * k + 10, f"turn {k}"] for k in range(9)]
+
+
+def test_a_message_whose_tool_result_row_is_missing_stays_with_its_question(tmp_path):
+    from qwenpaw2_support import builder
+
+    clock = builder.Clock()
+    msgs = conversation_of_bytes(48_000, n=20)
+    call = builder.tool_call_block("call_x", "shell", {"a": 1}, clock)
+    res = builder.tool_result_block("call_x", "shell", "out", clock)
+    msgs[1]["content"] += [call, res]
+    ws = scroll_ws(tmp_path, msgs)
+    with sqlite3.connect(ws / "history.db") as conn:
+        conn.execute("DELETE FROM conversation_history WHERE kind = 'tool_result' AND dedup_key = 'call_x'")
+    run = invoke("-w", str(ws), "compact", "console/t", "--max-input-length", "10000", "--json")
+    r = run.json()["result"]["sessions"][0]
+    # msgs[1] (a reply) has a result without a row: it stays, and so does its question msgs[0]
+    assert r["status"] == "unchanged" and r["removed_ids"] == []
+    msgs[3]["content"] += [builder.tool_call_block("call_y", "shell", {"a": 2}, clock),
+                           builder.tool_result_block("call_y", "shell", "out", clock)]
+    ws2 = scroll_ws(tmp_path / "b", msgs)
+    with sqlite3.connect(ws2 / "history.db") as conn:
+        conn.execute("DELETE FROM conversation_history WHERE kind = 'tool_result' AND dedup_key = 'call_y'")
+    r2 = invoke("-w", str(ws2), "compact", "console/t", "--max-input-length", "10000", "--json").json()
+    assert r2["result"]["sessions"][0]["removed_ids"] == [msgs[0]["id"], msgs[1]["id"]]
