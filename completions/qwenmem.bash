@@ -21,8 +21,8 @@ _qwenmem_opts() {
         "history rebuild-fts") echo "--agent --dry-run --force --json --workspace -n -w" ;;
         "history salvage") echo "--agent --dry-run --from --json --quiet --workspace -n -q -w" ;;
         "info") echo "--agent --json --workspace -w" ;;
-        "reindex") echo "--agent --dry-run --embedder --full --json --model --no-recursive --quiet --recursive --sources --workspace -n -q -w" ;;
-        "search") echo "--agent --format --fusion --json --max-results --min-score --mode --no-reindex --quiet --since --tag --until --vector-weight --workspace -n -q -w" ;;
+        "reindex") echo "--agent --dry-run --embedder --full --json --model --no-recursive --quiet --recursive --sources --verify --workspace -n -q -w" ;;
+        "search") echo "--agent --context --format --fusion --json --max-results --min-score --mode --no-reindex --quiet --since --tag --until --vector-weight --workspace -C -n -q -w" ;;
         "sessions") echo "" ;;
         "sessions list") echo "--agent --channel --format --json --limit --reverse --since --sort --tokenizer --user --workspace -w" ;;
         "sessions repair") echo "--agent --all --check --dry-run --fix-tool-pairs --format --from --from-backup --json --quiet --workspace -n -q -w" ;;
@@ -108,6 +108,7 @@ _qwenmem_values() {
         "reindex|--workspace") echo "@dirs" ;;
         "reindex|-w") echo "@dirs" ;;
         "search|--agent") echo "@agents" ;;
+        "search|--context") echo "@free" ;;
         "search|--format") echo "@free" ;;
         "search|--fusion") echo "weighted rrf reme" ;;
         "search|--max-results") echo "@free" ;;
@@ -118,6 +119,7 @@ _qwenmem_values() {
         "search|--until") echo "@free" ;;
         "search|--vector-weight") echo "@free" ;;
         "search|--workspace") echo "@dirs" ;;
+        "search|-C") echo "@free" ;;
         "search|-n") echo "@free" ;;
         "search|-w") echo "@dirs" ;;
         "sessions list|--agent") echo "@agents" ;;

@@ -85,6 +85,7 @@ function __qwenmem_takes_value
         case "reindex|--workspace"
         case "reindex|-w"
         case "search|--agent"
+        case "search|--context"
         case "search|--format"
         case "search|--fusion"
         case "search|--max-results"
@@ -95,6 +96,7 @@ function __qwenmem_takes_value
         case "search|--until"
         case "search|--vector-weight"
         case "search|--workspace"
+        case "search|-C"
         case "search|-n"
         case "search|-w"
         case "sessions list|--agent"
@@ -345,6 +347,7 @@ complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l json
 complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l no-recursive
 complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l quiet
 complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l recursive
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l verify
 complete -c qwenmem -n '__qwenmem_path_is "reindex"' -s n
 complete -c qwenmem -n '__qwenmem_path_is "reindex"' -s q
 complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l agent -x -a '(__qwenmem_dynamic agents)'
@@ -358,6 +361,7 @@ complete -c qwenmem -n '__qwenmem_path_is "search"' -l no-reindex
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l quiet
 complete -c qwenmem -n '__qwenmem_path_is "search"' -s q
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l agent -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l context -x
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l format -x
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l fusion -x -a 'weighted rrf reme'
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l max-results -x
@@ -368,6 +372,7 @@ complete -c qwenmem -n '__qwenmem_path_is "search"' -l tag -x
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l until -x
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l vector-weight -x
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l workspace -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "search"' -s C -x
 complete -c qwenmem -n '__qwenmem_path_is "search"' -s n -x
 complete -c qwenmem -n '__qwenmem_path_is "search"' -s w -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "sessions"' -a 'list repair restore show'

@@ -109,11 +109,6 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
-import pytest  # noqa: E402
-
-
-@pytest.mark.xfail(strict=True, reason="core cycle sessions -> recovery -> repair.documents -> sessions; "
-                   "broken in the next landing of issue 12")
 def test_no_import_cycles_anywhere_in_qwenmem():
     graph = import_graph()
     assert "qwenmem.cli.app" in graph and "qwenmem.cli.root" in graph["qwenmem.cli.app"]

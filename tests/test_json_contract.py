@@ -58,9 +58,9 @@ PINS = {
         "agent", "derived", "files", "found_by", "generation", "notes", "qwenpaw2", "root", "settings", "workspace"},
     "sessions repair": {"counts", "files", "mode", "quarantine", "run", "statuses", "workspace"},
     "sessions repair file": {
-        "actions", "classes", "evidence", "key", "messages_added", "messages_found", "messages_intact",
+        "actions", "classes", "evidence", "generation", "key", "messages_added", "messages_found", "messages_intact",
         "messages_lost", "messages_removed", "notes", "original_sha256", "path", "pending", "quarantined",
-        "replacements", "restored_from", "result_sha256", "status", "summary"},
+        "replacements", "restored_from", "result_sha256", "status", "summary", "violations"},
     "sessions restore runs": {"runs", "workspace"},
     "sessions restore run": {"created", "files", "kind", "path", "run_id"},
     "sessions restore": {"backup_run", "files", "from_run"},

@@ -1,6 +1,7 @@
 """The session layers point one way (qwenmem/core/session_model/__init__.py):
-tolerant_json / codec / model (no qwenmem imports) → _blocks → gen1, gen2 → detect → loading (sessions.py) →
-history.db reading → listing; repair and the CLI sit above, never below."""
+tolerant_json / codec / model / gen1_doc (no qwenmem imports) → _blocks → gen1, gen2 → detect → salvage
+(salvage_documents.py, recovery.py) → loading (sessions.py) → history.db reading → listing; repair and the CLI
+sit above, never below."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ ALLOWED = {
     SM / "codec.py": (),
     SM / "model.py": (),
     SM / "_blocks.py": ("qwenmem.core.session_model.model",),
+    SM / "gen1_doc.py": (),
     SM / "gen1.py": ("qwenmem.core.session_model._blocks", "qwenmem.core.session_model.model"),
     SM / "gen2.py": ("qwenmem.core.session_model._blocks", "qwenmem.core.session_model.model"),
     SM / "detect.py": ("qwenmem.core.session_model.gen1", "qwenmem.core.session_model.gen2",
@@ -59,7 +61,18 @@ def test_history_reading_never_imports_loading_or_repair(path):
 def test_loading_does_not_import_repair_directly():
     """sessions.py reads both generations through the model; it never imports the repair package itself."""
     assert not [m for m in _qwenmem_imports(CORE / "sessions.py") if m.startswith("qwenmem.core.repair")]
-    assert "qwenmem.core.session_model.tolerant_json" in _qwenmem_imports(CORE / "repair" / "documents.py")
+    assert "qwenmem.core.session_model.tolerant_json" in _qwenmem_imports(CORE / "salvage_documents.py")
+
+
+SALVAGE_LAYER = ("salvage_documents.py", "recovery.py")
+
+
+@pytest.mark.parametrize("name", SALVAGE_LAYER)
+def test_salvage_sits_below_loading_and_repair(name):
+    """sessions.py salvages damaged files through recovery.py; neither it nor the splitter may reach back up."""
+    bad = [m for m in _qwenmem_imports(CORE / name)
+           if m.startswith(("qwenmem.core.sessions", "qwenmem.core.repair", "qwenmem.core.listing", "qwenmem.cli"))]
+    assert bad == []
 
 
 def test_the_checker_catches_an_upward_import(tmp_path):

@@ -8,9 +8,10 @@ from hypothesis import given, settings, strategies as st
 
 from bench.corruption import item_spans
 from qwenmem.core import recovery
-from qwenmem.core.repair.documents import split_documents
+from qwenmem.core.salvage_documents import split_documents
 from qwenmem.core.repair.encoding import decode_counting, replace_surrogates
 from qwenmem.core.repair.diagnose import diagnose
+from qwenmem.core.session_model.tolerant_json import tolerant_parse
 from repair_fixtures import TRUNCATED_BACKUP, WIKI
 
 
@@ -68,7 +69,7 @@ json_values = st.recursive(
 @settings(max_examples=200, deadline=None)
 def test_tolerant_parse_never_raises_and_returns_whole_values_intact(value, cut):
     text = json.dumps(value, ensure_ascii=False)
-    parsed = recovery.tolerant_parse(text[:cut])
+    parsed = tolerant_parse(text[:cut])
     if cut >= len(text):
         assert parsed.complete and parsed.value == value
 

@@ -11,7 +11,8 @@ from repair_fixtures import TINY, WIKI, make_workspace, tree_state
 
 FILE_KEYS = {"path", "key", "classes", "status", "messages_found", "messages_intact", "messages_lost",
              "messages_removed", "messages_added", "summary", "replacements", "actions", "pending", "notes",
-             "evidence", "restored_from", "quarantined", "original_sha256", "result_sha256"}
+             "evidence", "restored_from", "quarantined", "original_sha256", "result_sha256", "generation",
+             "violations"}
 
 
 def test_check_json_on_the_sample_reports_the_truncated_file_and_exits_1(sample_ws):

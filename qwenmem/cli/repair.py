@@ -122,6 +122,8 @@ def _render(result: Any) -> None:
         con.print(f"\n[bold]{output.escape(f.path)}[/bold]")
         # a repair that failed or was refused (changed underneath, unwritable) did not do what it planned
         done_verb = "not done" if verb == "did" and f.status in ("error", "changed", "busy") else verb
+        for violation in f.violations:
+            con.print(f"  [red]rejected by QwenPaw 2.x:[/red] {output.escape(violation)}")
         for action in f.actions:
             con.print(f"  {done_verb}: {output.escape(action)}")
         for pending in f.pending:

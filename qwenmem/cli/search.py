@@ -146,7 +146,7 @@ def _json_text(hit: Any, shown: str | int) -> str | None:
 
     if shown == "snippet":
         return None
-    if shown == "full":
+    if isinstance(shown, str):  # "full"
         return hit.text
     return "\n".join(line for _, line in context_lines(hit, shown))
 

@@ -1,5 +1,8 @@
-"""Reading damaged 1.x session files: salvage and content warnings. The tolerant parser itself is the bottom
-layer, qwenmem.core.session_model.tolerant_json (re-exported here for existing callers).
+"""Reading damaged 1.x session files: salvage and content warnings.
+
+Layer: below loading (sessions.py calls it) and above the 1.x document (session_model/gen1_doc.py), the salvage
+of damaged text (salvage_documents.py) and the tolerant parser (session_model/tolerant_json.py). It never imports
+sessions.py or the repair package.
 """
 
 from __future__ import annotations
@@ -7,15 +10,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
 
-from qwenmem.core import sessions as S
-from qwenmem.core.session_model.tolerant_json import Parsed, _Partial, _skip_ws, tolerant_parse  # noqa: F401
+from qwenmem.core.salvage_documents import pick_best, salvage_document, split_documents
+from qwenmem.core.session_model.gen1_doc import ROLES, SessionDoc, message_problems
 
 
 @dataclass
 class Salvage:
-    session: S.SessionDoc | None
+    session: SessionDoc | None
     notes: list[str]
     messages_recovered: int = 0
     damaged_items: int = 0
@@ -24,8 +26,6 @@ class Salvage:
 def salvage_text(text: str) -> Salvage:
     """Best effort: the session a repair would keep (the most complete and newest document, every complete message
     before and after the damage point). Read-only; `qwenmem sessions repair` is what writes it."""
-    from qwenmem.core.repair.documents import pick_best, salvage_document, split_documents
-
     split = split_documents(text)
     notes: list[str] = []
     if len(split.docs) > 1:
@@ -68,7 +68,7 @@ def has_lone_surrogates(text: str) -> bool:
     return _LONE_SURROGATE.search(text) is not None
 
 
-def content_warnings(session: S.SessionDoc, text: str | None = None) -> list[str]:
+def content_warnings(session: SessionDoc, text: str | None = None) -> list[str]:
     """Problems in a structurally valid session that QwenPaw would trip over. One pass, no re-serialising
     (this runs for every file in `sessions list`)."""
     warnings: list[str] = []
@@ -83,7 +83,7 @@ def content_warnings(session: S.SessionDoc, text: str | None = None) -> list[str
     seen: dict[str, int] = {}
     uses: dict[str, int] = {}
     results: dict[str, int] = {}
-    roles = S.ROLES
+    roles = ROLES
     for i, item in enumerate(session.content):
         if type(item) is list:
             if len(item) != 2:
@@ -97,7 +97,7 @@ def content_warnings(session: S.SessionDoc, text: str | None = None) -> list[str
             continue
         if not all(k in msg for k in _REQUIRED) or msg["role"] not in roles or type(msg["id"]) is not str \
                 or not isinstance(msg["content"], (str, list)):
-            warnings.extend(f"message {i}: {p}" for p in S.message_problems(msg))
+            warnings.extend(f"message {i}: {p}" for p in message_problems(msg))
         mid = msg.get("id")
         if type(mid) is str:
             if mid in seen:
@@ -123,9 +123,3 @@ def content_warnings(session: S.SessionDoc, text: str | None = None) -> list[str
         warnings.append("lone surrogate characters (QwenPaw's next save would truncate this file to 0 bytes)")
     return warnings
 
-
-def replace_surrogates(obj: Any):
-    """Lone surrogates → U+FFFD, split pairs joined (see repair.encoding); returns a SurrogateFix."""
-    from qwenmem.core.repair.encoding import replace_surrogates as _replace
-
-    return _replace(obj)

@@ -1,7 +1,9 @@
 """Session files: discovery, identity, parsing and faithful serialisation (spec qwenpaw-workspace.md §2).
 
 Messages are kept as the raw dicts QwenPaw wrote (key order, unknown keys and unknown block types survive a
-load/save round trip); helpers below read them without converting them into another model.
+load/save round trip). The 1.x document and its message helpers live one layer down, in
+session_model/gen1_doc.py; they are re-exported here because most callers reach them as `sessions.X`.
+Damaged files are salvaged by recovery.py, which sits below this module and never imports it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from qwenmem.core.errors import AmbiguousError, NotFoundError, UnsafePathError, WorkspaceError
 from qwenmem.core.fsio import Snapshot, read_with_snapshot
@@ -21,10 +23,19 @@ from qwenmem.core.jsonsafe import SESSION_DECODER, loads_session
 from qwenmem.core.session_model import GEN1, GEN2, Session, classify_document, read_document
 from qwenmem.core.session_model import gen2
 from qwenmem.core.session_model.detect import sniff_generation
+from qwenmem.core.session_model.gen1_doc import ROLES as ROLES
+from qwenmem.core.session_model.gen1_doc import Entry as Entry
+from qwenmem.core.session_model.gen1_doc import NotASessionError, SessionDoc, session_from_obj
+from qwenmem.core.session_model.gen1_doc import blocks as blocks
+from qwenmem.core.session_model.gen1_doc import dumps_session as dumps_session
+from qwenmem.core.session_model.gen1_doc import encode_session as encode_session
+from qwenmem.core.session_model.gen1_doc import message_problems as message_problems
+from qwenmem.core.session_model.gen1_doc import message_text as message_text
+from qwenmem.core.session_model.gen1_doc import tool_result_ids as tool_result_ids
+from qwenmem.core.session_model.gen1_doc import tool_use_ids as tool_use_ids
 from qwenmem.core.workspace import Workspace, read_json_file, resolve_inside
 
 SANITIZE_RE = re.compile(r'[\\/:*?"<>|]')
-ROLES = ("user", "assistant", "system")
 MAX_SESSION_BYTES = 256 * 1024 * 1024  # larger files are reported, not loaded
 LEGACY_WEIXIN_DIR = ".weixin-legacy"
 
@@ -260,149 +271,6 @@ def find_session(ws: Workspace, query: str) -> SessionRef:
     if len(matches) > 1:
         raise AmbiguousError(f"{query!r} matches {len(matches)} sessions: " + ", ".join(m.key for m in matches[:6]))
     return matches[0]
-
-
-# --------------------------------------------------------------------------------------------- model
-
-
-@dataclass
-class Entry:
-    """One item of memory.content: the message and its marks. `bare` is the pre-marks format."""
-
-    msg: Any
-    marks: list
-    bare: bool = False
-
-    @property
-    def compressed(self) -> bool:
-        return isinstance(self.marks, list) and "compressed" in self.marks
-
-
-@dataclass
-class SessionDoc:
-    """A parsed session document. `doc` is the whole top-level JSON object, untouched."""
-
-    doc: dict
-    layout: str  # "agent" (real files) | "memory" (QwenPaw unit-test shape)
-
-    @property
-    def memory(self) -> dict:
-        holder = self.doc["agent"] if self.layout == "agent" else self.doc
-        return holder["memory"]
-
-    @property
-    def agent(self) -> dict:
-        return self.doc["agent"] if self.layout == "agent" else self.doc
-
-    @property
-    def content(self) -> list:
-        return self.memory["content"]
-
-    @property
-    def summary(self) -> str:
-        value = self.memory.get("_compressed_summary")
-        return value if isinstance(value, str) else ""
-
-    @summary.setter
-    def summary(self, value: str) -> None:
-        self.memory["_compressed_summary"] = value
-
-    @property
-    def sys_prompt(self) -> str:
-        value = self.agent.get("_sys_prompt")
-        return value if isinstance(value, str) else ""
-
-    def entries(self) -> list[Entry]:
-        out = []
-        for item in self.content:
-            if isinstance(item, list) and len(item) == 2:
-                out.append(Entry(item[0], item[1] if isinstance(item[1], list) else []))
-            else:
-                out.append(Entry(item, [], bare=True))
-        return out
-
-    def set_entries(self, entries: list[Entry]) -> None:
-        self.memory["content"] = [e.msg if e.bare else [e.msg, e.marks] for e in entries]
-
-    def messages(self) -> list:
-        return [e.msg for e in self.entries()]
-
-    def to_text(self) -> str:
-        return dumps_session(self.doc)
-
-
-class NotASessionError(ValueError):
-    """Valid JSON that is not a QwenPaw session."""
-
-
-def session_from_obj(obj: Any) -> SessionDoc:
-    if isinstance(obj, dict) and isinstance(obj.get("agent"), dict):
-        mem = obj["agent"].get("memory")
-        if isinstance(mem, dict) and isinstance(mem.get("content"), list):
-            return SessionDoc(obj, "agent")
-        raise NotASessionError("agent.memory.content is missing or not a list")
-    if isinstance(obj, dict) and isinstance(obj.get("memory"), dict) and isinstance(obj["memory"].get("content"), list):
-        return SessionDoc(obj, "memory")
-    kind = type(obj).__name__ if not isinstance(obj, dict) else "object without agent.memory"
-    raise NotASessionError(f"JSON {kind} is not a QwenPaw session")
-
-
-def dumps_session(doc: Any) -> str:
-    """Exactly how QwenPaw serialises a session: one line, ensure_ascii=False, default separators."""
-    return json.dumps(doc, ensure_ascii=False)
-
-
-def encode_session(doc: Any) -> bytes:
-    """UTF-8 bytes for writing. Lone surrogates would make QwenPaw's own next save truncate the file to 0 bytes,
-    so callers must have replaced them (recovery.replace_surrogates); encoding fails loudly otherwise."""
-    return dumps_session(doc).encode("utf-8")
-
-
-# --------------------------------------------------------------------------------------------- message helpers
-
-
-def blocks(msg: Any) -> list[dict]:
-    content = msg.get("content") if isinstance(msg, dict) else None
-    if isinstance(content, list):
-        return [b for b in content if isinstance(b, dict)]
-    return []
-
-
-def tool_use_ids(msg: Any) -> list[str]:
-    return [str(b.get("id")) for b in blocks(msg) if b.get("type") == "tool_use"]
-
-
-def tool_result_ids(msg: Any) -> list[str]:
-    return [str(b.get("id")) for b in blocks(msg) if b.get("type") == "tool_result"]
-
-
-def message_text(msg: Any) -> str:
-    """Plain text of a message (text blocks and string content), for previews and search."""
-    if not isinstance(msg, dict):
-        return ""
-    content = msg.get("content")
-    if isinstance(content, str):
-        return content
-    return "\n".join(str(b.get("text") or "") for b in blocks(msg) if b.get("type") == "text")
-
-
-def message_problems(msg: Any) -> list[str]:
-    """Why QwenPaw's loader would reject this message (Msg.from_dict / asserts), empty if it is fine."""
-    if not isinstance(msg, dict):
-        return [f"message is a {type(msg).__name__}, not an object"]
-    problems = []
-    for key in ("name", "role", "content"):
-        if key not in msg:
-            problems.append(f"missing {key!r}")
-    if "role" in msg and msg["role"] not in ROLES:
-        problems.append(f"role {msg['role']!r} is not user/assistant/system")
-    if "content" in msg and not isinstance(msg["content"], (str, list)):
-        problems.append(f"content is a {type(msg['content']).__name__}")
-    if "id" in msg and not isinstance(msg["id"], str):
-        problems.append("id is not a string")
-    if "id" not in msg:
-        problems.append("missing 'id'")
-    return problems
 
 
 # --------------------------------------------------------------------------------------------- loading

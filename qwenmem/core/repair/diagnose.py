@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from qwenmem.core import sessions as S
-from qwenmem.core.repair import fixes
+from qwenmem.core.repair import fixes, gen2
 from qwenmem.core.repair.documents import WS, WS_NUL, Salvaged, pick_best, salvage_document, split_documents
 from qwenmem.core.repair.encoding import decode_counting, replace_surrogates
 from qwenmem.core.repair.strict import strict_load_bytes_problems
@@ -58,6 +59,12 @@ class Diagnosis:
     notes: list[str] = field(default_factory=list)
     removed: list[fixes.Removal] = field(default_factory=list)
     alternatives: list[Alternative] = field(default_factory=list)
+    generation: str = "1.x"
+    violations: list[str] = field(default_factory=list)  # 2.x: what AgentState validation rejects, per message
+    check_bytes: Callable[[bytes], list[str]] | None = None  # 2.x: validation of the bytes to write
+    messages_moved: int = 0  # 2.x: messages whose every block moved into the message it belongs to
+    state_reset: bool = False
+    removed_cut: Any = None
 
     @property
     def needs_repair(self) -> bool:
@@ -102,6 +109,8 @@ def _diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
         d.notes.append(f"the file is empty ({kind}): nothing in it can be recovered")
         return d
     split = split_documents(text)
+    if any(gen2.is_gen2_span(s) for s in split.docs):
+        return gen2.diagnose_gen2(d, text, split, changed)
     candidates: list[Salvaged] = [salvage_document(span) for span in split.docs]
     sessions = [c for c in candidates if c.doc is not None]
     trailing = bool(split.garbage) or (bool(split.docs) and split.docs[-1].complete and split.nul_tail)

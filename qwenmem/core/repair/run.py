@@ -46,6 +46,8 @@ class FileReport:
     quarantined: str | None = None  # workspace-relative copy of the original bytes
     original_sha256: str = ""
     result_sha256: str | None = None
+    generation: str | None = None  # "1.x" | "2.x" (None: not a session of either)
+    violations: list[str] = field(default_factory=list)  # 2.x: what QwenPaw's AgentState validation rejects
 
 
 @dataclass
@@ -78,7 +80,9 @@ class RepairRun:
 def _report(ref: SessionRef, d: Diagnosis, sha: str) -> FileReport:
     return FileReport(ref.rel, ref.key, list(d.classes), "ok", d.messages_found, d.messages_intact, d.messages_lost,
                       d.messages_removed, d.messages_added, d.summary, dict(d.replacements), list(d.actions),
-                      list(d.pending), list(d.notes), original_sha256=sha)
+                      list(d.pending), list(d.notes), original_sha256=sha,
+                      generation=d.generation if (d.session is not None or d.check_bytes) else None,
+                      violations=list(d.violations))
 
 
 def session_from_dialog(data: bytes) -> tuple[bytes, int]:
@@ -124,20 +128,45 @@ def run_repair(ws: Workspace, refs: list[SessionRef], mode: str = CHECK, fix_too
     """Classify (check), plan (dry-run) or repair each file. Only `repair` writes, under the workspace lock."""
     if from_file is not None and len(refs) != 1:
         raise UsageError("--from restores one session at a time; name exactly one session")
+    gen2_ws = _is_gen2_workspace(ws)
     if mode != REPAIR:
-        return RepairRun(str(ws.path), mode, [_one(ws, ref, mode, fix_tool_pairs, from_backup, from_file, None, None)
-                                              for ref in refs])
+        return RepairRun(str(ws.path), mode, [_one(ws, ref, mode, fix_tool_pairs, from_backup, from_file, None, None,
+                                                   gen2_ws=gen2_ws) for ref in refs])
     run = QuarantineRun(ws, "repair")
     with exclusive_lock(ws.lock_path):
-        reports = [_one(ws, ref, mode, fix_tool_pairs, from_backup, from_file, run, before_write) for ref in refs]
+        reports = [_one(ws, ref, mode, fix_tool_pairs, from_backup, from_file, run, before_write, gen2_ws=gen2_ws)
+                   for ref in refs]
     wrote = bool(run.entries)
     return RepairRun(str(ws.path), mode, reports, run.run_id if wrote else None,
                      ws.relative(run.directory) if wrote else None)
 
 
+def _is_gen2_workspace(ws: Workspace) -> bool:
+    from qwenmem.core.settings2 import count_file_generations, workspace_generation
+
+    return workspace_generation(ws, *count_file_generations(ws)).generation in ("2.x", "mixed")
+
+
+def _explain_conversion(d: Diagnosis) -> None:
+    """A 1.x file in a 2.x workspace: say what QwenPaw 2.x will do with it (spec qwenpaw2-workspace.md §2.6, §8.5).
+    The file itself is left to the 1.x rules: it is not converted here."""
+    from qwenmem.core.repair.gen2 import GEN1_IN_GEN2
+
+    items = d.session.content
+    compressed = sum(1 for i in items if isinstance(i, list) and len(i) == 2 and isinstance(i[1], list)
+                     and "compressed" in i[1])
+    if d.classes == ["ok"]:
+        d.classes.clear()
+    d.add(GEN1_IN_GEN2)
+    d.notes.append(f"1.x file in a 2.x workspace: QwenPaw 2.x converts it when the session is next opened and its "
+                   f"first save rewrites it in the 2.x shape" + (
+                       f"; {compressed} message(s) marked compressed come back into the live context next to the "
+                       "old summary" if compressed else "") + " (left as it is)")
+
+
 def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_backup: bool, from_file: Path | None,
          run: QuarantineRun | None, before_write: BeforeWrite | None, read: tuple[bytes, Snapshot] | None = None,
-         settled: bool = False) -> FileReport:
+         settled: bool = False, gen2_ws: bool = False) -> FileReport:
     if ref.outside_workspace:  # never read, quarantine or replace a link that leads out of the workspace
         return FileReport(ref.rel, ref.key, [], "error",
                           notes=["symlink leads outside the workspace; not read and left as it is"])
@@ -146,6 +175,8 @@ def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_b
     except WorkspaceError as exc:
         return FileReport(ref.rel, ref.key, [], "error", notes=[str(exc)])
     d = diagnose(data, fix_tool_pairs)
+    if gen2_ws and d.generation == "1.x" and d.session is not None:
+        _explain_conversion(d)
     rep = _report(ref, d, snap.sha256)
     new_bytes = d.new_bytes
     if d.unrecoverable or d.messages_lost or EMPTY in d.classes or NOT_A_SESSION in d.classes or from_file:
@@ -183,7 +214,7 @@ def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_b
             rep.notes.append(now.busy + "; nothing written (run the repair again when it is idle)")
             return rep
         return _one(ws, ref, mode, fix_tool_pairs, from_backup, from_file, run, before_write,
-                    (now.data, now.snapshot), settled=True)
+                    (now.data, now.snapshot), settled=True, gen2_ws=gen2_ws)
     try:
         return _write(ws, ref, data, snap, new_bytes, d, rep, run, before_write)
     except (OSError, WorkspaceError) as exc:  # disk full, read-only directory...: this file stays as it was
@@ -192,9 +223,14 @@ def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_b
         return rep
 
 
+def _load_problems(d: Diagnosis, data: bytes) -> list[str]:
+    """Why QwenPaw would not load these bytes: AgentState validation for 2.x, the 1.x loader's rules otherwise."""
+    return d.check_bytes(data) if d.check_bytes else strict_load_bytes_problems(data)
+
+
 def _write(ws, ref, data, snap, new_bytes, d: Diagnosis, rep: FileReport, run: QuarantineRun,
            before_write: BeforeWrite | None) -> FileReport:
-    problems = strict_load_bytes_problems(new_bytes) if rep.restored_from or (d.session and d.session.layout == "agent") else []
+    problems = _load_problems(d, new_bytes) if rep.restored_from or d.check_bytes or (d.session and d.session.layout == "agent") else []
     if problems:
         rep.status = "error"
         rep.notes.append("the repaired session would not load; nothing written: " + "; ".join(problems[:3]))
@@ -246,8 +282,8 @@ def _write(ws, ref, data, snap, new_bytes, d: Diagnosis, rep: FileReport, run: Q
     if kept is None or sha256(kept.read_bytes()) != snap.sha256:
         rep.notes.append("warning: the quarantined copy does not match the bytes that were read")
     written = ref.path.read_bytes()
-    if sha256(written) != rep.result_sha256 or (d.session and d.session.layout == "agent"
-                                                and strict_load_bytes_problems(written)):
+    if sha256(written) != rep.result_sha256 or ((d.check_bytes or (d.session and d.session.layout == "agent"))
+                                                and _load_problems(d, written)):
         atomic_write_bytes(ref.path, data)  # never leave a bad result behind: put the original back
         rep.status = "error"
         rep.notes.append("re-reading the written file failed validation; the original was put back")

@@ -4,9 +4,13 @@ Layers (each imports only the ones above it; tests/test_qwenpaw2_architecture.py
 
   codec.py   bytes <-> JSON document, exactly as QwenPaw serialises (imports nothing from qwenmem)
   model.py   the generation-neutral view: Session, Message, Block (imports nothing from qwenmem)
+  gen1_doc.py  the raw 1.x document (SessionDoc, Entry) and its message helpers (imports nothing from qwenmem)
   gen1.py    CoPaw / QwenPaw 1.x `agent.memory` reader and writer
   gen2.py    QwenPaw 2.x `agent.state` reader and writer (AgentScope 2.0 Msg dicts, scroll, mode_state)
   detect.py  which generation a document / a workspace is (spec qwenpaw2-workspace.md §7.2)
+
+Above this package: salvage of damaged 1.x text (core/salvage_documents.py, core/recovery.py), then loading
+(core/sessions.py), then repair (core/repair/), which depends on loading and never the reverse.
 
 A `Session` is a *view* over the raw JSON document: the document is never rebuilt from the model, so every key
 (known or not) survives and `codec.dumps_document(session.doc)` gives the original bytes back for a file QwenPaw

@@ -1,0 +1,342 @@
+"""Make a QwenPaw 2.x `state.context` pass AgentScope 2.0 validation, keeping every block whose meaning survives.
+
+Order of preference for a bad piece: fix it in place where the fix is forced by the format (a string content is one
+text block, a dict tool input is its JSON text, a legacy 1.x block is converted as QwenPaw's own converter does);
+move it where it belongs (a tool_result in a user message goes next to its tool_call); otherwise take it out to
+the quarantine record (`Removal`), never silently. Nothing is ever invented beyond what validation forces.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import mimetypes
+from dataclasses import dataclass, field
+from typing import Any
+
+from qwenmem.core.repair.fixes import Removal
+from qwenmem.core.repair.rules2 import (ALLOWED_BY_ROLE, BLOCK_TYPES, FINISHED_REASONS, ROLES, TOOL_CALL_STATES,
+                                        TOOL_RESULT_STATES, _media_list_problems, _opt_str, _usage_ok, block_problems,
+                                        source_problems)
+
+_ASSISTANT_ONLY = ("tool_call", "tool_result", "thinking", "hint")
+
+
+@dataclass
+class ContextFix:
+    context: list
+    removed: list[Removal] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    moved_blocks: int = 0
+    removed_messages: int = 0  # whole messages out (broken), not emptied-by-moving
+    emptied_messages: int = 0  # messages whose every block moved elsewhere
+    fixed_fields: int = 0
+    promoted: int = 0
+    removed_ids: set = field(default_factory=set)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.removed or self.actions or self.moved_blocks or self.emptied_messages)
+
+
+def _guess_media_type(block: dict, source: dict) -> str | None:
+    where = source.get("url") or block.get("name") or block.get("url") or block.get("path") or ""
+    data = source.get("data")
+    if isinstance(data, str) and data.startswith("data:") and ";" in data:
+        return data[5:data.index(";")]
+    guess = mimetypes.guess_type(str(where))[0] if where else None
+    return guess
+
+
+def _fix_source(block: dict, fix: ContextFix, where: str) -> bool:
+    """True when the data block's source is (now) valid."""
+    source = block.get("source")
+    if not isinstance(source, dict):
+        return False
+    problems = source_problems(source)
+    if problems == ["data-media_type-missing"]:
+        guess = _guess_media_type(block, source) or "application/octet-stream"
+        source["media_type"] = guess
+        fix.fixed_fields += 1
+        fix.actions.append(f"{where}: data block without media_type: set to {guess} (guessed from its name/URL; "
+                           "AgentScope 2.0 requires it)")
+        return True
+    return not problems
+
+
+def _legacy_block(block: dict) -> dict | None:
+    """1.x blocks as QwenPaw's msg_from_dict converts them (spec §2.6), or None."""
+    kind = block.get("type")
+    if kind == "tool_use" and isinstance(block.get("id"), str) and isinstance(block.get("name"), str):
+        raw = block.get("raw_input")
+        text = raw if isinstance(raw, str) else json.dumps(block.get("input") or {}, ensure_ascii=False)
+        return {"type": "tool_call", "id": block["id"], "name": block["name"], "input": text}
+    if kind in ("image", "audio", "video"):
+        src = block.get("source")
+        if isinstance(src, dict) and (isinstance(src.get("url"), str) or isinstance(src.get("data"), str)):
+            new = {"type": "data", "source": dict(src)}
+            new["source"].setdefault("type", "url" if "url" in src else "base64")
+            new["source"].setdefault("media_type", _guess_media_type(block, src) or f"{kind}/*")
+            return new
+    return None
+
+
+def _fix_common(block: dict) -> int:
+    n = 0
+    if "id" in block and not isinstance(block["id"], str):
+        if isinstance(block["id"], (int, float)) and not isinstance(block["id"], bool):
+            block["id"] = str(block["id"])
+        else:
+            del block["id"]
+        n += 1
+    if "created_at" in block and not isinstance(block["created_at"], str):
+        del block["created_at"]
+        n += 1
+    if "finished_at" in block and not _opt_str(block["finished_at"]):
+        block["finished_at"] = None
+        n += 1
+    return n
+
+
+def _scalar_text(value: Any) -> str | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _fix_media_list(value: Any, allow_str: bool) -> Any:
+    """A tool output / hint / summary made valid, or None when nothing sensible is left."""
+    if allow_str and isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        text = _scalar_text(value)
+        return text
+    kept = [item for item in value if not _media_list_problems([item], False)]
+    return kept if len(kept) == len(value) else None
+
+
+def fix_block(block: Any, fix: ContextFix, where: str) -> Any:
+    """The block made valid, or None when it cannot be (the caller quarantines the original)."""
+    if not isinstance(block, dict):
+        return None
+    if block.get("type") not in BLOCK_TYPES:
+        converted = _legacy_block(block)
+        if converted is None:
+            return None
+        fix.fixed_fields += 1
+        fix.actions.append(f"{where}: 1.x {block.get('type')} block converted to {converted['type']} "
+                           "(as QwenPaw's 1.x converter does)")
+        return converted
+    if not block_problems(block):
+        return block
+    fix.fixed_fields += _fix_common(block)
+    kind = block["type"]
+    if kind in ("text", "thinking"):
+        if not isinstance(block.get(kind), str):
+            text = _scalar_text(block.get(kind))
+            if text is None:
+                return None
+            block[kind] = text
+    elif kind == "tool_call":
+        if not isinstance(block.get("input"), str):
+            try:
+                block["input"] = json.dumps(block.get("input"), ensure_ascii=False)
+            except (TypeError, ValueError):
+                return None
+            fix.actions.append(f"{where}: tool_call input stored as its JSON text (AgentScope 2.0 requires a string)")
+        if "state" in block and block["state"] not in TOOL_CALL_STATES:
+            block.pop("state")
+        if "suggested_rules" in block and not isinstance(block["suggested_rules"], list):
+            block["suggested_rules"] = []
+    elif kind == "tool_result":
+        output = _fix_media_list(block.get("output"), True)
+        if output is None:
+            return None
+        block["output"] = output
+        if "state" in block and block["state"] not in TOOL_RESULT_STATES:
+            block.pop("state")
+        if "metadata" in block and not isinstance(block["metadata"], dict):
+            block["metadata"] = {}
+    elif kind == "data":
+        if not _fix_source(block, fix, where):
+            return None
+        if not _opt_str(block.get("name")):
+            block["name"] = None
+    elif kind == "hint":
+        hint = _fix_media_list(block.get("hint"), True)
+        if hint is None:
+            return None
+        block["hint"] = hint
+        if not _opt_str(block.get("source")):
+            block["source"] = None
+    if kind in ("tool_call", "tool_result") and not all(isinstance(block.get(k), str) for k in ("id", "name")):
+        return None
+    fix.fixed_fields += 1
+    return block if not block_problems(block) else None
+
+
+def _fix_message_fields(msg: dict, fix: ContextFix, where: str) -> bool:
+    """False when the message cannot be a message at all."""
+    content = msg.get("content")
+    if isinstance(content, str):
+        msg["content"] = [{"type": "text", "text": content}]
+        fix.actions.append(f"{where}: string content turned into one text block (AgentScope 2.0 requires a list)")
+    elif not isinstance(content, list):
+        return False
+    if msg.get("role") not in ROLES:
+        kinds = {b.get("type") for b in msg["content"] if isinstance(b, dict)}
+        if not kinds & set(_ASSISTANT_ONLY):
+            return False  # a user and an assistant message look alike: do not guess who spoke
+        fix.actions.append(f"{where}: role {msg.get('role')!r} set to assistant (it holds tool/thinking blocks)")
+        msg["role"] = "assistant"
+    if not isinstance(msg.get("name"), str):
+        msg["name"] = msg["role"]  # QwenPaw's converter: missing name -> the role
+        fix.actions.append(f"{where}: missing name set to the role")
+    if "id" in msg and not isinstance(msg["id"], str):
+        if isinstance(msg["id"], (int, float)) and not isinstance(msg["id"], bool):
+            msg["id"] = str(msg["id"])
+        else:
+            return False  # without its id the message cannot be matched with its history rows
+    resets = {"metadata": {}} if "metadata" in msg and not isinstance(msg["metadata"], dict) else {}
+    if "usage" in msg and not _usage_ok(msg["usage"]):
+        resets["usage"] = None
+    if "finished_at" in msg and not _opt_str(msg["finished_at"]):
+        resets["finished_at"] = None
+    if msg.get("finished_reason") is not None and msg["finished_reason"] not in FINISHED_REASONS:
+        resets["finished_reason"] = None
+    if msg.get("structured_output") is not None and not isinstance(msg["structured_output"], dict):
+        resets["structured_output"] = None
+    if msg.get("error") is not None and not isinstance(msg["error"], dict):
+        resets["error"] = None
+    if "created_at" in msg and not isinstance(msg["created_at"], str):
+        resets["created_at"] = "<dropped>"
+    for key, value in resets.items():
+        fix.removed.append(Removal(-1, f"{where}: field {key} reset (invalid for AgentScope 2.0)", {key: msg[key]}))
+        if value == "<dropped>":
+            del msg[key]
+        else:
+            msg[key] = value
+        fix.fixed_fields += 1
+    return True
+
+
+def _matching_call(context: list, call_id: Any) -> tuple[dict, int] | None:
+    """The latest assistant message holding tool_call `call_id` and no result for it yet."""
+    for msg in reversed(context):
+        if msg.get("role") != "assistant":
+            continue
+        blocks = msg["content"]
+        for j, b in enumerate(blocks):
+            if isinstance(b, dict) and b.get("type") == "tool_call" and b.get("id") == call_id:
+                if any(isinstance(o, dict) and o.get("type") == "tool_result" and o.get("id") == call_id
+                       for o in blocks):
+                    return None
+                return msg, j
+    return None
+
+
+def fix_context(context: list) -> ContextFix:
+    fix = ContextFix([])
+    out = fix.context
+    for i, original in enumerate(context):
+        where = f"message {i}"
+        msg = copy.deepcopy(original)  # the quarantine record keeps what was in the file
+        if not isinstance(msg, dict) or not _fix_message_fields(msg, fix, where):
+            fix.removed.append(Removal(i, f"{where}: not a message AgentScope 2.0 can load", original))
+            fix.removed_messages += 1
+            if isinstance(msg, dict) and isinstance(msg.get("id"), str):
+                fix.removed_ids.add(msg["id"])
+            continue
+        blocks = []
+        for j, block in enumerate(msg["content"]):
+            fixed = fix_block(copy.deepcopy(block), fix, f"{where} block {j}")
+            if fixed is None:
+                fix.removed.append(Removal(i, f"{where} block {j}: removed from this message "
+                                              f"({', '.join(block_problems(block))})", block))
+            else:
+                blocks.append(fixed)
+        msg["content"] = blocks
+        allowed = ALLOWED_BY_ROLE.get(msg["role"])
+        if allowed is not None and any(b.get("type") not in allowed for b in blocks):
+            blocks = _place_misplaced(msg, blocks, allowed, out, fix, where, i)
+            if blocks is None:
+                continue
+        out.append(msg)
+    return fix
+
+
+def _place_misplaced(msg: dict, blocks: list, allowed: tuple, out: list, fix: ContextFix, where: str,
+                     index: int) -> list | None:
+    """Move tool_results to their call; promote a message with nothing the role allows (QwenPaw's own rule for
+    converted messages); quarantine the rest. None when every block moved (the message is dropped as empty)."""
+    keep = []
+    for block in blocks:
+        if block.get("type") in allowed:
+            keep.append(block)
+            continue
+        target = _matching_call(out, block.get("id")) if block.get("type") == "tool_result" else None
+        if target is not None:
+            tmsg, j = target
+            tmsg["content"].insert(j + 1, block)
+            fix.moved_blocks += 1
+            fix.actions.append(f"{where}: tool_result {block.get('id')} moved next to its tool_call in the "
+                               "assistant message before it")
+            continue
+        keep.append(block)
+    if not keep:
+        fix.emptied_messages += 1
+        fix.removed.append(Removal(index, f"{where}: every block moved to the assistant message holding its "
+                                          "tool_call; the emptied message removed", dict(msg, content=[])))
+        if isinstance(msg.get("id"), str):
+            fix.removed_ids.add(msg["id"])
+        return None
+    if not any(b.get("type") in allowed for b in keep):
+        fix.actions.append(f"{where}: {msg['role']} message holding only {', '.join(sorted({b['type'] for b in keep}))} "
+                           "blocks promoted to assistant (what QwenPaw's 1.x converter does)")
+        msg["role"] = "assistant"
+        fix.promoted += 1
+        msg["content"] = keep
+        return keep
+    final = []
+    for block in keep:
+        if block.get("type") in allowed:
+            final.append(block)
+        else:
+            fix.removed.append(Removal(index, f"{where}: {block.get('type')} block removed from this message (a "
+                                              f"{msg['role']} message may hold only {'/'.join(allowed)})", block))
+    msg["content"] = final
+    return final
+
+
+def prune_scroll(agent: dict, context: list, removed_ids: set) -> list[str]:
+    """Keep scroll's maps to messages still in context (what QwenPaw does after an eviction, spec §2.2) and the
+    placeholder's id in synthetic_ids (spec §10). Touches only ids this repair removed or placeholders it kept."""
+    scroll = agent.get("scroll")
+    if not isinstance(scroll, dict):
+        return []
+    live = {m.get("id") for m in context if isinstance(m, dict)}
+    gone = {i for i in removed_ids if i not in live}
+    actions = []
+    for key in ("persisted_ids", "synthetic_ids"):
+        ids = scroll.get(key)
+        if isinstance(ids, list) and any(i in gone for i in ids):
+            scroll[key] = [i for i in ids if i not in gone]
+            actions.append(f"scroll.{key}: dropped the ids of removed messages")
+    for key in ("seq_by_id", "leaf_by_id"):
+        mapping = scroll.get(key)
+        if isinstance(mapping, dict) and any(i in gone for i in mapping):
+            scroll[key] = {k: v for k, v in mapping.items() if k not in gone}
+            actions.append(f"scroll.{key}: dropped the entries of removed messages")
+    synthetic = scroll.get("synthetic_ids")
+    if isinstance(synthetic, list):
+        for m in context:
+            meta = m.get("metadata") if isinstance(m, dict) else None
+            if isinstance(meta, dict) and meta.get("qwenpaw_tag") == "scroll_memory" and isinstance(m.get("id"), str) \
+                    and m["id"] not in synthetic:
+                synthetic.append(m["id"])
+                actions.append("scroll.synthetic_ids: added the id of the scroll placeholder")
+    return actions

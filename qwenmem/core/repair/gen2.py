@@ -1,0 +1,221 @@
+"""Diagnose and plan the repair of a QwenPaw 2.x session file (`{"agent": {"state": …, "scroll"?, "mode_state"}}`).
+
+The byte-level damage (BOM, invalid UTF-8, truncation, trailing garbage, concatenated documents, lone surrogates)
+is found as for 1.x (diagnose.py does the decoding and the split); this module salvages the 2.x document and makes
+its state pass AgentScope 2.0's validation (rules2.py, fix2.py). Pure: no file system access.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qwenmem.core.repair import fix2, rules2
+from qwenmem.core.repair.documents import DocSpan, Split
+from qwenmem.core.repair.encoding import replace_surrogates
+from qwenmem.core.session_model.codec import encode_document
+
+SCHEMA_INVALID = "schema_invalid"  # messages/fields AgentScope 2.0 rejects: QwenPaw refuses the whole session
+MISPLACED_BLOCKS = "misplaced_blocks"  # blocks the role may not hold (spec §2.3)
+GEN1_IN_GEN2 = "gen1_in_gen2_workspace"
+CONTEXT_PATH = ("agent", "state", "context")
+
+
+def span_value(span: DocSpan) -> Any:
+    return span.value if span.complete else span.value.value
+
+
+def is_gen2_value(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("agent"), dict) and "state" in value["agent"]
+
+
+def is_gen2_span(span: DocSpan) -> bool:
+    return is_gen2_value(span_value(span))
+
+
+def _context_len(value: Any) -> int:
+    state = value["agent"]["state"]
+    ctx = state.get("context") if isinstance(state, dict) else None
+    return len(ctx) if isinstance(ctx, list) else 0
+
+
+def _newest(value: Any) -> str:
+    state = value["agent"]["state"]
+    ctx = state.get("context") if isinstance(state, dict) else None
+    stamps = [m.get("created_at") for m in ctx or [] if isinstance(m, dict) and isinstance(m.get("created_at"), str)]
+    return max(stamps, default="")
+
+
+def pick_best(spans: list[DocSpan]) -> DocSpan:
+    """The newest, then complete, then longest conversation (the later one on a tie)."""
+    return max(reversed(spans), key=lambda s: (_newest(span_value(s)), s.complete, _context_len(span_value(s))))
+
+
+def validation_problems(data: bytes) -> list[str]:
+    """Why QwenPaw 2.x would refuse (or empty) these bytes; [] when AgentState validation passes."""
+    import json
+
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        return [f"not strict UTF-8 JSON: {exc}"]
+    if not is_gen2_value(doc):
+        return ["not a 2.x session document"]
+    return [str(v) for v in rules2.state_violations(doc["agent"]["state"])]
+
+
+def _salvage_truncated(d, span: DocSpan, doc: dict) -> None:
+    from qwenmem.core.repair.diagnose import TRUNCATED
+
+    parsed = span.value
+    d.add(TRUNCATED)
+    state = doc["agent"]["state"]
+    ctx = state.get("context") if isinstance(state, dict) else None
+    cut_inside = [p for p in parsed.partial_paths if p[:3] == CONTEXT_PATH and len(p) > 3]
+    if isinstance(ctx, list) and ctx and any(p[3] == len(ctx) - 1 for p in cut_inside):
+        d.removed_cut = ctx.pop()
+        d.messages_lost = 1
+        d.notes.append("1 message was cut by the damage and cannot be recovered")
+    where = f" at character {span.offset + parsed.end:,}"
+    d.actions.append(f"rebuild from the messages that survive the damage{where}")
+    missing = [k for k in ("scroll", "mode_state") if k not in doc["agent"]]
+    if "mode_state" in missing:
+        doc["agent"]["mode_state"] = {}
+    lost = [p for p in parsed.partial_paths if p[:3] != CONTEXT_PATH]
+    if lost or missing:
+        what = sorted({".".join(map(str, p[:3])) for p in lost} | {f"agent.{k}" for k in missing})
+        d.notes.append("cut off with the damage (AgentScope/QwenPaw defaults apply on load): " + ", ".join(what))
+    if "scroll" in missing:
+        d.notes.append("no scroll state survived: if this session used the scroll strategy, QwenPaw starts its "
+                       "bookkeeping afresh (history.db still holds the rows)")
+
+
+def diagnose_gen2(d, text: str, split: Split, changed: bool):
+    """Fill the Diagnosis `d` (decoding classes already set) for a text holding a 2.x document."""
+    from qwenmem.core.repair.diagnose import (CONCATENATED, LONE_SURROGATES, OK, TRAILING_GARBAGE, _alternative)
+
+    spans = [s for s in split.docs if is_gen2_span(s)]
+    best = pick_best(spans)
+    doc = span_value(best)
+    d.generation = "2.x"
+    if len(split.docs) > 1:
+        d.add(CONCATENATED)
+        d.actions.append(f"keep document {split.docs.index(best) + 1} of {len(split.docs)} (the newest and most "
+                         f"complete conversation, {_context_len(doc)} messages); the others go to quarantine")
+        changed = True
+        for span in split.docs:
+            if span is not best:
+                n = _context_len(span_value(span)) if is_gen2_span(span) else 0
+                d.alternatives.append(_alternative("document", span.start, span.end, n, text))
+    trailing = bool(split.garbage) or (best.complete and split.nul_tail)
+    if trailing:
+        d.add(TRAILING_GARBAGE)
+        extra = sum(e - s for s, e in split.garbage)
+        d.actions.append(f"drop {extra:,} character(s) of stray text outside the document (kept in quarantine); "
+                         "QwenPaw's loader skips it, but its history import marks the file errored forever")
+        changed = True
+        for s, e in split.garbage:
+            d.alternatives.append(_alternative("garbage", s, e, 0, text))
+    if not best.complete:
+        _salvage_truncated(d, best, doc)
+        changed = True
+    fixed = replace_surrogates(doc)
+    if fixed.lone or fixed.joined:
+        doc = fixed.value
+        if fixed.lone:
+            d.add(LONE_SURROGATES)
+            d.replacements["lone_surrogates"] = fixed.lone
+            d.actions.append(f"replace {fixed.lone} lone surrogate(s) with U+FFFD (QwenPaw 2.x cannot save this "
+                             "session: its atomic write fails on them)")
+        if fixed.joined:
+            d.replacements["surrogate_pairs_joined"] = fixed.joined
+            d.actions.append(f"join {fixed.joined} split surrogate pair(s) into the characters they encode")
+        changed = True
+    agent = doc["agent"]
+    state = agent["state"]
+    if not isinstance(state, dict):
+        d.add(SCHEMA_INVALID)
+        d.unrecoverable = True
+        d.notes.append("agent.state is not an object: nothing in it can be recovered")
+        return d
+    before = rules2.state_violations(state)
+    context = state.get("context", [])
+    if not isinstance(context, list):
+        d.removed.append(_removal(-1, "state.context is not a list", context))
+        state["context"] = context = []
+        changed = True
+    d.messages_found = len(context) + d.messages_lost
+    if before:
+        d.add(SCHEMA_INVALID)
+        if any(v.rule.split("-holds-")[0] in ("user", "system") and "-holds-" in v.rule for v in before):
+            d.add(MISPLACED_BLOCKS)
+        for v in before[:20]:
+            d.violations.append(str(v))
+        if len(before) > 20:
+            d.violations.append(f"... and {len(before) - 20} more")
+        d.notes.append(f"QwenPaw 2.x refuses this session ({len(before)} validation error(s)); every request on "
+                       "it fails and nothing is saved")
+    result = fix2.fix_context(context)
+    if result.changed:
+        state["context"] = result.context
+        d.removed.extend(result.removed)
+        d.actions.extend(result.actions[:30])
+        if len(result.actions) > 30:
+            d.actions.append(f"... and {len(result.actions) - 30} more fixes of the same kinds")
+        if result.removed_messages:
+            d.actions.append(f"move {result.removed_messages} message(s) AgentScope 2.0 cannot load into the "
+                             "quarantine record")
+        blocks_out = sum(1 for r in result.removed if "removed from this message" in r.reason)
+        if blocks_out:
+            d.actions.append(f"move {blocks_out} invalid or misplaced block(s) into the quarantine record")
+        d.actions.extend(fix2.prune_scroll(agent, result.context, result.removed_ids))
+        changed = True
+    _fix_state_fields(state, d)
+    if d.state_reset:
+        changed = True
+    d.messages_removed = result.removed_messages
+    d.messages_moved = result.emptied_messages
+    d.messages_intact = len(state.get("context", context))
+    if not d.classes:
+        d.classes.append(OK)
+    d.check_bytes = validation_problems
+    if changed:
+        d.new_bytes = encode_document(doc)
+        problems = validation_problems(d.new_bytes)
+        if problems:  # a rule we could not fix: never write a file QwenPaw would still refuse
+            d.new_bytes = None
+            d.unrecoverable = True
+            d.notes.append("the repair could not make the file valid, nothing will be written: " + "; ".join(problems[:3]))
+    return d
+
+
+def _removal(index: int, reason: str, item: Any):
+    from qwenmem.core.repair.fixes import Removal
+
+    return Removal(index, reason, item)
+
+
+_STATE_DEFAULTS = {"reply_context": {}, "permission_context": {}, "tool_context": {}, "tasks_context": {},
+                   "middle_context": {}}
+
+
+def _fix_state_fields(state: dict, d) -> None:
+    """State-level fields that fail validation are reset to AgentScope's default; the old value is quarantined."""
+    done = set()
+    for v in rules2.state_violations({k: v for k, v in state.items() if k != "context"}):
+        key = {"session_id-not-string": "session_id", "summary-invalid": "summary"}.get(v.rule)
+        key = key or next((k for k in _STATE_DEFAULTS if v.rule.startswith(k)), None)
+        key = key or {"reply_id-not-string": "reply_context", "cur_iter-not-int": "reply_context",
+                      "tasks-not-list": "tasks_context", "read_file_cache-not-list": "tool_context",
+                      "activated_groups-not-list": "tool_context"}.get(v.rule)
+        if key is None or key not in state or key in done:
+            continue
+        done.add(key)
+        d.removed.append(_removal(-1, f"state.{key} reset to AgentScope's default ({v.detail})", {key: state[key]}))
+        if key == "session_id" and isinstance(state[key], (int, float)):
+            state[key] = str(state[key])
+        elif key == "summary":
+            state[key] = ""
+        else:
+            state[key] = dict(_STATE_DEFAULTS.get(key, {}))
+        d.actions.append(f"state.{key}: {v.detail}; reset (the old value is in the quarantine record)")
+        d.state_reset = True

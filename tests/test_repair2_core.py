@@ -1,0 +1,221 @@
+"""`sessions repair` on QwenPaw 2.x files: AgentState rules, misplaced blocks, byte damage, scroll bookkeeping."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import invoke
+from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
+from qwenmem.core.repair.diagnose import diagnose
+from qwenmem.core.repair.gen2 import validation_problems
+
+
+def _session(ws: Path, rel: str, doc: dict) -> Path:
+    path = ws / "sessions" / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(builder.dumps(doc).encode("utf-8"))
+    return path
+
+
+def _workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "sessions").mkdir(parents=True)
+    (ws / "sessions" / ".synced.json").write_text("{}")  # a 2.x marker
+    return ws
+
+
+def _healthy(turns: int = 6) -> dict:
+    clock = builder.Clock()
+    return builder.document(builder.state("s1", builder.conversation(turns, clock)))
+
+
+def _misplaced_result(doc: dict) -> tuple[dict, str]:
+    """Move the first tool_result out of its assistant message into a user message after it (1.x style)."""
+    ctx = doc["agent"]["state"]["context"]
+    for i, m in enumerate(ctx):
+        results = [b for b in m["content"] if b["type"] == "tool_result"]
+        if results:
+            m["content"].remove(results[0])
+            user = {"name": "user", "content": [results[0]], "role": "user", "id": "u-moved", "metadata": {},
+                    "created_at": m["created_at"]}
+            ctx.insert(i + 1, user)
+            return doc, results[0]["id"]
+    raise AssertionError("no tool turn")
+
+
+def _repair(ws: Path, *args: str):
+    return invoke("-w", str(ws), "sessions", "repair", *args, "--json")
+
+
+def test_check_names_every_rejected_rule_and_writes_nothing(tmp_path):
+    ws = _workspace(tmp_path)
+    doc, _ = _misplaced_result(_healthy())
+    ctx = doc["agent"]["state"]["context"]
+    clock = builder.Clock()
+    ctx.append(builder.msg("user", [{"type": "data", "source": {"type": "url", "url": "https://x.test/a.png"}}], clock))
+    ctx.append(builder.msg("system", [{"type": "data", "source": {"type": "url", "url": "https://x.test/b.png",
+                                                                   "media_type": "image/png"}}, builder.text_block("s", clock)], clock))
+    call = builder.tool_call_block("c9", "t", {}, clock)
+    call["input"], call["state"] = {"a": 1}, "done"
+    ctx.append(builder.msg("assistant", [call], clock))
+    ctx.append(dict(builder.msg("user", [], clock), content="plain"))
+    path = _session(ws, "console/a.json", doc)
+    before = path.read_bytes()
+    run = _repair(ws, "--check")
+    assert run.code == 1
+    f = run.json()["result"]["files"][0]
+    rules = " ".join(f["violations"])
+    for rule in ("user-holds-tool_result", "data-media_type-missing", "system-holds-data",
+                 "tool_call-input-not-string", "tool_call-state-unknown", "content-not-list"):
+        assert rule in rules, rule
+    assert "schema_invalid" in f["classes"] and "misplaced_blocks" in f["classes"]
+    assert f["generation"] == "2.x"
+    assert path.read_bytes() == before
+
+
+def test_repair_moves_a_tool_result_next_to_its_call(tmp_path):
+    ws = _workspace(tmp_path)
+    doc, call_id = _misplaced_result(_healthy())
+    n = len(doc["agent"]["state"]["context"])
+    path = _session(ws, "console/a.json", doc)
+    original = path.read_bytes()
+    run = _repair(ws, "--all")
+    assert run.code == 0, run.err
+    repaired = json.loads(path.read_bytes())
+    ctx = repaired["agent"]["state"]["context"]
+    assert len(ctx) == n - 1 and all(m["id"] != "u-moved" for m in ctx)
+    holder = next(m for m in ctx if any(b.get("id") == call_id and b["type"] == "tool_call" for b in m["content"]))
+    kinds = [b["type"] for b in holder["content"]]
+    assert kinds.index("tool_result") == kinds.index("tool_call") + 1
+    assert validation_problems(path.read_bytes()) == []
+    f = run.json()["result"]["files"][0]
+    assert (ws / f["quarantined"]).read_bytes() == original
+
+
+def test_invalid_blocks_go_to_the_quarantine_record_not_silently(tmp_path):
+    ws = _workspace(tmp_path)
+    doc = _healthy()
+    clock = builder.Clock()
+    bad = {"type": "data", "name": "x"}  # no source at all: nothing to keep
+    doc["agent"]["state"]["context"].append(builder.msg("user", [builder.text_block("see", clock), bad], clock))
+    path = _session(ws, "console/a.json", doc)
+    run = _repair(ws, "--all")
+    assert run.code == 0, run.err
+    assert validation_problems(path.read_bytes()) == []
+    last = json.loads(path.read_bytes())["agent"]["state"]["context"][-1]
+    assert [b["type"] for b in last["content"]] == ["text"]
+    texts = [p.read_text(errors="replace") for p in (ws / ".qwenmem" / "quarantine").rglob("*") if p.is_file()]
+    assert any('"name": "x"' in t or '"name":"x"' in t for t in texts), "removed block not kept"
+
+
+def test_truncated_2x_keeps_every_complete_message(tmp_path):
+    ws = _workspace(tmp_path)
+    doc = _healthy(8)
+    text = builder.dumps(doc)
+    ctx = doc["agent"]["state"]["context"]
+    cut = text.index(json.dumps(ctx[-1]["id"])) + 5  # inside the last message
+    path = ws / "sessions" / "console" / "t.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(text[:cut].encode())
+    d = diagnose(path.read_bytes())
+    assert "truncated" in d.classes and d.messages_lost == 1
+    assert validation_problems(d.new_bytes) == []
+    kept = json.loads(d.new_bytes)["agent"]["state"]["context"]
+    assert [m["id"] for m in kept] == [m["id"] for m in ctx[:-1]]
+
+
+def test_trailing_garbage_and_concatenation(tmp_path):
+    doc = _healthy(4)
+    one = builder.dumps(doc).encode()
+    d = diagnose(one + b"\n}garbage")
+    assert "trailing_garbage" in d.classes and d.new_bytes == one
+    old = _healthy(2)
+    d2 = diagnose(builder.dumps(old).encode() + one)
+    assert "concatenated" in d2.classes and d2.new_bytes == one and len(d2.alternatives) == 1
+
+
+def test_healthy_2x_file_is_left_byte_identical(tmp_path):
+    ws = _workspace(tmp_path)
+    path = _session(ws, "console/a.json", _healthy())
+    before = path.read_bytes()
+    run = _repair(ws, "--all")
+    assert run.code == 0 and path.read_bytes() == before
+    assert run.json()["result"]["files"][0]["status"] == "ok"
+
+
+def test_removed_message_ids_leave_the_scroll_bookkeeping(tmp_path):
+    clock = builder.Clock()
+    live = builder.conversation(3, clock)
+    live[1]["content"] = 7  # an assistant message AgentScope cannot load and qwenmem cannot rebuild
+    live[1]["role"] = "nobody"
+    seq = {m["id"]: (i, i) for i, m in enumerate(live)}
+    scroll = builder.scroll_state("s1", live, seq, None, [])
+    doc = builder.document(builder.state("s1", live), scroll)
+    gone = live[1]["id"]
+    d = diagnose(builder.dumps(doc).encode())
+    new = json.loads(d.new_bytes)["agent"]
+    assert gone not in new["scroll"]["persisted_ids"] and gone not in new["scroll"]["seq_by_id"]
+    assert all(m["id"] != gone for m in new["state"]["context"])
+    assert d.messages_removed == 1 and d.removed[0].item["id"] == gone
+
+
+def test_gen1_file_in_a_2x_workspace_is_reported_and_left_alone(tmp_path):
+    ws = _workspace(tmp_path)
+    path = builder.gen1_session(ws, "discord/old.json", ["2026-11-01 10:00:00.000", "2026-11-01 10:01:00.000"])
+    doc = json.loads(path.read_bytes())
+    doc["agent"]["memory"]["content"][0][1] = ["compressed"]
+    path.write_text(builder.dumps(doc))
+    before = path.read_bytes()
+    run = _repair(ws, "--all")
+    f = run.json()["result"]["files"][0]
+    assert f["classes"] == ["gen1_in_gen2_workspace"] and f["status"] == "warning"
+    assert "1 message(s) marked compressed come back into the live context" in " ".join(f["notes"])
+    assert path.read_bytes() == before and run.code == 0
+
+
+@needs_gen2_corpus
+def test_corpus_files_check_and_repair(tmp_path):
+    ws = copy_corpus(tmp_path)
+    run = _repair(ws, "--check")
+    files = {f["key"]: f for f in run.json()["result"]["files"]}
+    assert files["console/carol_console--carol"]["classes"] == ["trailing_garbage"]
+    assert files["console/alice_console--alice"]["status"] == "ok"
+    alice = ws / "sessions" / "console" / "alice_console--alice.json"
+    doc, _ = _misplaced_result(json.loads(alice.read_bytes()))
+    alice.write_text(json.dumps(doc, ensure_ascii=False))
+    run = _repair(ws, "--all")
+    assert run.code == 0, run.err
+    for p in (ws / "sessions" / "console").glob("*.json"):
+        assert validation_problems(p.read_bytes()) == [], p
+
+
+_BASE = builder.dumps(_misplaced_result(_healthy(3))[0]).encode()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, len(_BASE) - 1), st.integers(0, 255)), min_size=1, max_size=6),
+       st.integers(0, len(_BASE)))
+def test_random_byte_damage_never_crashes_and_repairs_validate(edits, cut):
+    data = bytearray(_BASE[:max(cut, 1)])
+    for pos, value in edits:
+        if pos < len(data):
+            data[pos] = value
+    d = diagnose(bytes(data))
+    if d.new_bytes is not None and d.generation == "2.x":
+        assert validation_problems(d.new_bytes) == []
+
+
+def test_check_never_writes_under_damage(tmp_path):
+    ws = _workspace(tmp_path)
+    path = ws / "sessions" / "console" / "x.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(_BASE[: len(_BASE) // 2] + b"\xff\xfe")
+    before = path.read_bytes()
+    run = _repair(ws, "--check")
+    assert run.code == 1 and path.read_bytes() == before
+    assert not (ws / ".qwenmem" / "quarantine").exists()
