@@ -22,6 +22,7 @@ from qwenmem.core.compaction2 import native
 from qwenmem.core.compaction2.check import NATIVE, Check2Options, check_gen2, file_strategy
 from qwenmem.core.compaction2.dialog import missing_from_dialog, plan_dialog, write_dialog
 from qwenmem.core.compaction2.prompt import system_prompt_estimate, tools_estimate
+from qwenmem.core.compaction2.prune import PruneOutcome, prune, prune_limits_2x
 from qwenmem.core.compaction2.summary import extractive_fields, llm_fields
 from qwenmem.core.compaction2.tokens import count_tokens
 from qwenmem.core.errors import ChangedUnderneathError, UsageError
@@ -83,8 +84,10 @@ async def compact_gen2_async(ws: Workspace, ref: Any, settings: Any, gen2_settin
 
     fixed = (system_prompt_estimate(ws, read_agent_json(ws), opts2.system_tokens).size
              + tools_estimate(opts2.tools_tokens).size)
+    pruned = _tier1(ws, settings, opts, context, strategy != NATIVE, fixed, summary, report)
     if strategy != NATIVE:
-        return _compact_scroll(ws, ref, loaded, doc, check, fixed, gen2_settings, settings, opts, stamp, report)
+        return _compact_scroll(ws, ref, loaded, doc, check, fixed, gen2_settings, settings, opts, stamp, report,
+                               pruned)
     reply = state.get("reply_context") if isinstance(state.get("reply_context"), dict) else {}
     d = native.decide(context, fixed, summary, check.context_size, check.trigger_ratio, check.reserve_ratio,
                       reply.get("reply_id"), opts.force)
@@ -93,9 +96,8 @@ async def compact_gen2_async(ws: Workspace, ref: Any, settings: Any, gen2_settin
                                                           "dialog_files": [], "strategy": NATIVE})
     if not opts.summarize:
         report.tier2.detail["reason"] = "tier 2 disabled (--prune-only)"
-        return report
-    if not d.would_compact or d.split is None:
-        return report
+    if not opts.summarize or not d.would_compact or d.split is None:
+        return _write_pruned_only(ws, ref, loaded, doc, stamp, pruned, report, opts.dry_run)
     split = d.split
     client = _llm_client(opts)
     now = (opts.now or datetime.now(tz=user_tz(settings))).astimezone(user_tz(settings))
@@ -132,6 +134,7 @@ async def compact_gen2_async(ws: Workspace, ref: Any, settings: Any, gen2_settin
     data = encode_document(doc)  # before any write: an unencodable document stops us while nothing changed
     assert loaded.snapshot is not None  # a loaded, usable file always has one
     ensure_unchanged(loaded.snapshot)
+    _write_artifacts(pruned)
     write_dialog(dplan)
     try:
         ensure_unchanged(loaded.snapshot)
@@ -165,8 +168,43 @@ def _write_session(ws: Workspace, ref: Any, loaded: Any, doc: dict, stamp: str, 
     return ws.relative(kept_at)
 
 
+def _tier1(ws: Workspace, settings: Any, opts: CompactOptions, context: list, scroll_strategy: bool, fixed: Any,
+           summary: Any, report: CompactReport) -> PruneOutcome:
+    """Cut large tool outputs in place in `context` (a copy of the file's), as QwenPaw's pruning middleware does."""
+    before = count_tokens(context, fixed, summary)
+    if not (opts.prune and (settings.pruning_enabled or opts.recent_max_bytes or opts.old_max_bytes)):
+        return PruneOutcome()
+    pruned = prune(context, prune_limits_2x(ws, settings, opts, scroll_strategy))
+    after = count_tokens(context, fixed, summary)
+    report.tier1 = TierReport(True, before, after, {
+        "outputs_cut": pruned.cut, "outputs_recut": pruned.recut, "bytes_removed": pruned.bytes_removed,
+        "offload_files": [ws.relative(a.path) for a in pruned.artifacts], "skipped": pruned.skipped})
+    report.context_tokens_after = after
+    return pruned
+
+
+def _write_artifacts(pruned: PruneOutcome) -> None:
+    for artifact in pruned.artifacts:  # before the session names them
+        atomic_write_bytes(artifact.path, artifact.text.encode("utf-8"))
+
+
+def _write_pruned_only(ws: Workspace, ref: Any, loaded: Any, doc: dict, stamp: str, pruned: PruneOutcome,
+                       report: CompactReport, dry_run: bool) -> CompactReport:
+    if not (pruned.cut or pruned.recut):
+        return report
+    if dry_run:
+        report.status = "dry-run"
+        return report
+    _write_artifacts(pruned)
+    report.backup = _write_session(ws, ref, loaded, doc, stamp, "The tool-result artifacts were written; a rerun "
+                                   "makes new ones")
+    report.status = "pruned"
+    return report
+
+
 def _compact_scroll(ws: Workspace, ref: Any, loaded: Any, doc: dict, check: Any, fixed: Any, gen2_settings: Any,
-                    settings: Any, opts: CompactOptions, stamp: str, report: CompactReport) -> CompactReport:
+                    settings: Any, opts: CompactOptions, stamp: str, report: CompactReport,
+                    pruned: PruneOutcome) -> CompactReport:
     from qwenmem.core.compaction2 import scroll
     from qwenmem.core.compaction2.evict import evict, read_history_index
 
@@ -186,7 +224,7 @@ def _compact_scroll(ws: Workspace, ref: Any, loaded: Any, doc: dict, check: Any,
                                                           "chunks": 0, "removed_messages": 0,
                                                           "kept_messages": len(context), "dialog_files": []})
     if not opts.summarize or not d.would_compact:
-        return report
+        return _write_pruned_only(ws, ref, loaded, doc, stamp, pruned, report, opts.dry_run)
     now = (opts.now or datetime.now(tz=user_tz(settings))).astimezone(user_tz(settings))
     block, evicted = evict(doc, d.evict, hist, str(sid), now.replace(tzinfo=None))
     live = state["context"]
@@ -207,6 +245,7 @@ def _compact_scroll(ws: Workspace, ref: Any, loaded: Any, doc: dict, check: Any,
         report.status, report.error_kind = "failed", "changed"
         report.error = f"{len(missing)} message(s) to evict lost their history.db rows; nothing written"
         return report
+    _write_artifacts(pruned)
     report.backup = _write_session(ws, ref, loaded, doc, stamp, "history.db was not touched")
     report.status = "compacted"
     if unusable_2x(load_session(ref)):
