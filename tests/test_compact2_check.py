@@ -229,3 +229,17 @@ def test_corpus_check_names_strategies_and_what_is_not_stored(tmp_path):
     r = alice["result"]["sessions"][0]
     assert r["strategy"] == "scroll" and r["hard_limit"] == 9000 - 450 and r["reserve"] == 900
     assert r["not_in_history"] == 0
+
+
+def test_json_keys_of_a_2x_check_are_pinned(tmp_path):
+    ws = write_ws(tmp_path, conversation_of_bytes(4000), "native")
+    r = check_json(ws)
+    assert set(r) == {
+        "key", "path", "generation", "strategy", "strategy_source", "context_size", "context_source", "trigger_ratio",
+        "reserve_ratio", "trigger", "reserve", "hard_limit", "terms", "message_count", "would_compact", "reason",
+        "kept_ids", "removed_ids", "boundary_id", "boundary_blocks", "keep_tokens", "not_in_history", "notices",
+        "tokenizer", "prunable_outputs", "tokens_after_prune", "artifacts_named", "artifacts_missing",
+        "artifacts_expiring"}
+    assert set(r["terms"]) == {"system", "system_source", "tools", "tools_source", "summary", "messages",
+                               "data_blocks", "total"}
+    assert r["generation"] == "2.x"
