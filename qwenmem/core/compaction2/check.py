@@ -150,7 +150,12 @@ def check_gen2(ws: Workspace, ref: Any, loaded: Any, settings: Any, gen2_setting
         if hist is None:
             notices.append(f"history.db not readable ({why}): nothing may be evicted")
         in_history = [hist is not None and hist.has_rows(m) for m in context]
-        d = scroll.decide(context, synthetic, in_history, fixed, c, t, r, opts.force)
+        missing = sum(1 for i, s in zip(in_history, synthetic) if not i and not s)
+        if hist is not None and missing:
+            notices.append(f"{missing} live message(s) have no rows in history.db yet: `compact` writes them first "
+                           "(as QwenPaw's write-through does) and evicts only what it then finds there")
+        # compact persists the missing rows before deciding; without a readable history.db nothing may leave
+        d = scroll.decide(context, synthetic, [hist is not None] * len(context), fixed, c, t, r, opts.force)
         notices += d.notes
         kept = [ids[i] for i in d.keep]
         removed = [ids[i] for i in d.evict]
