@@ -9,7 +9,7 @@ by --agentscope-python's parent's parent. Offline: the extractive summarizer. Pe
   * scroll: the real `compact` (eviction into the index + placeholder; history.db rows written first by the bench
     as QwenPaw's write-through would have), tokens after (placeholder included), every evicted message found in
     history.db with SQL, AgentScope validation.
-Tier 1 (2.x tool-result pruning) is not implemented for 2.x, so it has no column.
+Tier 1 is 2.x tool-result pruning, run by the same `compact`.
 """
 
 from __future__ import annotations
@@ -147,14 +147,18 @@ def run(c: int, sessions: list, work: Path, as2: Path | None) -> tuple[list[dict
                 [report], _ = compact_sessions(ws, [ref], settings, opts)
                 row["time"] = f"{time.perf_counter() - start:.2f} s"
                 row["after"] = report.context_tokens_after
+                if report.status in ("compacted", "dry-run"):
+                    row["removed"], row["kept"] = len(report.removed_ids), len(report.kept_ids)
+                row["t1"] = report.tier1.tokens_after if report.tier1.ran else row["before"]
+                row["cut"] = report.tier1.detail.get("outputs_cut", 0) + report.tier1.detail.get("outputs_recut", 0)
                 row["status"] = report.status
                 issues = list(report.warnings)
                 if report.status == "compacted":
                     old = json.loads((ws.path / report.backup).read_text(encoding="utf-8"))["agent"]["state"]
-                    if len(old["context"]) != len(check.kept_ids) + len(check.removed_ids) - (
-                            1 if check.boundary_blocks and 0 < check.boundary_blocks[0] < check.boundary_blocks[1]
-                            else 0):
-                        issues.append("kept + removed do not add up")
+                    old_ids = {m["id"] for m in old["context"]}
+                    if not set(report.removed_ids) <= old_ids or not set(report.kept_ids) - old_ids <= {
+                            report.kept_ids[0] if strategy == "scroll" else None}:
+                        issues.append("kept/removed ids are not the file's")
                     [again], _ = compact_sessions(ws, [ref], settings, opts)
                     if again.status != "unchanged":
                         issues.append(f"rerun: {again.status}")
@@ -198,9 +202,10 @@ def main() -> int:
             r, p = run(c, sessions, Path(tmp), as2)
             rows += r
             problems += p
-    head = ("| session | strategy | C | msgs | tokens before | trigger | reserve | compacts? | removed | kept | "
-            "tokens after | time | checks |\n|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|\n")
-    body = "".join(f"| {r['session']} | {r['strategy']} | {r['C']:,} | {r['msgs']} | {r['before']:,} | "
+    head = ("| session | strategy | C | msgs | tokens before | after tier 1 (outputs cut) | trigger | reserve | "
+            "compacts? | removed | kept | tokens after tier 2 | time | checks |\n"
+            "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|\n")
+    body = "".join(f"| {r['session']} | {r['strategy']} | {r['C']:,} | {r['msgs']} | {r['before']:,} | {r['t1']:,} ({r['cut']}) | "
                    f"{r['trigger']:,.0f} | {r['reserve']:,.0f} | {'yes' if r['compacts'] else 'no'} | {r['removed']} | "
                    f"{r['kept']} | {r['after']:,} | {r['time']} | {r['checks']} |\n" for r in rows)
     md = ("## Compaction, QwenPaw 2.x (τ-bench airline as 2.x sessions)\n\n"
@@ -211,7 +216,8 @@ def main() -> int:
           "(extractive summary, dialog/ offload), tokens after = system + rendered summary + kept context. scroll: "
           "the real `compact` (history.db rows inserted first, as QwenPaw's write-through does; eviction into a "
           "Tier-0 block + placeholder), tokens after = system + placeholder + live tail; every evicted message "
-          "checked in history.db with SQL. 2.x tool-result pruning (tier 1) is not implemented: no column.\n\n" + head + body)
+          "checked in history.db with SQL. Tier 1 is 2.x tool-result pruning (agent.json defaults: 3000 bytes for "
+          "old results under native, 50000 under scroll); the decision is taken after it. removed/kept are the real run's (scroll: kept includes the new placeholder).\n\n" + head + body)
     if problems:
         md += "\nProblems:\n" + "".join(f"- {p}\n" for p in problems)
     print(md)

@@ -37,11 +37,11 @@ _qwenmem_opts() {
 _qwenmem_values() {
     case "$1" in
         "|--agent") echo "@agents" ;;
-        "|--color") echo "@free" ;;
+        "|--color") echo "auto always never" ;;
         "|--workspace") echo "@dirs" ;;
         "|-w") echo "@dirs" ;;
         "compact|--agent") echo "@agents" ;;
-        "compact|--format") echo "@free" ;;
+        "compact|--format") echo "table tsv json" ;;
         "compact|--instruction") echo "@free" ;;
         "compact|--llm-api-key") echo "@free" ;;
         "compact|--llm-base-url") echo "@free" ;;
@@ -80,7 +80,7 @@ _qwenmem_values() {
         "dream|--workspace") echo "@dirs" ;;
         "dream|-w") echo "@dirs" ;;
         "fleet|--backoff") echo "@free" ;;
-        "fleet|--engine") echo "@free" ;;
+        "fleet|--engine") echo "local dask" ;;
         "fleet|--from") echo "@files" ;;
         "fleet|--jobs") echo "@free" ;;
         "fleet|--resume") echo "@free" ;;
@@ -109,7 +109,7 @@ _qwenmem_values() {
         "reindex|-w") echo "@dirs" ;;
         "search|--agent") echo "@agents" ;;
         "search|--context") echo "@free" ;;
-        "search|--format") echo "@free" ;;
+        "search|--format") echo "text reme" ;;
         "search|--fusion") echo "weighted rrf reme" ;;
         "search|--max-results") echo "@free" ;;
         "search|--min-score") echo "@free" ;;
@@ -124,7 +124,7 @@ _qwenmem_values() {
         "search|-w") echo "@dirs" ;;
         "sessions list|--agent") echo "@agents" ;;
         "sessions list|--channel") echo "@free" ;;
-        "sessions list|--format") echo "@free" ;;
+        "sessions list|--format") echo "table tsv json" ;;
         "sessions list|--limit") echo "@free" ;;
         "sessions list|--since") echo "@free" ;;
         "sessions list|--sort") echo "modified name size messages tokens health" ;;
@@ -133,7 +133,7 @@ _qwenmem_values() {
         "sessions list|--workspace") echo "@dirs" ;;
         "sessions list|-w") echo "@dirs" ;;
         "sessions repair|--agent") echo "@agents" ;;
-        "sessions repair|--format") echo "@free" ;;
+        "sessions repair|--format") echo "table tsv json" ;;
         "sessions repair|--from") echo "@files" ;;
         "sessions repair|--workspace") echo "@dirs" ;;
         "sessions repair|-w") echo "@dirs" ;;

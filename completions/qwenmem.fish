@@ -230,7 +230,7 @@ complete -c qwenmem -n '__qwenmem_path_is ""' -l debug
 complete -c qwenmem -n '__qwenmem_path_is ""' -l no-pager
 complete -c qwenmem -n '__qwenmem_path_is ""' -l version
 complete -c qwenmem -n '__qwenmem_path_is ""' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is ""' -l color -x
+complete -c qwenmem -n '__qwenmem_path_is ""' -l color -x -a 'auto always never'
 complete -c qwenmem -n '__qwenmem_path_is ""' -l workspace -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is ""' -s w -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l all
@@ -247,7 +247,7 @@ complete -c qwenmem -n '__qwenmem_path_is "compact"' -l quiet
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -s n
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -s q
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l format -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l format -x -a 'table tsv json'
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l instruction -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l llm-api-key -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l llm-base-url -x
@@ -305,7 +305,7 @@ complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l quiet
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s n
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s q
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l backoff -x
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l engine -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l engine -x -a 'local dask'
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l from -r -F
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l jobs -x
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l resume -x
@@ -362,7 +362,7 @@ complete -c qwenmem -n '__qwenmem_path_is "search"' -l quiet
 complete -c qwenmem -n '__qwenmem_path_is "search"' -s q
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l agent -x -a '(__qwenmem_dynamic agents)'
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l context -x
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l format -x
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l format -x -a 'text reme'
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l fusion -x -a 'weighted rrf reme'
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l max-results -x
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l min-score -x
@@ -380,7 +380,7 @@ complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l json
 complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l reverse
 complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l agent -x -a '(__qwenmem_dynamic agents)'
 complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l channel -x
-complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l format -x
+complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l format -x -a 'table tsv json'
 complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l limit -x
 complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l since -x
 complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l sort -x -a 'modified name size messages tokens health'
@@ -398,7 +398,7 @@ complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l quiet
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -s n
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -s q
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l format -x
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l format -x -a 'table tsv json'
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l from -r -F
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l workspace -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -s w -x -a '(__fish_complete_directories)'

@@ -167,21 +167,20 @@ def test_scroll_reserve_and_hard_limit_formulas(h, ratio):
     assert scroll.hard_limit(h) == h - out_reserve
 
 
-def test_scroll_keeps_the_active_turn_and_never_evicts_rows_missing_from_history(tmp_path):
+def test_scroll_keeps_the_active_turn_and_announces_rows_to_write(tmp_path):
     msgs = conversation_of_bytes(48_000, n=20)
-    # the active turn: the newest real user message (index 18) and its reply stay live whatever the reserve
     ws = scroll_ws(tmp_path, msgs, in_history=6)
     r = check_json(ws, "--max-input-length", str(C))
-    assert r["would_compact"] is True
-    assert r["removed_ids"] == [m["id"] for m in msgs[:6]]  # messages 6.. have no rows: they stay
-    assert r["not_in_history"] == 14
-    full = scroll_ws(tmp_path / "full", msgs)
-    r2 = check_json(full, "--max-input-length", str(C))
-    assert msgs[18]["id"] in r2["kept_ids"] and msgs[19]["id"] in r2["kept_ids"]
-    assert r2["removed_ids"] and r2["removed_ids"] == [m["id"] for m in msgs[: len(r2["removed_ids"])]]
+    assert r["would_compact"] is True and r["not_in_history"] == 14
+    assert any("no rows in history.db yet" in n for n in r["notices"])
+    # the active turn: the newest real user message (index 18) and its reply stay live whatever the reserve
+    assert msgs[18]["id"] in r["kept_ids"] and msgs[19]["id"] in r["kept_ids"]
+    assert r["removed_ids"] == [m["id"] for m in msgs[: len(r["removed_ids"])]]
     # the evicted part ends before a user message: no reply is separated from its question
-    first_kept = msgs[len(r2["removed_ids"])]
-    assert first_kept["role"] == "user"
+    assert msgs[len(r["removed_ids"])]["role"] == "user"
+    (ws / "history.db").unlink()  # no store: nothing may leave the file
+    gone = check_json(ws, "--max-input-length", str(C))
+    assert gone["would_compact"] is False and any("not readable" in n for n in gone["notices"])
 
 
 # ---------------------------------------------------------------------------------------------- the real corpus
@@ -229,3 +228,17 @@ def test_corpus_check_names_strategies_and_what_is_not_stored(tmp_path):
     r = alice["result"]["sessions"][0]
     assert r["strategy"] == "scroll" and r["hard_limit"] == 9000 - 450 and r["reserve"] == 900
     assert r["not_in_history"] == 0
+
+
+def test_json_keys_of_a_2x_check_are_pinned(tmp_path):
+    ws = write_ws(tmp_path, conversation_of_bytes(4000), "native")
+    r = check_json(ws)
+    assert set(r) == {
+        "key", "path", "generation", "strategy", "strategy_source", "context_size", "context_source", "trigger_ratio",
+        "reserve_ratio", "trigger", "reserve", "hard_limit", "terms", "message_count", "would_compact", "reason",
+        "kept_ids", "removed_ids", "boundary_id", "boundary_blocks", "keep_tokens", "not_in_history", "notices",
+        "tokenizer", "prunable_outputs", "tokens_after_prune", "artifacts_named", "artifacts_missing",
+        "artifacts_expiring"}
+    assert set(r["terms"]) == {"system", "system_source", "tools", "tools_source", "summary", "messages",
+                               "data_blocks", "total"}
+    assert r["generation"] == "2.x"

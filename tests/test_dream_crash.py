@@ -1,7 +1,8 @@
-"""Crash injection: SIGKILL a real `qwenmem dream` process at named steps and at random moments.
+"""Crash injection: SIGKILL a real dream process at named steps and at random moments.
 
-Whatever the moment, MEMORY.md must be exactly the old or exactly the new version, and whenever it is the new
-one, a backup of the old one must exist.
+At a named step, a child process runs the core operation with a checkpoint (DreamOptions.checkpoint) that kills
+it there; at random moments, the real `qwenmem dream` is killed from outside. Whatever the moment, MEMORY.md must
+be exactly the old or exactly the new version, and whenever it is the new one, a backup of the old one must exist.
 """
 
 from __future__ import annotations
@@ -17,8 +18,24 @@ import time
 import pytest
 
 from conftest import REPO, run_cli
+from qwenmem.core.dream.run import STEPS, DreamOptions, dream
+from qwenmem.core.settings import load_settings
+from qwenmem.core.workspace import discover_workspace
 
-STEPS = ("locked", "backed-up", "written", "logged")
+# the child: `qwenmem dream --mode deterministic --date 2026-11-27` as the core call, killed at the step in argv[2]
+KILLED_AT_STEP = """
+import os, signal, sys
+from qwenmem.core.dream.run import DreamOptions, dream
+from qwenmem.core.settings import load_settings
+from qwenmem.core.workspace import discover_workspace
+
+def kill_at(step):
+    if step == sys.argv[2]:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+ws = discover_workspace(sys.argv[1])
+dream(ws, load_settings(ws), DreamOptions(date="2026-11-27", checkpoint=kill_at))
+"""
 
 
 def _big_memory(ws):
@@ -60,10 +77,9 @@ def _check_invariants(ws, old: bytes, new: bytes) -> str:
 def test_kill_at_each_step_leaves_old_or_new_and_the_backup(sample_ws, tmp_path, step):
     old = (sample_ws / "MEMORY.md").read_bytes()
     new, _ = _expected_new(tmp_path, sample_ws)
-    proc = subprocess.run([sys.executable, "-m", "qwenmem", "dream", "-w", str(sample_ws), "--mode", "deterministic",
-                           "--date", "2026-11-27"], env=_env(QWENMEM_TEST_CRASH_AT=step), capture_output=True,
-                          timeout=60)
-    assert proc.returncode == -signal.SIGKILL
+    proc = subprocess.run([sys.executable, "-c", KILLED_AT_STEP, str(sample_ws), step], env=_env(),
+                          capture_output=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
     state = _check_invariants(sample_ws, old, new)
     assert state == ("old" if step in ("locked", "backed-up") else "new")
     if step != "locked":
@@ -71,6 +87,24 @@ def test_kill_at_each_step_leaves_old_or_new_and_the_backup(sample_ws, tmp_path,
     # the lock died with the process: the next run completes the job
     again = run_cli("dream", "-w", str(sample_ws), "--mode", "deterministic", "--date", "2026-11-27")
     assert again.code == 0, again.stderr
+    assert (sample_ws / "MEMORY.md").read_bytes() == new
+
+
+def test_the_checkpoint_sees_every_step_in_order(sample_ws):
+    ws = discover_workspace(sample_ws)
+    seen: list[str] = []
+    result = dream(ws, load_settings(ws), DreamOptions(date="2026-11-27", refresh_index=False,
+                                                        checkpoint=seen.append))
+    assert result.status == "changed"
+    assert tuple(seen) == STEPS == ("locked", "backed-up", "written", "logged")
+
+
+def test_the_binary_ignores_the_old_crash_variable(sample_ws, tmp_path):
+    """The shipped `qwenmem` no longer kills itself when QWENMEM_TEST_CRASH_AT names a step."""
+    new, _ = _expected_new(tmp_path, sample_ws)
+    run = run_cli("dream", "-w", str(sample_ws), "--mode", "deterministic", "--date", "2026-11-27",
+                  env={"QWENMEM_TEST_CRASH_AT": "written"})
+    assert run.code == 0, run.stderr
     assert (sample_ws / "MEMORY.md").read_bytes() == new
 
 

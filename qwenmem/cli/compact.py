@@ -8,6 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from qwenmem.cli import output
+from qwenmem.cli.choices import Summarizer, Tokenizer
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.errors import exit_code_for_compaction_failures
 from qwenmem.cli.output import OutputFormat
@@ -30,8 +31,8 @@ ThresholdOpt = Annotated[Optional[float], _Opt("--threshold-ratio", help="Compac
                                                                           "legacy agent.json 0.75).")]
 ReserveOpt = Annotated[Optional[float], _Opt("--reserve-ratio", help="Keep this share of M as the newest messages "
                                                                      "(default 0.1).")]
-SummarizerOpt = Annotated[str, _Opt("--summarizer", help="auto (LLM if configured, else extractive), llm or "
-                                                         "extractive.")]
+SummarizerOpt = Annotated[Summarizer, _Opt("--summarizer", help="auto (LLM if configured, else extractive), llm or "
+                                                                "extractive.")]
 PruneFlag = Annotated[bool, _Opt("--prune/--no-prune", help="Tier 1: cut large tool outputs.")]
 PruneOnlyFlag = Annotated[bool, _Opt("--prune-only", help="Only tier 1: cut tool outputs, never summarize.")]
 LongtermFlag = Annotated[Optional[bool], _Opt("--longterm/--no-longterm", help=(
@@ -82,8 +83,8 @@ def compact(
     max_input_length: MaxInputOpt = None,
     threshold_ratio: ThresholdOpt = None,
     reserve_ratio: ReserveOpt = None,
-    tokenizer: TokenizerOpt = "estimate",
-    summarizer: SummarizerOpt = "auto",
+    tokenizer: TokenizerOpt = Tokenizer.ESTIMATE,
+    summarizer: SummarizerOpt = Summarizer.AUTO,
     prune: PruneFlag = True,
     prune_only: PruneOnlyFlag = False,
     longterm: LongtermFlag = None,
@@ -129,8 +130,8 @@ def compact(
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
     opts = CompactOptions(max_input_length=max_input_length, threshold_ratio=threshold_ratio,
-                          reserve_ratio=reserve_ratio, tokenizer=tokenizer, force=force, dry_run=dry_run,
-                          prune=prune, summarize=not prune_only, longterm=longterm, summarizer=summarizer,
+                          reserve_ratio=reserve_ratio, tokenizer=tokenizer.value, force=force, dry_run=dry_run,
+                          prune=prune, summarize=not prune_only, longterm=longterm, summarizer=summarizer.value,
                           recent_n=recent_n,
                           old_max_bytes=old_max_bytes, recent_max_bytes=recent_max_bytes,
                           extra_instruction=instruction)
@@ -161,7 +162,7 @@ def compact(
         return CommandResult(data, warnings=warnings, command="compact check",
                              render=lambda: _render_check(reports, detailed=bool(session)))
 
-    if summarizer != "extractive" and not prune_only:
+    if summarizer != Summarizer.EXTRACTIVE and not prune_only:
         from qwenmem.core.llm import resolve_llm_config
 
         opts.llm = resolve_llm_config(ws, settings, llm_base_url, llm_model, llm_api_key, llm_timeout,
@@ -177,7 +178,7 @@ def compact(
         problem = unusable_reason(load_session(refs[0]))
         if problem:
             raise WorkspaceError(f"{refs[0].rel}: {problem}")
-    if opts.llm is None and summarizer == "auto" and not quiet and not prune_only:
+    if opts.llm is None and summarizer == Summarizer.AUTO and not quiet and not prune_only:
         output.note("no LLM configured: using the offline extractive summarizer (--summarizer extractive)")
     results, _ = compact_sessions(ws, refs, settings, opts)
     failed = [r for r in results if r.status == "failed"]

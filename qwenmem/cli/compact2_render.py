@@ -53,5 +53,11 @@ def render_check2(reports: list[Any], detailed: bool) -> None:
                 con.print(f"boundary message {output.escape(r.boundary_id or '?')}: its first "
                           f"{r.boundary_blocks[0]} of {r.boundary_blocks[1]} block(s) are compressed")
             con.print("kept ids: " + output.escape(", ".join(r.kept_ids) or "(none)"), soft_wrap=True)
+        if r.prunable_outputs:
+            con.print(f"tool-result pruning would cut {r.prunable_outputs} output(s): total {t.total:,} → "
+                      f"{r.tokens_after_prune:,}")
+        if r.artifacts_named:
+            con.print(f"{r.artifacts_named} tool_results/ artifact(s) named by notices: "
+                      f"{len(r.artifacts_missing)} missing, {r.artifacts_expiring} past offload_retention_days")
         for notice in r.notices:
             con.print(f"note: {output.escape(notice)}")

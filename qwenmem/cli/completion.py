@@ -14,6 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
+from qwenmem.cli.choices import Shell
+
 SHELLS = ("bash", "zsh", "fish")
 COMPLETION_FILES = {"bash": "qwenmem.bash", "zsh": "_qwenmem", "fish": "qwenmem.fish"}
 
@@ -22,26 +24,29 @@ DIRS, FILES, AGENTS, SESSIONS, FREE = "@dirs", "@files", "@agents", "@sessions",
 
 
 def _value_kinds() -> dict[str, object]:
-    """Option (or "<command path>|option") -> its values. Options not listed take a free value (nothing offered)."""
-    from qwenmem.core.dream.promote import PROMOTE_MODES
-    from qwenmem.core.index.search import FUSIONS, MODES
-    from qwenmem.core.listing import SORT_KEYS
+    """Option (or "<command path>|option") -> its values, for options whose type is not a closed set. An option
+    typed with an enum (qwenmem/cli/choices.py) completes to its choices; any other option not listed here takes
+    a free value (nothing offered)."""
     from qwenmem.core.sessions import ROLES
-    from qwenmem.core.tokens import TOKENIZERS
 
     return {
         "--workspace": DIRS, "-w": DIRS, "--into": DIRS, "--log-file": FILES, "--from": FILES, "--agent": AGENTS,
-        "--sort": list(SORT_KEYS), "--tokenizer": list(TOKENIZERS), "--summarizer": ["auto", "llm", "extractive"],
-        "--fusion": list(FUSIONS), "--promote": list(PROMOTE_MODES), "--role": list(ROLES),
-        "--embedder": ["auto", "local", "openai", "none"], "--sources": ["memory", "dialog", "sessions", "all"],
-        "search|--mode": list(MODES), "dream|--mode": ["auto", "llm", "deterministic"],
+        "--role": list(ROLES), "--sources": ["memory", "dialog", "sessions", "all"],
     }
+
+
+def _choices(param: Any) -> list[str] | None:
+    """The values of a parameter typed with an enum (a click Choice), in their declared order."""
+    from enum import Enum
+
+    choices = getattr(getattr(param, "type_descriptor", None), "choices", None)  # Typer's own parameters
+    choices = choices or getattr(getattr(param, "type", None), "choices", None)  # a plain click Choice
+    return [c.value if isinstance(c, Enum) else str(c) for c in choices] if choices else None
 
 
 # positional arguments: command path -> what they are
 _ARG_KINDS: dict[str, object] = {
     "compact": SESSIONS, "sessions show": SESSIONS, "sessions repair": SESSIONS, "sessions restore": SESSIONS,
-    "completions": list(SHELLS),
 }
 
 
@@ -65,14 +70,14 @@ def command_tree(root: Any) -> dict[str, Command]:
         node = Command(path)
         for p in cmd.params:
             if p.param_type_name == "argument":
-                node.arg = _ARG_KINDS.get(path, FREE)
+                node.arg = _choices(p) or _ARG_KINDS.get(path, FREE)
                 node.nargs = -1 if p.nargs == -1 or node.nargs == -1 else node.nargs + p.nargs
                 continue
             names = [o for o in list(p.opts) + list(getattr(p, "secondary_opts", []) or []) if o.startswith("-")]
             takes_value = not getattr(p, "is_flag", False) and not getattr(p, "count", False)
             for name in names:
                 if takes_value and name in p.opts:
-                    node.values[name] = kinds.get(f"{path}|{name}", kinds.get(name, FREE))
+                    node.values[name] = _choices(p) or kinds.get(f"{path}|{name}", kinds.get(name, FREE))
                 else:
                     node.flags.append(name)
         subs = getattr(cmd, "commands", None) or {}
@@ -387,7 +392,7 @@ def _fish(tree: dict[str, Command]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def completions(ctx: typer.Context, shell: Annotated[str, typer.Argument(help="bash, zsh or fish")]) -> None:
+def completions(ctx: typer.Context, shell: Annotated[Shell, typer.Argument(help="The shell to complete in.")]) -> None:
     """Print a shell completion script: subcommands, options, option values, agent ids and session keys.
 
     Examples:
@@ -400,4 +405,4 @@ def completions(ctx: typer.Context, shell: Annotated[str, typer.Argument(help="b
     """
     import sys
 
-    sys.stdout.write(generate(shell, ctx.find_root().command))
+    sys.stdout.write(generate(shell.value, ctx.find_root().command))

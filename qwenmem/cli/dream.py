@@ -10,6 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from qwenmem.cli import output
+from qwenmem.cli.choices import DreamMode, Promote
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import (AgentOpt, DryRunFlag, JsonFlag, LLMBaseOpt, LLMKeyOpt, LLMModelOpt, LLMRetriesOpt,
                                  LLMTimeoutOpt, QuietFlag, WorkspaceOpt)
@@ -41,10 +42,11 @@ def dream(
                                                     show_default=False)] = None,
     date: Annotated[Optional[str], typer.Option("--date", help="Which day's log memory/YYYY-MM-DD.md to read: a date, "
                                                 "today or yesterday (default: today in the user's timezone).")] = None,
-    mode: Annotated[str, typer.Option("--mode", help="auto (LLM if configured, else deterministic), llm or "
-                                      "deterministic.")] = "auto",
-    promote: Annotated[str, typer.Option("--promote", help="Deterministic mode: which log entries become long-term "
-                                         "facts: facts (under Facts/Decisions/Lessons… headings), all, or none.")] = "facts",
+    mode: Annotated[DreamMode, typer.Option("--mode", help="auto (LLM if configured, else deterministic), llm or "
+                                            "deterministic.")] = DreamMode.AUTO,
+    promote: Annotated[Promote, typer.Option("--promote", help="Deterministic mode: which log entries become long-term "
+                                             "facts: facts (under Facts/Decisions/Lessons… headings), all, or none.")
+                       ] = Promote.FACTS,
     embeddings: Annotated[bool, typer.Option("--embeddings/--no-embeddings", help="Find near-duplicates with the "
                                              "search index's embedding model when an index exists.")] = True,
     similarity: Annotated[float, typer.Option("--similarity", min=0.5, max=1.0, help="Cosine similarity two entries "
@@ -109,7 +111,7 @@ def dream(
                                  render=None if quiet else lambda: _render_restore(restored))
         from qwenmem.core.dream.run import DreamOptions, dream as run_dream
 
-        options = DreamOptions(date=date, dry_run=dry_run, promote=promote, use_embeddings=embeddings,
+        options = DreamOptions(date=date, dry_run=dry_run, promote=promote.value, use_embeddings=embeddings,
                                similarity=similarity, max_shrink=max_shrink, allow_shrink=allow_shrink, keep=keep,
                                llm=_llm_config(ws, settings, mode, llm_base_url, llm_model, llm_api_key, llm_timeout,
                                                llm_retries))
@@ -126,12 +128,10 @@ def _llm_config(ws, settings, mode, base_url, model, api_key, timeout, retries):
     from qwenmem.core.errors import UsageError
     from qwenmem.core.llm import resolve_llm_config
 
-    if mode not in ("auto", "llm", "deterministic"):
-        raise UsageError(f"--mode {mode!r}: choose auto, llm or deterministic")
-    if mode == "deterministic":
+    if mode == DreamMode.DETERMINISTIC:
         return None
     config = resolve_llm_config(ws, settings, base_url, model, api_key, timeout, retries=retries)
-    if config is None and mode == "llm":
+    if config is None and mode == DreamMode.LLM:
         raise UsageError("--mode llm: no LLM configured (use --llm-base-url/--llm-model or $QWENMEM_LLM_BASE_URL)")
     return config
 

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from qwenmem.cli import output
+from qwenmem.cli.choices import Engine
 from qwenmem.cli.options import DryRunFlag, QuietFlag
 from qwenmem.cli.result import CommandResult, Status
 from qwenmem.cli.runner import command as register_command
@@ -35,8 +36,8 @@ def fleet(
                                                       "FILE (`-` for stdin).", show_default=False)] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes for the local "
                                                 "engine (default: the CPU count).")] = None,
-    engine: Annotated[str, typer.Option("--engine", help="local (a process pool) or dask (an existing cluster).",
-                                        )] = "local",
+    engine: Annotated[Engine, typer.Option("--engine", help="local (a process pool) or dask (an existing "
+                                           "cluster).")] = Engine.LOCAL,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="The Dask scheduler address, e.g. "
                                                      "tcp://HOST:8786 (with --engine dask).")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.1, help="Seconds one workspace may take "
@@ -75,11 +76,9 @@ def fleet(
 
     paths, command_line = _split(list(words or []), command_words())
     command, _ = parse_command(command_line)
-    if engine not in ("local", "dask"):
-        raise UsageError(f"--engine {engine!r}: choose local or dask")
-    if engine == "dask" and not scheduler:
+    if engine == Engine.DASK and not scheduler:
         raise UsageError("--engine dask needs --scheduler tcp://HOST:8786 (an existing cluster)")
-    if scheduler and engine != "dask":
+    if scheduler and engine != Engine.DASK:
         raise UsageError("--scheduler is for --engine dask")
     if not paths and from_file is None:
         raise UsageError("name QwenPaw roots or workspaces before `--`, or pass --from FILE")
@@ -88,7 +87,7 @@ def fleet(
         _plan(targets, command.text)
         return None
     skip = _recorded(resume, command.text) if resume else frozenset()
-    return _execute(targets, command, engine, jobs, scheduler, timeout, retries, backoff, skip, quiet)
+    return _execute(targets, command, engine.value, jobs, scheduler, timeout, retries, backoff, skip, quiet)
 
 
 def _split(words: list[str], command_words: set[str]) -> tuple[list[Path], list[str]]:

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from qwenmem.cli.choices import Tokenizer
 from qwenmem.cli.output import OutputFormat
 
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="table (fitted to the terminal), tsv (tab-separated "
@@ -20,7 +21,7 @@ WorkspaceOpt = Annotated[
 ]
 AgentOpt = Annotated[Optional[str], typer.Option("--agent", help="Agent id under <root>/workspaces/ (config.json).")]
 TokenizerOpt = Annotated[
-    str, typer.Option("--tokenizer", help="Token counter: estimate (QwenPaw's bytes/divisor), o200k or cl100k.")]
+    Tokenizer, typer.Option("--tokenizer", help="Token counter: estimate (QwenPaw's bytes/divisor), o200k or cl100k.")]
 QuietFlag = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success (for cron).")]
 
 # The LLM endpoint, for every command that can use one (compact, dream); precedence in qwenmem/core/llm.py.

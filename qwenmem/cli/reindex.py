@@ -7,13 +7,14 @@ from typing import Annotated, Any, Optional
 import typer
 
 from qwenmem.cli import output
+from qwenmem.cli.choices import Embedder
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
 from qwenmem.cli.progress import progress_callback
 from qwenmem.cli.result import CommandResult, document_of, status_for
 from qwenmem.cli.runner import command
 
-EmbedderOpt = Annotated[Optional[str], typer.Option(
+EmbedderOpt = Annotated[Optional[Embedder], typer.Option(
     "--embedder", help="auto (QwenPaw's embedding endpoint if configured, else a local model), local, openai or none. "
     "Default: whatever the index was built with.")]
 ModelOpt = Annotated[Optional[str], typer.Option(
@@ -70,7 +71,7 @@ def reindex_cmd(
     try:
         with progress_callback(quiet or json_out) as progress:
             result = reindex(ws, settings, full=full, sources=sources, progress=progress, recursive=recursive,
-                             backend=embedder, model=model, dry_run=dry_run, verify=verify)
+                             backend=embedder.value if embedder else None, model=model, dry_run=dry_run, verify=verify)
     except KeyboardInterrupt as exc:  # the new generation is already removed; say what the user still has
         from qwenmem.cli import signals
 

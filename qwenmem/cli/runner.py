@@ -22,7 +22,7 @@ from qwenmem.cli.result import CommandResult, ErrorItem, Status
 from qwenmem.core.errors import QwenmemError
 
 # typer 0.29 (pinned in pyproject.toml) vendors click as typer._click
-from typer._click.exceptions import ClickException
+from typer._click.exceptions import BadParameter, ClickException, MissingParameter
 from typer._click.globals import get_current_context
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -196,6 +196,11 @@ def _error_envelope(json_wanted: bool, command: str | None, code: str, message: 
                           errors=[{"code": code, "message": message}])
 
 
+def _usage_message(exc: ClickException) -> str:
+    # typer 0.29 words a failed conversion "Invalid value for '--mode': Value error, 'x' is not one of ..."
+    return exc.format_message().replace(": Value error, ", ": ", 1)
+
+
 def execute(root: Any, argv: list[str]) -> int:
     """Run one command line on the click command `root` and return its exit code; every error becomes one line on
     stderr (or a traceback with --debug / $QWENMEM_DEBUG), and with --json one error envelope on stdout."""
@@ -207,12 +212,16 @@ def execute(root: Any, argv: list[str]) -> int:
     except typer.Exit as exc:
         code = exc.exit_code
     except ClickException as exc:
-        exc.show()
+        message = _usage_message(exc)
+        if isinstance(exc, BadParameter) and not isinstance(exc, MissingParameter):
+            output.error_line(message)  # a bad value: one line naming the option and what it takes
+        else:
+            exc.show()
         code = ExitCode.USAGE
         ctx = getattr(exc, "ctx", None)
         json_wanted = ctx is not None and state(ctx).json
         _error_envelope(json_wanted, ctx.command_path.partition(" ")[2] if ctx is not None else None, "usage",
-                        exc.format_message())
+                        message)
     except (typer.Abort, KeyboardInterrupt) as exc:
         from qwenmem.cli import signals
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from qwenmem.cli import output
+from qwenmem.cli.choices import Fusion, SearchFormat, SearchMode
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.errors import ExitCode
 from qwenmem.cli.options import AgentOpt, JsonFlag, QuietFlag, WorkspaceOpt
@@ -52,9 +53,10 @@ def search_cmd(
     max_results: Annotated[int, typer.Option("--max-results", "-n", min=1, max=1000, help="Show at most N results.")] = 5,
     min_score: Annotated[float, typer.Option("--min-score", min=0.0, max=1.0,
                                              help="Drop results whose score is below this (absolute, 0-1: the same scale for every query).")] = 0.0,
-    mode: Annotated[str, typer.Option("--mode", help="hybrid, text (BM25 only) or vector (embeddings only).")] = "hybrid",
-    fusion: Annotated[str, typer.Option("--fusion", help="weighted (normalised scores), rrf (reciprocal rank) or reme "
-                                        "(ReMe 0.4's own fusion, for comparison).")] = "weighted",
+    mode: Annotated[SearchMode, typer.Option("--mode", help="hybrid, text (BM25 only) or vector (embeddings only).")
+                    ] = SearchMode.HYBRID,
+    fusion: Annotated[Fusion, typer.Option("--fusion", help="weighted (normalised scores), rrf (reciprocal rank) or "
+                                           "reme (ReMe 0.4's own fusion, for comparison).")] = Fusion.WEIGHTED,
     vector_weight: Annotated[float, typer.Option("--vector-weight", min=0.0, max=1.0,
                                                  help="Weight of the vector side in weighted fusion (the assistant "
                                                  "uses 0.7; 0.5 measured better on LoCoMo).")] = 0.5,
@@ -64,8 +66,9 @@ def search_cmd(
                                                  "or 2w.")] = None,
     tags: Annotated[Optional[list[str]], typer.Option("--tag", help="Only notes with this front-matter tag "
                                                       "(QwenPaw 2.x; repeatable: any of them).")] = None,
-    search_format: Annotated[str, typer.Option("--format", help="text (for people) or reme (ReMe 0.4's "
-                                               "memory_search blocks, as the assistant reads them).")] = "text",
+    search_format: Annotated[SearchFormat, typer.Option("--format", help="text (for people) or reme (ReMe 0.4's "
+                                                        "memory_search blocks, as the assistant reads them).")
+                             ] = SearchFormat.TEXT,
     no_reindex: Annotated[bool, typer.Option("--no-reindex", help="Search the index as it is, even if stale.")] = False,
     context: Annotated[Optional[str], typer.Option(
         "--context", "-C", help="How much of each hit to show: snippet, full (the whole chunk), or a number of lines "
@@ -92,14 +95,10 @@ def search_cmd(
     from qwenmem.core.settings import load_settings
 
     shown = _parse_context(context, json_out)
-    from qwenmem.core.errors import UsageError
-
-    if search_format not in ("text", "reme"):
-        raise UsageError(f"--format {search_format!r}: choose text or reme (or --json)")
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
     with progress_callback(quiet or json_out) as progress:
-        result = search(ws, settings, query, mode=mode, fusion=fusion, max_results=max_results, min_score=min_score,
+        result = search(ws, settings, query, mode=mode.value, fusion=fusion.value, max_results=max_results, min_score=min_score,
                         since=since, until=until, tags=tags, vector_weight=vector_weight,
                         auto_reindex=not no_reindex, progress=progress)
     hits = [SearchHit(h.path, h.start_line, h.end_line, h.score, h.text_score, h.vector_score, h.snippet,
@@ -109,7 +108,7 @@ def search_cmd(
     nothing = None if hits else ExitCode.PROBLEMS
     warnings = result.notices + ([] if hits or not json_out else [f"no results for {query!r}"])
     return CommandResult(data, warnings=warnings, warnings_as_notes=True, warnings_first=True, quiet=quiet,
-                         exit_code=nothing, render=lambda: _render_reme(ws, result) if search_format == "reme" else
+                         exit_code=nothing, render=lambda: _render_reme(ws, result) if search_format == SearchFormat.REME else
                          _render(result, query, quiet, shown))
 
 

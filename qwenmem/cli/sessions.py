@@ -10,6 +10,7 @@ import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
+from qwenmem.cli.choices import SortKey, Tokenizer
 from qwenmem.cli.options import AgentOpt, FormatOpt, JsonFlag, TokenizerOpt, WorkspaceOpt
 from qwenmem.cli.output import OutputFormat
 from qwenmem.cli.errors import ExitCode
@@ -72,10 +73,10 @@ def list_cmd(
     channel: Annotated[Optional[str], typer.Option("--channel", help="Only this channel (sub-directory).")] = None,
     user: Annotated[Optional[str], typer.Option("--user", help="Only this user id.")] = None,
     since: Annotated[Optional[str], typer.Option("--since", help="Modified since: 7d, 12h, or 2026-05-01.")] = None,
-    sort: Annotated[str, typer.Option("--sort", help="modified, name, size, messages, tokens or health.")] = "modified",
+    sort: Annotated[SortKey, typer.Option("--sort", help="The column to sort by.")] = SortKey.MODIFIED,
     reverse: Annotated[bool, typer.Option("--reverse", help="Reverse the sort order.")] = False,
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Show at most N rows.")] = None,
-    tokenizer: TokenizerOpt = "estimate",
+    tokenizer: TokenizerOpt = Tokenizer.ESTIMATE,
     json_out: JsonFlag = False,
     output_format: FormatOpt = OutputFormat.TABLE,
     workspace: WorkspaceOpt = None,
@@ -97,8 +98,9 @@ def list_cmd(
 
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
-    counter = get_counter(tokenizer, settings.token_count_estimate_divisor)
-    rows, extras = list_sessions_with_history(ws, counter, channel, user, parse_since(since) if since else None, sort,
+    counter = get_counter(tokenizer.value, settings.token_count_estimate_divisor)
+    rows, extras = list_sessions_with_history(ws, counter, channel, user, parse_since(since) if since else None,
+                                              sort.value,
                                               reverse, limit)
     notes = _list_notes(rows) + extras.notes
     more = extras.to_json()

@@ -24,6 +24,10 @@ TEMP_SUFFIX = ".qwenmem-tmp"
 
 class ObjectStore:
     def __init__(self, root: Path):
+        from qwenmem.core.confine import check
+
+        # .qwenmem/ or snapshots/ linked out of the workspace: refused before anything is read or written there
+        check(root)
         self.root = Path(root)
 
     def path_of(self, digest: str) -> Path:

@@ -27,7 +27,8 @@ WIKILINK = re.compile(r"\[\[([^\[\]\n|]+)(?:\|[^\[\]\n]*)?\]\]")
 CORE_NAMES = ("MEMORY.md", "memory.md")
 # How a line that qwenmem's dream promotes into MEMORY.md names the note it came from: "- fact (from [[memory/…]])".
 # Comparisons of entries ignore it (dream/normalize.py), so the same fact from two notes is still one fact.
-CITATION = re.compile(r"[ \t]*\(from \[\[([^\[\]\n|]+)\]\]\)")
+# (?<![ \t]): a match starts at the first blank of a run; without it a long run of blanks was quadratic
+CITATION = re.compile(r"(?<![ \t])[ \t]*\(from \[\[([^\[\]\n|]+)\]\]\)")
 
 # What a file is, by where it lives (kind), for labels, filters and what dream may touch.
 CORE, NOTE, DAY_INDEX, DAILY_LOG, DIGEST, OTHER = "core", "note", "day_index", "daily_log", "digest", "other"

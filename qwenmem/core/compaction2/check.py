@@ -66,6 +66,11 @@ class Check2Report:
     not_in_history: int = 0
     notices: list[str] = field(default_factory=list)
     tokenizer: str = "agentscope(bytes/4, one rounding)"
+    prunable_outputs: int = 0  # tool outputs 2.x pruning would cut or re-cut now
+    tokens_after_prune: int = 0
+    artifacts_named: int = 0  # tool_results/ files named by truncation notices in the context
+    artifacts_missing: list[str] = field(default_factory=list)  # ... that no longer exist (spec §8.13)
+    artifacts_expiring: int = 0  # ... older than offload_retention_days: QwenPaw deletes them at the next close
 
 
 def file_strategy(doc: dict, configured: str) -> tuple[str, str]:
@@ -145,7 +150,12 @@ def check_gen2(ws: Workspace, ref: Any, loaded: Any, settings: Any, gen2_setting
         if hist is None:
             notices.append(f"history.db not readable ({why}): nothing may be evicted")
         in_history = [hist is not None and hist.has_rows(m) for m in context]
-        d = scroll.decide(context, synthetic, in_history, fixed, c, t, r, opts.force)
+        missing = sum(1 for i, s in zip(in_history, synthetic) if not i and not s)
+        if hist is not None and missing:
+            notices.append(f"{missing} live message(s) have no rows in history.db yet: `compact` writes them first "
+                           "(as QwenPaw's write-through does) and evicts only what it then finds there")
+        # compact persists the missing rows before deciding; without a readable history.db nothing may leave
+        d = scroll.decide(context, synthetic, [hist is not None] * len(context), fixed, c, t, r, opts.force)
         notices += d.notes
         kept = [ids[i] for i in d.keep]
         removed = [ids[i] for i in d.evict]
@@ -157,9 +167,49 @@ def check_gen2(ws: Workspace, ref: Any, loaded: Any, settings: Any, gen2_setting
     terms = Terms(system.tokens, system.source, tools.tokens, tools.source, summary_size(summary).tokens,
                   tokens_of(msgs_size), msgs_size.data + summary_size(summary).data,
                   tokens_of(fixed + summary_size(summary) + msgs_size))
-    return Check2Report(ref.key, ref.rel, "2.x", strategy, strategy_source, c, c_source, report_t, report_r,
-                        trig, res, hard, terms, sum(1 for s in synthetic if not s), would, reason, kept, removed,
-                        bid, bblocks, keep_tokens, not_in, notices)
+    report = Check2Report(ref.key, ref.rel, "2.x", strategy, strategy_source, c, c_source, report_t, report_r,
+                          trig, res, hard, terms, sum(1 for s in synthetic if not s), would, reason, kept, removed,
+                          bid, bblocks, keep_tokens, not_in, notices)
+    _tool_results(ws, settings, context, strategy == SCROLL, fixed, summary, report)
+    return report
+
+
+def _retention_days(ws: Workspace) -> int:
+    """offload_retention_days: 30 in 2.x (1.x's default was 5), unless agent.json sets it."""
+    from qwenmem.core.settings2 import read_agent_json
+
+    doc = read_agent_json(ws)
+    value = (((doc.get("running") or {}).get("light_context_config") or {}).get("tool_result_pruning_config")
+             or {}).get("offload_retention_days") if isinstance(doc, dict) else None
+    return value if type(value) is int and value > 0 else 30
+
+
+def _tool_results(ws: Workspace, settings: Any, context: list, scroll_strategy: bool, fixed: Any, summary: Any,
+                  report: Check2Report) -> None:
+    import copy
+    import time
+
+    from qwenmem.core.compaction.check import CompactOptions, settings_dir
+    from qwenmem.core.compaction2.prune import notice_paths, prune, prune_limits_2x, resolve_artifact
+
+    work = copy.deepcopy(context)
+    limits = prune_limits_2x(ws, settings, CompactOptions(), scroll_strategy)
+    outcome = prune(work, limits)
+    report.prunable_outputs = outcome.cut + outcome.recut
+    report.tokens_after_prune = tokens_of(fixed + summary_size(summary) + sum((message_size(m) for m in work), ZERO))
+    cache = settings_dir(ws, settings.tool_results_cache)
+    paths = notice_paths(context)
+    report.artifacts_named = len(paths)
+    cutoff = time.time() - _retention_days(ws) * 86400
+    for path in paths:
+        found = resolve_artifact(path, cache)
+        if found is None:
+            report.artifacts_missing.append(path)
+        elif found.stat().st_mtime < cutoff:
+            report.artifacts_expiring += 1
+    if report.artifacts_missing:
+        report.notices.append(f"{len(report.artifacts_missing)} truncation notice(s) point at tool_results/ files "
+                              "that no longer exist (expired or deleted): the full outputs are gone")
 
 
 def is_gen2_file(path) -> bool:

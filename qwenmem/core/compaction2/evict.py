@@ -1,9 +1,9 @@
 """Scroll eviction of a QwenPaw 2.x session file, done from outside QwenPaw (spec qwenpaw2-workspace.md §4.4-4.5,
 §10 "Writing a 2.x session").
 
-qwenmem never writes history.db: a message may leave the file only when its rows (the message row and the rows of
-its tool results) are already there, which QwenPaw's write-through guarantees for every message it has seen; the
-decision (scroll.decide) stops before the first message without rows. What an eviction changes in the file:
+A message may leave the file only when its rows (the message row and the rows of
+its tool results) are in history.db (compaction2.run writes the missing ones first, compaction2.history_write);
+the decision (scroll.decide) stops before the first message still without rows. What an eviction changes in the file:
   * one Tier-0 block {seq_lo, seq_hi, lines} appended to scroll.index (lines: the headlined model turns of the span
     from history.db, else one `(no milestone)` line); a tier of 10 blocks carries its 9 older blocks, one line
     each, into a block one tier up (eviction_index.py L158-208);

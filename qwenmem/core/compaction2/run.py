@@ -7,13 +7,16 @@ duplicates nothing:
      with AgentScope's summary_template, plus QwenPaw's offload reminder naming the dialog file;
   3. the compressed messages appended to dialog/<date>.jsonl in the 2.0 Msg shape (de-duplicated);
   4. the session file: original bytes backed up, replaced atomically (mode 0600), refused if it changed since 1.
-Scroll sessions: compaction2.evict (only messages whose rows are already in history.db leave the file; the rows
-are re-checked with SQL just before the write).
+Tier 1 (tool-result pruning, compaction2.prune) runs first for both strategies; its artifacts are written before
+the session names them. Scroll sessions: missing history.db rows are written first (compaction2.history_write), then
+compaction2.evict; only messages whose rows are in history.db leave the file, re-checked with SQL just before the
+session is written.
 """
 
 from __future__ import annotations
 
 import copy
+import sqlite3
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +25,7 @@ from qwenmem.core.compaction2 import native
 from qwenmem.core.compaction2.check import NATIVE, Check2Options, check_gen2, file_strategy
 from qwenmem.core.compaction2.dialog import missing_from_dialog, plan_dialog, write_dialog
 from qwenmem.core.compaction2.prompt import system_prompt_estimate, tools_estimate
+from qwenmem.core.compaction2.prune import PruneOutcome, prune, prune_limits_2x
 from qwenmem.core.compaction2.summary import extractive_fields, llm_fields
 from qwenmem.core.compaction2.tokens import count_tokens
 from qwenmem.core.errors import ChangedUnderneathError, UsageError
@@ -83,8 +87,10 @@ async def compact_gen2_async(ws: Workspace, ref: Any, settings: Any, gen2_settin
 
     fixed = (system_prompt_estimate(ws, read_agent_json(ws), opts2.system_tokens).size
              + tools_estimate(opts2.tools_tokens).size)
+    pruned = _tier1(ws, settings, opts, context, strategy != NATIVE, fixed, summary, report)
     if strategy != NATIVE:
-        return _compact_scroll(ws, ref, loaded, doc, check, fixed, gen2_settings, settings, opts, stamp, report)
+        return _compact_scroll(ws, ref, loaded, doc, check, fixed, gen2_settings, settings, opts, stamp, report,
+                               pruned)
     reply = state.get("reply_context") if isinstance(state.get("reply_context"), dict) else {}
     d = native.decide(context, fixed, summary, check.context_size, check.trigger_ratio, check.reserve_ratio,
                       reply.get("reply_id"), opts.force)
@@ -93,9 +99,8 @@ async def compact_gen2_async(ws: Workspace, ref: Any, settings: Any, gen2_settin
                                                           "dialog_files": [], "strategy": NATIVE})
     if not opts.summarize:
         report.tier2.detail["reason"] = "tier 2 disabled (--prune-only)"
-        return report
-    if not d.would_compact or d.split is None:
-        return report
+    if not opts.summarize or not d.would_compact or d.split is None:
+        return _write_pruned_only(ws, ref, loaded, doc, stamp, pruned, report, opts.dry_run)
     split = d.split
     client = _llm_client(opts)
     now = (opts.now or datetime.now(tz=user_tz(settings))).astimezone(user_tz(settings))
@@ -132,6 +137,7 @@ async def compact_gen2_async(ws: Workspace, ref: Any, settings: Any, gen2_settin
     data = encode_document(doc)  # before any write: an unencodable document stops us while nothing changed
     assert loaded.snapshot is not None  # a loaded, usable file always has one
     ensure_unchanged(loaded.snapshot)
+    _write_artifacts(pruned)
     write_dialog(dplan)
     try:
         ensure_unchanged(loaded.snapshot)
@@ -165,8 +171,43 @@ def _write_session(ws: Workspace, ref: Any, loaded: Any, doc: dict, stamp: str, 
     return ws.relative(kept_at)
 
 
+def _tier1(ws: Workspace, settings: Any, opts: CompactOptions, context: list, scroll_strategy: bool, fixed: Any,
+           summary: Any, report: CompactReport) -> PruneOutcome:
+    """Cut large tool outputs in place in `context` (a copy of the file's), as QwenPaw's pruning middleware does."""
+    before = count_tokens(context, fixed, summary)
+    if not (opts.prune and (settings.pruning_enabled or opts.recent_max_bytes or opts.old_max_bytes)):
+        return PruneOutcome()
+    pruned = prune(context, prune_limits_2x(ws, settings, opts, scroll_strategy))
+    after = count_tokens(context, fixed, summary)
+    report.tier1 = TierReport(True, before, after, {
+        "outputs_cut": pruned.cut, "outputs_recut": pruned.recut, "bytes_removed": pruned.bytes_removed,
+        "offload_files": [ws.relative(a.path) for a in pruned.artifacts], "skipped": pruned.skipped})
+    report.context_tokens_after = after
+    return pruned
+
+
+def _write_artifacts(pruned: PruneOutcome) -> None:
+    for artifact in pruned.artifacts:  # before the session names them
+        atomic_write_bytes(artifact.path, artifact.text.encode("utf-8"))
+
+
+def _write_pruned_only(ws: Workspace, ref: Any, loaded: Any, doc: dict, stamp: str, pruned: PruneOutcome,
+                       report: CompactReport, dry_run: bool) -> CompactReport:
+    if not (pruned.cut or pruned.recut):
+        return report
+    if dry_run:
+        report.status = "dry-run"
+        return report
+    _write_artifacts(pruned)
+    report.backup = _write_session(ws, ref, loaded, doc, stamp, "The tool-result artifacts were written; a rerun "
+                                   "makes new ones")
+    report.status = "pruned"
+    return report
+
+
 def _compact_scroll(ws: Workspace, ref: Any, loaded: Any, doc: dict, check: Any, fixed: Any, gen2_settings: Any,
-                    settings: Any, opts: CompactOptions, stamp: str, report: CompactReport) -> CompactReport:
+                    settings: Any, opts: CompactOptions, stamp: str, report: CompactReport,
+                    pruned: PruneOutcome) -> CompactReport:
     from qwenmem.core.compaction2 import scroll
     from qwenmem.core.compaction2.evict import evict, read_history_index
 
@@ -180,13 +221,28 @@ def _compact_scroll(ws: Workspace, ref: Any, loaded: Any, doc: dict, check: Any,
         return report
     hist = read_history_index(db, str(sid))
     synthetic = [m.synthetic for m in loaded.as_model().messages]
+    unpersisted = [m for m, syn in zip(context, synthetic) if not syn and not hist.has_rows(m)]
+    rows_written = 0
+    if unpersisted and not opts.dry_run:  # QwenPaw's step 1: persist every live message before evicting
+        from qwenmem.core.compaction2.history_write import rows_for_message, write_rows
+
+        agent_id = hist.agent_id or ws.path.name
+        rows = [row for m in unpersisted for row in rows_for_message(m, str(sid), agent_id)]
+        try:
+            rows_written = write_rows(db, rows)
+        except sqlite3.Error as exc:
+            report.warnings.append(f"history.db rows could not be written ({exc}); those messages stay in the file")
+        hist = read_history_index(db, str(sid))  # what is really there now decides
+        _note_persisted(doc, context, synthetic, hist)
+    elif unpersisted:
+        hist = _as_if_persisted(hist, unpersisted)  # a dry run shows the eviction the rows would allow
     d = scroll.decide(context, synthetic, [hist.has_rows(m) for m in context], fixed, check.context_size,
                       check.trigger_ratio, check.reserve_ratio, opts.force)
     report.tier2 = TierReport(False, d.tokens, d.tokens, {"reason": d.reason, "strategy": "scroll", "summarizer": None,
                                                           "chunks": 0, "removed_messages": 0,
                                                           "kept_messages": len(context), "dialog_files": []})
     if not opts.summarize or not d.would_compact:
-        return report
+        return _write_pruned_only(ws, ref, loaded, doc, stamp, pruned, report, opts.dry_run)
     now = (opts.now or datetime.now(tz=user_tz(settings))).astimezone(user_tz(settings))
     block, evicted = evict(doc, d.evict, hist, str(sid), now.replace(tzinfo=None))
     live = state["context"]
@@ -197,7 +253,8 @@ def _compact_scroll(ws: Workspace, ref: Any, loaded: Any, doc: dict, check: Any,
     report.tier2 = TierReport(True, d.tokens, after, {
         "reason": d.reason, "strategy": "scroll", "summarizer": "none (continuation summary kept, marked stale)",
         "chunks": 0, "removed_messages": len(evicted), "kept_messages": len(live) - 1, "dialog_files": [],
-        "evicted_seq": [block["seq_lo"], block["seq_hi"]], "placeholder_id": live[0]["id"]})
+        "evicted_seq": [block["seq_lo"], block["seq_hi"]], "placeholder_id": live[0]["id"],
+        "history_rows_written": rows_written, "history_rows_missing_before": len(unpersisted)})
     if opts.dry_run:
         report.status = "dry-run"
         return report
@@ -207,8 +264,52 @@ def _compact_scroll(ws: Workspace, ref: Any, loaded: Any, doc: dict, check: Any,
         report.status, report.error_kind = "failed", "changed"
         report.error = f"{len(missing)} message(s) to evict lost their history.db rows; nothing written"
         return report
-    report.backup = _write_session(ws, ref, loaded, doc, stamp, "history.db was not touched")
+    _write_artifacts(pruned)
+    report.backup = _write_session(ws, ref, loaded, doc, stamp, "Rows written to history.db stay there (they are "
+                                   "what QwenPaw would have written; a rerun does not duplicate them)")
     report.status = "compacted"
     if unusable_2x(load_session(ref)):
         report.warnings.append("verification: the written session does not load")
     return report
+
+
+def _as_if_persisted(hist: Any, messages: list) -> Any:
+    """A copy of the history index with placeholder seqs for messages whose rows a real run would write."""
+    import copy as _copy
+
+    out = _copy.deepcopy(hist)
+    nxt = max([0, *out.msg_seq.values(), *out.result_seq.values()]) + 1
+    for m in messages:
+        out.msg_seq.setdefault(str(m.get("id")), nxt)
+        nxt += 1
+        for b in m.get("content") or []:
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                out.result_seq.setdefault(str(b.get("id")), nxt)
+                nxt += 1
+    return out
+
+
+def _note_persisted(doc: dict, context: list, synthetic: list, hist: Any) -> None:
+    """Record the rows just written in the scroll bookkeeping (persisted_ids, persisted_tcids, seq_by_id,
+    seq_by_tcid), as QwenPaw's _persist_new does, for messages that stay live."""
+    scroll_state = gen2.agent_of(doc).get("scroll")  # type: ignore[union-attr]
+    if not isinstance(scroll_state, dict):
+        return
+    for msg, syn in zip(context, synthetic):
+        if syn or not hist.has_rows(msg):
+            continue
+        mid = str(msg.get("id"))
+        seqs = hist.span(msg)
+        ids = scroll_state.setdefault("persisted_ids", [])
+        if mid not in ids:
+            ids.append(mid)
+        scroll_state.setdefault("seq_by_id", {}).setdefault(mid, [min(seqs), max(seqs)])
+        for b in msg.get("content") or []:
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                tcids = scroll_state.setdefault("persisted_tcids", [])
+                if b.get("id") not in tcids:
+                    tcids.append(b.get("id"))
+                scroll_state.setdefault("seq_by_tcid", {}).setdefault(str(b.get("id")), hist.result_seq[str(b.get("id"))])
+    for key in ("persisted_ids", "persisted_tcids"):
+        if isinstance(scroll_state.get(key), list):
+            scroll_state[key] = sorted(scroll_state[key])

@@ -63,15 +63,19 @@ def find_duplicates(doc: MemoryDoc, embedder=None, threshold: float = 0.9) -> De
     flagged: list[Change] = []
     skipped_groups: list[int] = []
 
+    line_texts: dict[int, str] = {}  # an item's text spans its descendants: parse each line once, not per ancestor
+
+    def line_text(n: int) -> str:
+        text = line_texts.get(n)
+        if text is None:
+            m = _ITEM.match(doc.lines[n].rstrip("\r\n"))
+            text = line_texts[n] = m.group(4) if m else doc.lines[n].strip()
+        return text
+
     def live_text(i: int) -> str:
         """The item's text without descendants already found to be duplicates (they are processed first)."""
         item = doc.items[i]
-        parts = []
-        for n in range(item.start, item.end):
-            if n in removed_lines:
-                continue
-            m = _ITEM.match(doc.lines[n].rstrip("\r\n"))
-            parts.append(m.group(4) if m else doc.lines[n].strip())
+        parts = [line_text(n) for n in range(item.start, item.end) if n not in removed_lines]
         return "\n".join(p for p in parts if p)
 
     def drop(i: int, keeper: int, action: str, reason: str, similarity: float | None = None) -> None:

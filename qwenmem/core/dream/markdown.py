@@ -11,10 +11,12 @@ import re
 from dataclasses import dataclass, field
 
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})(?:\s+(.*?))?\s*#*\s*$")
+# The closing "###" and trailing blanks are stripped in Python (_heading_title): `(.*?)\s*#*\s*$` backtracked
+# quadratically on a heading with a long run of blanks (issue 10 item 6: a dream --dry-run past 20 s)
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})(?:\s+(.*))?$")
 _HR = re.compile(r"^\s{0,3}([-*_])(?:\s*\1){2,}\s*$")
 _ITEM = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])(\s+)(.*)$")
-_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)+\|?\s*$")
+_TABLE_SEP = re.compile(r"^\s*(?:\|\s*)?:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)+(?:\|\s*)?$")  # no two \s* side by side
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,11 @@ def _indent_width(line: str) -> int:
     return len(expanded) - len(expanded.lstrip(" "))
 
 
+def _heading_title(h: re.Match) -> str:
+    """The heading text without the closing sequence: trailing blanks, then #s, then blanks."""
+    return (h.group(2) or "").rstrip().rstrip("#").strip()
+
+
 def parse(text: str) -> MemoryDoc:
     lines = split_lines(text)
     fm = _front_matter_length(lines)
@@ -131,7 +138,7 @@ def parse(text: str) -> MemoryDoc:
             continue
         if line.lstrip().startswith("|"):
             protected.add(n)
-        elif _TABLE_SEP.match(line) and "|" in line:
+        elif "|" in line and _TABLE_SEP.match(line):
             protected.add(n)
             if n > 0 and lines[n - 1].strip():
                 protected.add(n - 1)
@@ -143,8 +150,8 @@ def parse(text: str) -> MemoryDoc:
         if n in protected:
             continue
         h = _HEADING.match(lines[n].rstrip("\r\n"))
-        if h and (h.group(2) or "").strip():
-            headings.append(Heading(n, len(h.group(1)), h.group(2).strip()))
+        if h and _heading_title(h):
+            headings.append(Heading(n, len(h.group(1)), _heading_title(h)))
     doc = MemoryDoc(lines, fm, headings, [], protected, dominant_newline(lines))
     _find_items(doc)
     return doc

@@ -8,7 +8,7 @@ import unicodedata
 # A promoted line's "(from [[memory/<date>/<note>.md]])" says where it came from, not what it states
 from qwenmem.core.reme_notes import without_citations
 
-_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_MD_LINK = re.compile(r"\[([^\[\]]*)\]\([^)]*\)")  # not [^\]]*: a run of "[" made that quadratic
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _NOT_LETTER_OR_DIGIT = re.compile(r"[\W_]+")
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import os
 import re
-import signal
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Callable
 
 from qwenmem.core.dream import backups
 from qwenmem.core.dream.changelog import RESTORED, Change, ChangelogEntry, append_entry
@@ -27,7 +26,7 @@ from qwenmem.core.settings import Settings, user_tz
 from qwenmem.core.workspace import Workspace
 
 NEW_MEMORY_TEMPLATE = "# Long-Term Memory\n"
-CRASH_ENV = "QWENMEM_TEST_CRASH_AT"  # tests: SIGKILL ourselves at a named step
+STEPS = ("locked", "backed-up", "written", "logged")  # what `DreamOptions.checkpoint` is called with, in order
 
 
 @dataclass
@@ -43,6 +42,8 @@ class DreamOptions:
     llm: object | None = None  # an LLMConfig; None = deterministic mode
     refresh_index: bool = True
     embedder: object | None = None  # an already loaded embedder (benchmarks, tests); skips index lookup
+    # called with each name in STEPS as a writing dream passes it (the crash tests kill the process there)
+    checkpoint: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -89,9 +90,9 @@ class RestoreResult:
     pruned: list[str] = field(default_factory=list)
 
 
-def crash_point(step: str) -> None:
-    if os.environ.get(CRASH_ENV) == step:
-        os.kill(os.getpid(), signal.SIGKILL)
+def _passed(options: DreamOptions, step: str) -> None:
+    if options.checkpoint is not None:
+        options.checkpoint(step)
 
 
 def resolve_date(date: str | None, settings: Settings, now: datetime) -> str:
@@ -212,7 +213,7 @@ def dream(ws: Workspace, settings: Settings, options: DreamOptions, now: datetim
     if options.dry_run:
         return _dream_locked(ws, settings, options, now, date)
     with exclusive_lock(ws.lock_path):
-        crash_point("locked")
+        _passed(options, "locked")
         result = _dream_locked(ws, settings, options, now, date)
     if result.status == "changed" and options.refresh_index:
         result.index_refreshed = _refresh_index(ws, settings, result.warnings)
@@ -267,17 +268,17 @@ def _dream_locked(ws: Workspace, settings: Settings, options: DreamOptions, now:
         result.snapshot = create_locked(ws, reason=f"before qwenmem dream {date}").snapshot.id
     backup = backups.create_backup(ws, old_bytes, now) if snap.exists else None
     result.backup = ws.relative(backup) if backup else None
-    crash_point("backed-up")
+    _passed(options, "backed-up")
     with interrupts.deferred():  # a Ctrl-C / SIGTERM here stops after the change log, never between write and log
         atomic_write_bytes(snap.path, new_bytes, expected=snap)
         result.status = "changed"
-        crash_point("written")
+        _passed(options, "written")
         entry = ChangelogEntry(now.isoformat(timespec="seconds"), now.strftime("%Y%m%dT%H%M%S%f"), "dream",
                                result.mode, ws.relative(ws.memory_md), result.backup, result.sha256_before,
                                result.sha256_after, result.bytes_before, result.bytes_after, date, result.daily_log,
                                result.llm_model, changes + flagged)
         result.changelog = ws.relative(append_entry(ws.backup_dir, entry))
-    crash_point("logged")
+    _passed(options, "logged")
     if options.keep:
         result.pruned = [ws.relative(p) for p in backups.prune_backups(ws, options.keep, protect=backup)]
     return result

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from qwenmem.core.repair import fix2, rules2
+from qwenmem.core.repair.classes import (CONCATENATED, LONE_SURROGATES, NOT_A_SESSION, OK, TRAILING_GARBAGE,
+                                         TRUNCATED, alternative)
 from qwenmem.core.repair.documents import DocSpan, Split
 from qwenmem.core.repair.encoding import replace_surrogates
 from qwenmem.core.session_model.codec import encode_document
@@ -92,8 +94,6 @@ def validation_problems(data: bytes) -> list[str]:
 
 
 def _salvage_truncated(d, span: DocSpan, doc: dict) -> None:
-    from qwenmem.core.repair.diagnose import TRUNCATED
-
     parsed = span.value
     d.add(TRUNCATED)
     state = doc["agent"]["state"]
@@ -119,10 +119,6 @@ def _salvage_truncated(d, span: DocSpan, doc: dict) -> None:
 
 def diagnose_gen2(d, text: str, split: Split, changed: bool):
     """Fill the Diagnosis `d` (decoding classes already set) for a text holding a 2.x document."""
-    from qwenmem.core.repair.diagnose import (CONCATENATED, LONE_SURROGATES, OK, TRAILING_GARBAGE, _alternative)
-
-    from qwenmem.core.repair.diagnose import NOT_A_SESSION
-
     spans = [s for s in split.docs if is_gen2_span(s)]
     rewrapped = ""
     if not spans:  # a value that holds a 2.x conversation without being a session
@@ -145,7 +141,7 @@ def diagnose_gen2(d, text: str, split: Split, changed: bool):
         for span in split.docs:
             if span is not best:
                 n = _context_len(span_value(span)) if is_gen2_span(span) else 0  # noqa: SIM108
-                d.alternatives.append(_alternative("document", span.start, span.end, n, text))
+                d.alternatives.append(alternative("document", span.start, span.end, n, text))
     trailing = bool(split.garbage) or (best.complete and split.nul_tail)
     if trailing:
         d.add(TRAILING_GARBAGE)
@@ -154,7 +150,7 @@ def diagnose_gen2(d, text: str, split: Split, changed: bool):
                          "QwenPaw's loader skips it, but its history import marks the file errored forever")
         changed = True
         for s, e in split.garbage:
-            d.alternatives.append(_alternative("garbage", s, e, 0, text))
+            d.alternatives.append(alternative("garbage", s, e, 0, text))
     if not best.complete:
         _salvage_truncated(d, best, doc)
         changed = True
