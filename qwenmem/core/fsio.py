@@ -202,10 +202,6 @@ def _create_temp(dfd: int, name: str) -> tuple[str, int]:
     raise FileExistsError(errno.EEXIST, "no free temporary name", name)
 
 
-def atomic_write_text(path: Path, text: str, expected: Snapshot | None = None) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), expected)
-
-
 def append_durably(path: Path, data: bytes, mode: int | None = None) -> None:
     """Append and fsync (for JSONL logs such as dialog/*.jsonl, which QwenPaw also only appends to). Appends always
     start on a fresh line. A new file gets `mode`, else the mode its place calls for, and its directory's owner."""

@@ -68,16 +68,6 @@ def redact(text: str) -> str:
     return text
 
 
-def redact_bytes(data: bytes) -> bytes:
-    if not _secrets:
-        return data
-    for secret in sorted(_secrets, key=len, reverse=True):
-        raw = secret.encode("utf-8", "surrogatepass")
-        if raw in data:
-            data = data.replace(raw, mask_secret(secret).encode("utf-8", "surrogatepass"))
-    return data
-
-
 class MaskingStream:
     """A text stream that masks registered secrets in everything written through it (all else is delegated)."""
 

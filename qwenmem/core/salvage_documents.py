@@ -29,7 +29,6 @@ _MEMORY_DOC = re.compile(r'\{\s*"memory"\s*:\s*\{\s*"content"\s*:')
 _ITEM_START = re.compile(r'\{\s*"id"\s*:')
 _SUMMARY_KEY = re.compile(r'\]\s*,\s*"_compressed_summary"\s*:\s*')
 _AGENT_TAIL = re.compile(r'\}\s*(?=,\s*"(?:toolkit|plan_notebook|name|_sys_prompt)"\s*:)')
-AGENT_KEYS = ("memory", "toolkit", "name", "_sys_prompt")
 
 
 def skip(text: str, pos: int, chars: str = WS) -> int:

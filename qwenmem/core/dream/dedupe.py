@@ -4,7 +4,7 @@ Scope rules (so that nothing meaningful is lost):
   * only list items are candidates; code fences, tables, headings and paragraphs are never touched;
   * nested items are compared only with their siblings (a "状态: ✅" under two different parents is two facts);
   * top-level items are compared within their section, and across sections only when they are long enough to be
-    a statement rather than a repeated label (normalize.substantial);
+    a statement rather than a repeated label (_long_enough);
   * an entry goes only when what stays states all of it (evidence.restates): an embedding cosine alone is never
     evidence, because a topic-level model scores distinct facts of one file as high as paraphrases;
   * a "possibly contradictory" flag needs the two entries to be about the same thing (evidence.same_subject).

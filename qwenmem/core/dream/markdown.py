@@ -68,9 +68,6 @@ class MemoryDoc:
         item = self.items[index]
         return self.lines[item.start:item.end]
 
-    def body_start(self) -> int:
-        return self.front_matter
-
     def heading_path(self, heading_index: int | None) -> list[Heading]:
         """The heading and its ancestors, outermost first."""
         if heading_index is None:
@@ -113,7 +110,7 @@ def _indent_width(line: str) -> int:
     return len(expanded) - len(expanded.lstrip(" "))
 
 
-def _heading_title(h: re.Match) -> str:
+def _heading_title(h: re.Match[str]) -> str:
     """The heading text without the closing sequence: trailing blanks, then #s, then blanks."""
     return (h.group(2) or "").rstrip().rstrip("#").strip()
 
@@ -194,14 +191,6 @@ def _find_items(doc: MemoryDoc) -> None:
             continue
         for i in open_items:
             doc.items[i].end = n + 1
-
-
-def top_level_items(doc: MemoryDoc) -> list[int]:
-    return [i for i, item in enumerate(doc.items) if item.parent is None]
-
-
-def is_heading_line(line: str) -> bool:
-    return bool(_HEADING.match(line.rstrip("\r\n"))) and line.lstrip().startswith("#")
 
 
 def reindent_item(lines: list[str], new_indent: str, marker: str | None, newline: str) -> list[str]:

@@ -53,11 +53,6 @@ def is_cjk_heavy(key: str) -> bool:
     return cjk * 2 >= len(key) if key else False
 
 
-def substantial(key: str, latin_min: int = 16, cjk_min: int = 8) -> bool:
-    """Long enough that two copies in different sections are the same statement, not a repeated label."""
-    return len(key) >= (cjk_min if is_cjk_heavy(key) else latin_min)
-
-
 _LETTERS = re.compile(r"[^\W\d_]+")
 
 

@@ -85,9 +85,6 @@ class HistoryReader:
     def user_version(self) -> int:
         return int(self._query("PRAGMA user_version")[0][0])
 
-    def total_rows(self) -> int:
-        return int(self._query(f"SELECT count(*) FROM {TABLE}")[0][0])
-
     def counts_by_session(self) -> dict[str, int]:
         """Rows per session_id (one pass over the ch_session index)."""
         return {sid: n for sid, n in self._query(f"SELECT session_id, count(*) FROM {TABLE} GROUP BY session_id")}

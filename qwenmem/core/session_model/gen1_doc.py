@@ -78,9 +78,6 @@ class SessionDoc:
     def messages(self) -> list[Any]:
         return [e.msg for e in self.entries()]
 
-    def to_text(self) -> str:
-        return dumps_session(self.doc)
-
 
 class NotASessionError(ValueError):
     """Valid JSON that is not a QwenPaw session."""
