@@ -219,3 +219,77 @@ def test_check_never_writes_under_damage(tmp_path):
     run = _repair(ws, "--check")
     assert run.code == 1 and path.read_bytes() == before
     assert not (ws / ".qwenmem" / "quarantine").exists()
+
+
+def test_a_bare_state_or_message_list_is_rebuilt_into_a_session():
+    doc = _healthy(3)
+    state = doc["agent"]["state"]
+    for value in (state, {"state": state, "mode_state": {}}, state["context"]):
+        d = diagnose(json.dumps(value, ensure_ascii=False).encode())
+        assert "not_a_session" in d.classes and d.generation == "2.x", value
+        rebuilt = json.loads(d.new_bytes)["agent"]["state"]["context"]
+        assert [m["id"] for m in rebuilt] == [m["id"] for m in state["context"]]
+        assert validation_problems(d.new_bytes) == []
+    synced = diagnose(b'{"version": 1, "files": {"console/a.json": {"mtime": 1}}}')
+    assert synced.generation == "1.x" and synced.new_bytes is None
+
+
+def test_restore_puts_a_repaired_2x_file_back(tmp_path):
+    ws = _workspace(tmp_path)
+    doc, _ = _misplaced_result(_healthy())
+    path = _session(ws, "console/a.json", doc)
+    original = path.read_bytes()
+    run = _repair(ws, "--all").json()["result"]
+    assert path.read_bytes() != original
+    back = invoke("-w", str(ws), "sessions", "restore", run["run"])
+    assert back.code == 0, back.err
+    assert path.read_bytes() == original
+
+
+def test_a_fix_without_removals_is_still_written():
+    """Regression: a file whose only fault was fixed in place (an unknown tool state) was judged unchanged."""
+    doc = _healthy(3)
+    result = next(b for m in doc["agent"]["state"]["context"] for b in m["content"] if b["type"] == "tool_result")
+    result["state"] = "done"
+    d = diagnose(builder.dumps(doc).encode())
+    assert d.new_bytes is not None and validation_problems(d.new_bytes) == []
+    assert any("unknown tool_result state 'done' dropped" in a for a in d.actions)
+
+
+def test_a_message_with_a_broken_id_keeps_its_content():
+    doc = _healthy(3)
+    msg = doc["agent"]["state"]["context"][1]
+    msg["id"] = [1]
+    d = diagnose(builder.dumps(doc).encode())
+    kept = json.loads(d.new_bytes)["agent"]["state"]["context"]
+    assert len(kept) == 6 and "id" not in kept[1] and kept[1]["content"] == msg["content"]
+    assert any(r.item == {"id": [1]} for r in d.removed)
+
+
+def test_a_null_session_id_is_dropped_not_replaced_by_an_object():
+    """Regression: a broken session_id was reset to {} and the repair then refused to write."""
+    doc = _healthy(2)
+    doc["agent"]["state"]["session_id"] = None
+    d = diagnose(builder.dumps(doc).encode())
+    assert d.new_bytes is not None and "session_id" not in json.loads(d.new_bytes)["agent"]["state"]
+
+
+AS2_PYTHON = Path("/tmp/as2-venv/bin/python")
+
+
+@pytest.mark.skipif(not AS2_PYTHON.exists(), reason="needs the agentscope==2.0.10 venv at /tmp/as2-venv "
+                    "(python bench/agentscope2_check.py --make-venv /tmp/as2-venv)")
+def test_repaired_files_pass_agentscopes_own_validation(tmp_path):
+    import subprocess
+
+    ws = _workspace(tmp_path)
+    doc, _ = _misplaced_result(_healthy())
+    doc["agent"]["state"]["context"][0]["content"].append({"type": "data", "source": {"type": "url",
+                                                                                       "url": "https://x.test/a.png"}})
+    path = _session(ws, "console/a.json", doc)
+    script = Path(__file__).resolve().parents[1] / "bench" / "agentscope2_validate.py"
+    before = subprocess.run([str(AS2_PYTHON), str(script), str(path)], capture_output=True, text=True)
+    assert before.returncode == 1 and not json.loads(before.stdout)["files"][0]["ok"]
+    assert _repair(ws, "--all").code == 0
+    after = subprocess.run([str(AS2_PYTHON), str(script), str(path)], capture_output=True, text=True)
+    assert after.returncode == 0, after.stdout

@@ -10,35 +10,9 @@ from qwenmem.core.repair import fixes, gen2
 from qwenmem.core.repair.documents import WS, WS_NUL, Salvaged, pick_best, salvage_document, split_documents
 from qwenmem.core.repair.encoding import decode_counting, replace_surrogates
 from qwenmem.core.repair.strict import strict_load_bytes_problems
-
-OK = "ok"
-TRAILING_GARBAGE = "trailing_garbage"
-CONCATENATED = "concatenated"
-TRUNCATED = "truncated"
-DAMAGED = "damaged_json"  # broken in the middle, with readable messages after the damage
-EMPTY = "empty"
-BOM = "bom"
-INVALID_UTF8 = "invalid_utf8"
-LONE_SURROGATES = "lone_surrogates"
-NOT_A_SESSION = "not_a_session"
-INCOMPLETE_STATE = "incomplete_state"  # a session missing toolkit/name/_sys_prompt/_compressed_summary
-BROKEN_MESSAGES = "broken_messages"
-ORPHAN_TOOL_PAIRS = "orphan_tool_pairs"
-DUPLICATE_IDS = "duplicate_ids"
-
-CLASSES = (OK, TRAILING_GARBAGE, CONCATENATED, TRUNCATED, DAMAGED, EMPTY, BOM, INVALID_UTF8, LONE_SURROGATES,
-           NOT_A_SESSION, INCOMPLETE_STATE, BROKEN_MESSAGES, ORPHAN_TOOL_PAIRS, DUPLICATE_IDS)
-
-
-@dataclass
-class Alternative:
-    """A document or stray text that the repair does not keep; it goes to quarantine."""
-
-    kind: str  # "document" | "garbage"
-    start: int
-    end: int
-    messages: int
-    text: str
+from qwenmem.core.repair.classes import (  # noqa: F401  (re-exported: the names callers import from here)
+    BOM, BROKEN_MESSAGES, CLASSES, CONCATENATED, DAMAGED, DUPLICATE_IDS, EMPTY, INCOMPLETE_STATE, INVALID_UTF8,
+    LONE_SURROGATES, NOT_A_SESSION, OK, ORPHAN_TOOL_PAIRS, TRAILING_GARBAGE, TRUNCATED, Alternative, alternative)
 
 
 @dataclass
@@ -109,7 +83,7 @@ def _diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
         d.notes.append(f"the file is empty ({kind}): nothing in it can be recovered")
         return d
     split = split_documents(text)
-    if any(gen2.is_gen2_span(s) for s in split.docs):
+    if any(gen2.is_gen2_candidate(s) for s in split.docs):
         return gen2.diagnose_gen2(d, text, split, changed)
     candidates: list[Salvaged] = [salvage_document(span) for span in split.docs]
     sessions = [c for c in candidates if c.doc is not None]
@@ -235,5 +209,4 @@ def _count_removed_messages(removed: list[fixes.Removal]) -> int:
     return sum(1 for r in removed if "removed from this message" not in r.reason)
 
 
-def _alternative(kind: str, start: int, end: int, messages: int, text: str) -> Alternative:
-    return Alternative(kind, start, end, messages, text[start:end])
+_alternative = alternative

@@ -36,7 +36,8 @@ class ContextFix:
 
     @property
     def changed(self) -> bool:
-        return bool(self.removed or self.actions or self.moved_blocks or self.emptied_messages)
+        return bool(self.removed or self.actions or self.moved_blocks or self.emptied_messages or self.fixed_fields
+                    or self.promoted)
 
 
 def _guess_media_type(block: dict, source: dict) -> str | None:
@@ -133,7 +134,10 @@ def fix_block(block: Any, fix: ContextFix, where: str) -> Any:
         return converted
     if not block_problems(block):
         return block
-    fix.fixed_fields += _fix_common(block)
+    common = _fix_common(block)
+    if common:
+        fix.fixed_fields += common
+        fix.actions.append(f"{where}: {common} invalid id/created_at/finished_at field(s) reset")
     kind = block["type"]
     if kind in ("text", "thinking"):
         if not isinstance(block.get(kind), str):
@@ -141,6 +145,7 @@ def fix_block(block: Any, fix: ContextFix, where: str) -> Any:
             if text is None:
                 return None
             block[kind] = text
+            fix.actions.append(f"{where}: {kind} {text!r} stored as a string")
     elif kind == "tool_call":
         if not isinstance(block.get("input"), str):
             try:
@@ -149,7 +154,8 @@ def fix_block(block: Any, fix: ContextFix, where: str) -> Any:
                 return None
             fix.actions.append(f"{where}: tool_call input stored as its JSON text (AgentScope 2.0 requires a string)")
         if "state" in block and block["state"] not in TOOL_CALL_STATES:
-            block.pop("state")
+            fix.actions.append(f"{where}: unknown tool_call state {block.pop('state')!r} dropped (AgentScope's "
+                               "default applies)")
         if "suggested_rules" in block and not isinstance(block["suggested_rules"], list):
             block["suggested_rules"] = []
     elif kind == "tool_result":
@@ -158,7 +164,8 @@ def fix_block(block: Any, fix: ContextFix, where: str) -> Any:
             return None
         block["output"] = output
         if "state" in block and block["state"] not in TOOL_RESULT_STATES:
-            block.pop("state")
+            fix.actions.append(f"{where}: unknown tool_result state {block.pop('state')!r} dropped (AgentScope's "
+                               "default applies)")
         if "metadata" in block and not isinstance(block["metadata"], dict):
             block["metadata"] = {}
     elif kind == "data":
@@ -199,8 +206,12 @@ def _fix_message_fields(msg: dict, fix: ContextFix, where: str) -> bool:
     if "id" in msg and not isinstance(msg["id"], str):
         if isinstance(msg["id"], (int, float)) and not isinstance(msg["id"], bool):
             msg["id"] = str(msg["id"])
-        else:
-            return False  # without its id the message cannot be matched with its history rows
+            fix.actions.append(f"{where}: numeric id stored as a string")
+        else:  # the content is worth more than the id: AgentScope gives it a fresh one on load
+            fix.removed.append(Removal(-1, f"{where}: field id dropped (not a string; AgentScope gives the "
+                                           "message a fresh id on load, so it no longer matches history rows)",
+                                       {"id": msg.pop("id")}))
+            fix.fixed_fields += 1
     resets = {"metadata": {}} if "metadata" in msg and not isinstance(msg["metadata"], dict) else {}
     if "usage" in msg and not _usage_ok(msg["usage"]):
         resets["usage"] = None

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from qwenmem.core.repair import fix2, rules2
+from qwenmem.core.repair.classes import (CONCATENATED, LONE_SURROGATES, NOT_A_SESSION, OK, TRAILING_GARBAGE,
+                                         TRUNCATED, alternative)
 from qwenmem.core.repair.documents import DocSpan, Split
 from qwenmem.core.repair.encoding import replace_surrogates
 from qwenmem.core.session_model.codec import encode_document
@@ -30,6 +32,34 @@ def is_gen2_value(value: Any) -> bool:
 
 def is_gen2_span(span: DocSpan) -> bool:
     return is_gen2_value(span_value(span))
+
+
+def _is_msg2(value: Any) -> bool:
+    """An AgentScope 2.0 Msg dict (1.x messages carry `timestamp`, not `created_at`)."""
+    return (isinstance(value, dict) and value.get("role") in rules2.ROLES and isinstance(value.get("content"), list)
+            and "created_at" in value and "timestamp" not in value)
+
+
+def _is_state(value: Any) -> bool:
+    ctx = value.get("context") if isinstance(value, dict) else None
+    return isinstance(ctx, list) and bool(ctx) and all(_is_msg2(m) for m in ctx) and "memory" not in value
+
+
+def rewrap(value: Any) -> tuple[dict, str] | None:
+    """A complete JSON value that is not a 2.x session but holds one's conversation: (the session, what it was).
+    QwenPaw loads such a file as an empty session and its next save replaces it (spec §2.6, §8.1)."""
+    if isinstance(value, dict) and "agent" not in value:
+        if isinstance(value.get("state"), dict) and _is_state(value["state"]):
+            return {"agent": dict(value)}, "an agent dict without its \"agent\" wrapper"
+        if _is_state(value):
+            return {"agent": {"state": value, "mode_state": {}}}, "a bare AgentState"
+    if isinstance(value, list) and value and all(_is_msg2(m) for m in value):
+        return {"agent": {"state": {"context": value}, "mode_state": {}}}, "a bare list of 2.x messages"
+    return None
+
+
+def is_gen2_candidate(span: DocSpan) -> bool:
+    return is_gen2_span(span) or (span.complete and rewrap(span.value) is not None)
 
 
 def _context_len(value: Any) -> int:
@@ -64,8 +94,6 @@ def validation_problems(data: bytes) -> list[str]:
 
 
 def _salvage_truncated(d, span: DocSpan, doc: dict) -> None:
-    from qwenmem.core.repair.diagnose import TRUNCATED
-
     parsed = span.value
     d.add(TRUNCATED)
     state = doc["agent"]["state"]
@@ -91,12 +119,20 @@ def _salvage_truncated(d, span: DocSpan, doc: dict) -> None:
 
 def diagnose_gen2(d, text: str, split: Split, changed: bool):
     """Fill the Diagnosis `d` (decoding classes already set) for a text holding a 2.x document."""
-    from qwenmem.core.repair.diagnose import (CONCATENATED, LONE_SURROGATES, OK, TRAILING_GARBAGE, _alternative)
-
     spans = [s for s in split.docs if is_gen2_span(s)]
-    best = pick_best(spans)
-    doc = span_value(best)
+    rewrapped = ""
+    if not spans:  # a value that holds a 2.x conversation without being a session
+        best = next(s for s in split.docs if is_gen2_candidate(s))
+        doc, rewrapped = rewrap(best.value)  # type: ignore[misc]
+    else:
+        best = pick_best(spans)
+        doc = span_value(best)
     d.generation = "2.x"
+    if rewrapped:
+        d.add(NOT_A_SESSION)
+        d.actions.append(f"rebuild a session around the {_context_len(doc)} message(s) of {rewrapped}, with "
+                         "AgentScope's defaults for the rest (QwenPaw loads this file as an empty session)")
+        changed = True
     if len(split.docs) > 1:
         d.add(CONCATENATED)
         d.actions.append(f"keep document {split.docs.index(best) + 1} of {len(split.docs)} (the newest and most "
@@ -104,8 +140,8 @@ def diagnose_gen2(d, text: str, split: Split, changed: bool):
         changed = True
         for span in split.docs:
             if span is not best:
-                n = _context_len(span_value(span)) if is_gen2_span(span) else 0
-                d.alternatives.append(_alternative("document", span.start, span.end, n, text))
+                n = _context_len(span_value(span)) if is_gen2_span(span) else 0  # noqa: SIM108
+                d.alternatives.append(alternative("document", span.start, span.end, n, text))
     trailing = bool(split.garbage) or (best.complete and split.nul_tail)
     if trailing:
         d.add(TRAILING_GARBAGE)
@@ -114,7 +150,7 @@ def diagnose_gen2(d, text: str, split: Split, changed: bool):
                          "QwenPaw's loader skips it, but its history import marks the file errored forever")
         changed = True
         for s, e in split.garbage:
-            d.alternatives.append(_alternative("garbage", s, e, 0, text))
+            d.alternatives.append(alternative("garbage", s, e, 0, text))
     if not best.complete:
         _salvage_truncated(d, best, doc)
         changed = True
@@ -211,8 +247,11 @@ def _fix_state_fields(state: dict, d) -> None:
             continue
         done.add(key)
         d.removed.append(_removal(-1, f"state.{key} reset to AgentScope's default ({v.detail})", {key: state[key]}))
-        if key == "session_id" and isinstance(state[key], (int, float)):
-            state[key] = str(state[key])
+        if key == "session_id":
+            if isinstance(state[key], (int, float)) and not isinstance(state[key], bool):
+                state[key] = str(state[key])
+            else:
+                del state[key]  # AgentScope generates one; QwenPaw keys the chat by the file name and chats.json
         elif key == "summary":
             state[key] = ""
         else:
