@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import multiprocessing as mp
 import os
 import re
+from typing import Any
 
 from qwenmem.core.errors import UsageError
 from qwenmem.core.sessions import LoadedSession, backed_up_name, is_session_backup, iter_session_refs, load_session
@@ -67,11 +68,11 @@ def fold_backups(rows: list[SessionRow]) -> list[SessionRow]:
     return out
 
 
-def _row_2x(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
+def _row_2x(loaded: LoadedSession, gen2_doc: dict[str, Any], counter: TokenCounter) -> SessionRow:
     """A 2.x file: `messages` is the live tail (the scroll placeholder is not transcript); the model sees them all."""
     from qwenmem.core.session_model.gen2 import quick_stats
 
-    ref, st = loaded.ref, quick_stats(loaded.gen2_doc)
+    ref, st = loaded.ref, quick_stats(gen2_doc)
     session_id, identity = ref.session_id, ref.source
     if identity != "chats.json" and st["session_id"]:
         session_id, identity = st["session_id"], "agent.state.session_id"
@@ -88,7 +89,7 @@ def _row_2x(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
 
 def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
     if loaded.gen2_doc is not None:
-        return _row_2x(loaded, counter)
+        return _row_2x(loaded, loaded.gen2_doc, counter)
     ref, doc = loaded.ref, loaded.session
     messages = in_context = tokens = summary_tokens = 0
     first = last = None
@@ -129,6 +130,8 @@ def _init_worker(counter_name: str, divisor: float) -> None:
 
 
 def _row_in_worker(ref) -> SessionRow:
+    if _worker_counter is None:
+        raise RuntimeError("_init_worker did not run in this worker")
     return row_for(load_session(ref), _worker_counter)
 
 

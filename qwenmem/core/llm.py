@@ -14,7 +14,7 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from qwenmem.core.errors import LLMError, UsageError
 from qwenmem.core import redact
@@ -92,8 +92,8 @@ class ChatClient:
 
     def __init__(self, config: LLMConfig):
         self.config = config
-        self._client = None
-        self._async_client = None
+        self._client: Any = None  # openai.OpenAI, built on first use (importing openai is slow)
+        self._async_client: Any = None
 
     def _kwargs(self) -> dict:
         return dict(base_url=self.config.base_url, api_key=self.config.api_key, timeout=self.config.timeout,

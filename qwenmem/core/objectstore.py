@@ -13,6 +13,7 @@ import hashlib
 import os
 import stat
 import tempfile
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from qwenmem.core.errors import WorkspaceError
@@ -185,7 +186,7 @@ def _syncfs(path: Path) -> bool:
         os.close(fd)
 
 
-def _make_durable(root: Path, files: list[str], dirs: set[Path] = frozenset()) -> None:
+def _make_durable(root: Path, files: list[str], dirs: AbstractSet[Path] = frozenset()) -> None:
     if _syncfs(root):
         return
     for name in files:

@@ -38,7 +38,7 @@ def salvage_text(text: str) -> Salvage:
         reasons = "; ".join(dict.fromkeys(c.reason for c in candidates)) or "no JSON document found"
         return Salvage(None, notes + [f"nothing recoverable: {reasons}"])
     best = pick_best(sessions)
-    kept = len(best.session.content)
+    kept = len(best.messages)  # one per content item
     if not best.complete:
         notes.append(f"damaged: kept {kept} complete message(s)"
                      + (", dropped 1 cut-off message" if best.partial_items else "")

@@ -90,7 +90,9 @@ def _masking_excepthook(exc_type, exc, tb) -> None:
     """--debug lets a traceback through: it is printed masked too (the key can be in an exception's message)."""
     text = "".join(traceback.format_exception(exc_type, exc, tb))
     with contextlib.suppress(Exception):
-        sys.__stderr__.write(redact(text)) if sys.stderr is None else sys.stderr.write(redact(text))
+        stream = sys.__stderr__ if sys.stderr is None else sys.stderr
+        if stream is not None:
+            stream.write(redact(text))
 
 
 @contextlib.contextmanager

@@ -117,7 +117,7 @@ def split_documents(text: str) -> Split:
 class Salvaged:
     """One document read as a session, as far as it goes."""
 
-    doc: dict | None
+    doc: dict[str, Any] | None
     layout: str = ""
     complete: bool = True
     reason: str = ""  # why this is not a session (doc is None)
@@ -136,8 +136,9 @@ class Salvaged:
         return SessionDoc(self.doc, self.layout) if self.doc is not None else None
 
     @property
-    def messages(self) -> list:
-        return self.session.messages() if self.doc is not None else []
+    def messages(self) -> list[Any]:
+        session = self.session  # None exactly when doc is
+        return session.messages() if session is not None else []
 
     @property
     def ids(self) -> list[str]:
@@ -156,12 +157,12 @@ def _valid_item(value: Any, pairs: bool) -> bool:
     return isinstance(value, dict) and not message_problems(value)
 
 
-def resync_items(text: str, pos: int, known_ids: set[str], pairs: bool, stop: int = 0) -> tuple[list, int]:
+def resync_items(text: str, pos: int, known_ids: set[str], pairs: bool, stop: int = 0) -> tuple[list[Any], int]:
     """Complete message items found after `pos` (near the damage point). Returns (items, position after the last).
 
     Before `stop` (where the parse gave up) only whole [message, marks] items count: a bare message there is
     the one the damage cut, and its marks are gone."""
-    items: list = []
+    items: list[Any] = []
     cursor = last_end = pos
     while True:
         m = _ITEM_START.search(text, cursor)
@@ -198,9 +199,9 @@ def resync_items(text: str, pos: int, known_ids: set[str], pairs: bool, stop: in
     return items, last_end
 
 
-def _members(text: str, pos: int) -> dict:
+def _members(text: str, pos: int) -> dict[str, Any]:
     """Members of an object from a `,` onwards, as far as they decode (used for the agent's tail after damage)."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     n = len(text)
     while True:
         pos = skip(text, pos)
@@ -218,13 +219,13 @@ def _members(text: str, pos: int) -> dict:
         out[key] = value
 
 
-def _points_at(paths: list[tuple], prefix: tuple) -> list[tuple]:
+def _points_at(paths: list[tuple[Any, ...]], prefix: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     return [p for p in paths if p[: len(prefix)] == prefix]
 
 
-def assistant_name(messages: list) -> str:
-    names = Counter(m.get("name") for m in messages
-                    if isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("name"), str))
+def assistant_name(messages: list[Any]) -> str:
+    names: Counter[str] = Counter(m["name"] for m in messages
+                                  if isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("name"), str))
     return names.most_common(1)[0][0] if names else "QwenPaw"
 
 
@@ -241,7 +242,7 @@ def _message_list(value: Any) -> bool:
 _SHAPE_SEARCH_NODES = 10_000  # how many JSON values the search for a misplaced conversation looks at, at most
 
 
-def find_conversation(obj: Any) -> tuple[dict, str] | None:
+def find_conversation(obj: Any) -> tuple[dict[str, Any], str] | None:
     """A session object rebuilt around the messages in a value that is not one (spec §3.2: QwenPaw loads every
     such value as an empty session and saves that over it), with a description of where they were.
 
@@ -293,11 +294,12 @@ def _rewrapped(obj: Any, span: DocSpan) -> Salvaged | None:
 def salvage_document(span: DocSpan) -> Salvaged:
     text = span.text
     parsed: Parsed | None = None if span.complete else span.value
-    obj = span.value if span.complete else parsed.value
-    base = dict(complete=span.complete, start=span.start, end=span.end)
+    obj = span.value if parsed is None else parsed.value
+    base: dict[str, Any] = dict(complete=span.complete, start=span.start, end=span.end)
     if not isinstance(obj, dict):
         kind = "cut off before anything could be read" if isinstance(obj, _Partial) else f"a JSON {type(obj).__name__}"
         return _rewrapped(obj, span) or Salvaged(None, reason=f"{kind}, not a session object", **base)
+    prefix: tuple[str, ...]  # where memory sits in the document
     if isinstance(obj.get("agent"), dict):
         layout, holder, prefix = "agent", obj["agent"], ("agent",)
     elif isinstance(obj.get("memory"), dict):
@@ -312,7 +314,7 @@ def salvage_document(span: DocSpan) -> Salvaged:
     result = Salvaged(obj, layout, **base)
     content = memory["content"]
     pairs = not content or isinstance(content[0], list)
-    if not span.complete:
+    if parsed is not None:  # the document is damaged
         content_path = prefix + ("memory", "content")
         inside = [p for p in _points_at(parsed.partial_paths, content_path) if len(p) > len(content_path)]
         if any(p[len(content_path)] == len(content) - 1 for p in inside) and content:

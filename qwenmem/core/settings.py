@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from qwenmem.core import redact
 from qwenmem.core.redact import mask_secret  # QwenPaw's _mask_key, one definition; re-exported
-from qwenmem.core.workspace import Workspace, is_file, read_json_file
+from qwenmem.core.workspace import Workspace, dict_at, is_file, read_json_file
 
 DEFAULT_MAX_INPUT_LENGTH = 131072
 
@@ -232,7 +232,7 @@ def load_settings(ws: Workspace, env: Mapping[str, str] | None = None) -> Settin
         loaded = read_json_file(agent_json)
         doc = loaded if isinstance(loaded, dict) else {}
         settings.files["agent.json"] = str(agent_json)
-    running = doc.get("running") if isinstance(doc.get("running"), dict) else {}
+    running = dict_at(doc, "running")
     if any(k in running for k in _CURRENT_KEYS) or not any(k in running for k in _LEGACY_KEYS):
         settings.generation = CURRENT
         _apply_paths(settings, doc, CURRENT_PATHS, "agent.json")
@@ -243,7 +243,7 @@ def load_settings(ws: Workspace, env: Mapping[str, str] | None = None) -> Settin
         _apply_paths(settings, doc, LEGACY_PATHS, "agent.json")
     settings.sources["generation"] = "agent.json keys" if running else "default"
     _apply_paths(settings, doc, {"language": "language"}, "agent.json")
-    active = doc.get("active_model") if isinstance(doc.get("active_model"), dict) else {}
+    active = dict_at(doc, "active_model")
     if active.get("provider_id") and active.get("model"):
         settings.active_provider, settings.active_model = str(active["provider_id"]), str(active["model"])
         settings.sources["active_provider"] = settings.sources["active_model"] = "agent.json active_model"

@@ -207,7 +207,8 @@ def _info(doc: dict, path: Path) -> SnapshotInfo:
 
 def list_snapshots(ws: Workspace) -> tuple[list[SnapshotInfo], list[str]]:
     """(snapshots oldest first, damaged manifests as 'name: why')."""
-    found, damaged = [], []
+    found: list[SnapshotInfo] = []
+    damaged: list[str] = []
     directory = snapshots_dir(ws)
     if not directory.is_dir():
         return found, damaged

@@ -17,7 +17,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from qwenmem.core import confine
 from qwenmem.core.errors import ConfigError, UnsafePathError, WorkspaceError
@@ -129,6 +129,12 @@ def is_file(path) -> bool:
     return _probe(Path.is_file, path)
 
 
+def dict_at(doc: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """doc[key] when it is an object, else an empty dict (a config value of the wrong type is ignored)."""
+    value = doc.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def read_json_file(path: Path) -> object:
     """Parse a JSON config file; a malformed one is a ConfigError naming the file, line and column."""
     try:
@@ -168,8 +174,8 @@ def _select_agent(root: Path, agent: str | None) -> tuple[Path, str | None, list
     if config_path.is_file():
         loaded = read_json_file(config_path)
         config = loaded if isinstance(loaded, dict) else {}
-    agents = config.get("agents") if isinstance(config.get("agents"), dict) else {}
-    profiles = agents.get("profiles") if isinstance(agents.get("profiles"), dict) else {}
+    agents = dict_at(config, "agents")
+    profiles = dict_at(agents, "profiles")
     active = agents.get("active_agent")
     active = active if isinstance(active, str) and _plain_id(active) else None  # a list, or "../x", is ignored
     chosen = agent or active or ("default" if (root / "workspaces").is_dir() else None)

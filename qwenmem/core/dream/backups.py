@@ -54,7 +54,7 @@ def create_backup(ws: Workspace, data: bytes, now: datetime) -> Path:
 
 def list_backups(ws: Workspace) -> list[BackupInfo]:
     """Oldest first."""
-    found = []
+    found: list[BackupInfo] = []
     if not ws.backup_dir.is_dir():
         return found
     for p in ws.backup_dir.iterdir():

@@ -13,6 +13,7 @@ Scope rules (so that nothing meaningful is lost):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from qwenmem.core.dream.changelog import FLAGGED, MERGED, REMOVED, Change
 from qwenmem.core.dream.evidence import keys_agree, negations, restates, same_subject, values_differ
@@ -30,8 +31,8 @@ class DedupePlan:
     notes: list[str]
 
 
-def _scope_groups(doc: MemoryDoc) -> dict[object, list[int]]:
-    groups: dict[object, list[int]] = {}
+def _scope_groups(doc: MemoryDoc) -> dict[tuple[str, Any], list[int]]:
+    groups: dict[tuple[str, Any], list[int]] = {}
     for i, item in enumerate(doc.items):
         key = ("children", item.parent) if item.parent is not None else ("section", item.section)
         groups.setdefault(key, []).append(i)
@@ -47,7 +48,7 @@ def _describe(doc: MemoryDoc, i: int) -> str:
     return "".join(doc.item_lines(i)).rstrip("\r\n")
 
 
-def _depth(doc: MemoryDoc, group: tuple) -> int:
+def _depth(doc: MemoryDoc, group: tuple[str, Any]) -> int:
     kind, ref = group
     if kind == "section":
         return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import overload
 
 from qwenmem.core.dream.changelog import Change
 from qwenmem.core.dream.markdown import _front_matter_length, split_lines
@@ -58,6 +59,12 @@ def split_front_matter(text: str) -> tuple[str, str]:
     return "".join(lines[:n]), "".join(lines[n:])
 
 
+@overload
+def _clean(text: str) -> str: ...
+@overload
+def _clean(text: None) -> None: ...
+@overload
+def _clean(text: str | None) -> str | None: ...
 def _clean(text: str | None) -> str | None:
     """Lone surrogates in the model's change notes become U+FFFD, so they can be printed and logged as UTF-8."""
     return None if text is None else without_surrogates(text)

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from qwenmem.core.dream import backups
 from qwenmem.core.dream.changelog import RESTORED, Change, ChangelogEntry, append_entry
@@ -24,6 +24,9 @@ from qwenmem.core import confine, interrupts
 from qwenmem.core.fsio import Snapshot, atomic_write_bytes, exclusive_lock, read_with_snapshot
 from qwenmem.core.settings import Settings, user_tz
 from qwenmem.core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from qwenmem.core.llm import LLMConfig
 
 NEW_MEMORY_TEMPLATE = "# Long-Term Memory\n"
 STEPS = ("locked", "backed-up", "written", "logged")  # what `DreamOptions.checkpoint` is called with, in order
@@ -39,7 +42,7 @@ class DreamOptions:
     max_shrink: float = 0.5
     allow_shrink: bool = False
     keep: int | None = None
-    llm: object | None = None  # an LLMConfig; None = deterministic mode
+    llm: LLMConfig | None = None  # None = deterministic mode
     refresh_index: bool = True
     embedder: object | None = None  # an already loaded embedder (benchmarks, tests); skips index lookup
     # called with each name in STEPS as a writing dream passes it (the crash tests kill the process there)
@@ -240,7 +243,7 @@ def _dream_locked(ws: Workspace, settings: Settings, options: DreamOptions, now:
         warnings.append("no MEMORY.md and no daily log: nothing to do")
         return _finish_unchanged(result, old_bytes)
     if options.llm:
-        new_text, changes, flagged, skipped = _llm_text(options, old_text, log_text, date, result)
+        new_text, changes, flagged, skipped = _llm_text(options, options.llm, old_text, log_text, date, result)
     else:
         embedder = options.embedder if options.embedder is not None else (
             _load_embedder(ws, settings, warnings) if options.use_embeddings else None)
@@ -290,14 +293,15 @@ def _finish_unchanged(result: DreamResult, old_bytes: bytes) -> DreamResult:
     return result
 
 
-def _llm_text(options: DreamOptions, old_text: str, log_text: str | None, date: str, result: DreamResult):
+def _llm_text(options: DreamOptions, llm: LLMConfig, old_text: str, log_text: str | None, date: str,
+              result: DreamResult):
     from qwenmem.core.dream.llm_rewrite import propose, reattach_front_matter, split_front_matter
     from qwenmem.core.dream.validate import check_rewrite
     from qwenmem.core.llm import ChatClient
 
     front_matter, body = split_front_matter(old_text)
-    result.llm_model = getattr(options.llm, "model", None)
-    proposed, changes = propose(ChatClient(options.llm), body, log_text, date)
+    result.llm_model = getattr(llm, "model", None)
+    proposed, changes = propose(ChatClient(llm), body, log_text, date)
     if old_text.count("\r\n") * 2 > old_text.count("\n"):  # a CRLF file stays CRLF (models answer with LF)
         proposed = proposed.replace("\r\n", "\n").replace("\n", "\r\n")
     new_text = reattach_front_matter(front_matter, body, proposed)

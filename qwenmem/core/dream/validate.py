@@ -46,7 +46,7 @@ def check_rewrite(old_body: str, new_body: str, changes: list[Change], max_shrin
     new_count = Counter(k for k in map(_line_key, new_body.splitlines()) if k)
     completed = list(changes)
     unaccounted = []
-    originals = {}
+    originals: dict[str, str] = {}
     for line in old_body.splitlines():
         originals.setdefault(_line_key(line), line.strip())
     for key, count in old_count.items():

@@ -30,7 +30,8 @@ def flatten_output(output: Any) -> str:
 
 
 def media_reference(block: dict) -> str:
-    source = block.get("source") if isinstance(block.get("source"), dict) else {}
+    raw_source = block.get("source")
+    source: dict[str, Any] = raw_source if isinstance(raw_source, dict) else {}
     where = source.get("url") or block.get("url") or block.get("path") or ""
     if source.get("type") == "base64" or block.get("data"):
         where = where or "inline data"

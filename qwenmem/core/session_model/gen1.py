@@ -12,7 +12,7 @@ from qwenmem.core.session_model.model import Message, Session
 GEN1 = "1.x"
 
 
-def memory_holder(doc: Any) -> tuple[dict, str] | None:
+def memory_holder(doc: Any) -> tuple[dict[str, Any], str] | None:
     """(the dict holding `memory`, layout) when `doc` is a 1.x session, else None."""
     if isinstance(doc, dict) and isinstance(doc.get("agent"), dict):
         mem = doc["agent"].get("memory")
@@ -31,7 +31,8 @@ def read_message(item: Any, index: int) -> Message:
         msg, marks = item, None
     if not isinstance(msg, dict):
         return Message(index, None, None, None, None, raw=item, marks=marks)
-    metadata = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+    raw_metadata = msg.get("metadata")
+    metadata: dict[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
     return Message(index, _opt(msg.get("id")), _opt(msg.get("role")), _opt(msg.get("name")),
                    _opt(msg.get("timestamp")), normalize_content(msg.get("content")),
                    compressed=bool(marks and "compressed" in marks), marks=marks, metadata=metadata, raw=item)
@@ -41,7 +42,7 @@ def _opt(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def read(doc: dict) -> Session:
+def read(doc: dict[str, Any]) -> Session:
     """Read a 1.x document (the caller checked memory_holder(doc) is not None)."""
     holder, layout = memory_holder(doc)  # type: ignore[misc]
     memory = holder["memory"]
@@ -51,7 +52,7 @@ def read(doc: dict) -> Session:
     return Session(GEN1, doc, layout, messages, summary=summary, summary_kind="compressed_summary" if summary else "")
 
 
-def set_messages(session: Session, items: list) -> Session:
+def set_messages(session: Session, items: list[Any]) -> Session:
     """Writer: replace memory.content with raw items ([msg, marks] pairs or bare messages) and re-read.
     Every other key of the document is kept as it was."""
     holder, _ = memory_holder(session.doc)  # type: ignore[misc]

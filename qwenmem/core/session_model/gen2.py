@@ -58,7 +58,8 @@ def read_message(msg: Any, index: int, synthetic_ids: set[str]) -> tuple[Message
         if bad:
             problems.append(f"message {index}: a {role} message may not hold {', '.join(bad)} blocks "
                             "(QwenPaw refuses to load this session)")
-    metadata = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+    raw_metadata = msg.get("metadata")
+    metadata: dict[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
     created = msg.get("created_at")
     message = Message(index, None if msg.get("id") is None else str(msg.get("id")), role if isinstance(role, str) else None,
                       None if msg.get("name") is None else str(msg.get("name")),
@@ -167,7 +168,8 @@ def quick_stats(doc: dict) -> dict:
     length, first/last created_at, the summary text, whether a continuation summary exists, the embedded session id."""
     agent = agent_of(doc)
     state = agent["state"] if isinstance(agent["state"], dict) else {}  # type: ignore[index]
-    context = state.get("context") if isinstance(state.get("context"), list) else []
+    raw_context = state.get("context")
+    context: list[Any] = raw_context if isinstance(raw_context, list) else []
     scroll = agent.get("scroll") if isinstance(agent.get("scroll"), dict) else None  # type: ignore[union-attr]
     ids = scroll.get("synthetic_ids") if scroll else None
     synthetic = {str(i) for i in ids} if isinstance(ids, list) else set()
