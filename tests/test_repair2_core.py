@@ -362,3 +362,23 @@ def test_random_json_values_in_messages_never_crash_and_repairs_validate(edits):
     assert d.generation == "2.x"
     if d.new_bytes is not None:
         assert validation_problems(d.new_bytes) == []
+
+
+@needs_gen2_corpus
+def test_persisted_ids_without_history_rows_are_dropped(tmp_path):
+    """A history.db replaced by an empty one (spec §8.7): QwenPaw would evict those messages with no copy left."""
+    import sqlite3
+
+    ws = copy_corpus(tmp_path)
+    alice = ws / "sessions" / "console" / "alice_console--alice.json"
+    doc = json.loads(alice.read_bytes())
+    sid, persisted = doc["agent"]["state"]["session_id"], doc["agent"]["scroll"]["persisted_ids"]
+    assert persisted and _repair(ws, "--check").json()["result"]["files"][1]["status"] == "ok"
+    with sqlite3.connect(ws / "history.db") as conn:
+        conn.execute("DELETE FROM conversation_history WHERE session_id = ? AND dedup_key = ?", (sid, persisted[0]))
+    run = _repair(ws, "console/alice_console--alice", "--json")
+    f = run.json()["result"]["files"][0]
+    assert "persisted_without_rows" in f["classes"] and f["status"] == "repaired", f
+    after = json.loads(alice.read_bytes())["agent"]["scroll"]
+    assert after["persisted_ids"] == persisted[1:] and persisted[0] not in after["seq_by_id"]
+    assert validation_problems(alice.read_bytes()) == []

@@ -147,6 +147,26 @@ def _is_gen2_workspace(ws: Workspace) -> bool:
     return workspace_generation(ws, *count_file_generations(ws)).generation in ("2.x", "mixed")
 
 
+def _link_history(ws: Workspace, d: Diagnosis, data: bytes) -> None:
+    """persisted_* of scroll only for messages whose history.db rows exist (spec §10)."""
+    from qwenmem.core.repair.history_link import PERSISTED_WITHOUT_ROWS, check_bytes_against_history
+    from qwenmem.core.settings2 import load_gen2_settings
+
+    try:
+        db = load_gen2_settings(ws).history_db
+    except (OSError, ValueError, WorkspaceError):
+        return
+    new, actions = check_bytes_against_history(d.new_bytes if d.new_bytes is not None else data, db)
+    d.notes.extend(a[len("note: "):] for a in actions if a.startswith("note:"))
+    if new is None:
+        return
+    if d.classes == ["ok"]:
+        d.classes.clear()
+    d.add(PERSISTED_WITHOUT_ROWS)
+    d.actions.extend(a for a in actions if not a.startswith("note:"))
+    d.new_bytes = new
+
+
 def _explain_conversion(d: Diagnosis) -> None:
     """A 1.x file in a 2.x workspace: say what QwenPaw 2.x will do with it (spec qwenpaw2-workspace.md §2.6, §8.5).
     The file itself is left to the 1.x rules: it is not converted here."""
@@ -177,6 +197,8 @@ def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_b
     d = diagnose(data, fix_tool_pairs)
     if gen2_ws and d.generation == "1.x" and d.session is not None:
         _explain_conversion(d)
+    if d.generation == "2.x" and d.check_bytes is not None and not d.unrecoverable:
+        _link_history(ws, d, data)
     rep = _report(ref, d, snap.sha256)
     new_bytes = d.new_bytes
     if d.unrecoverable or d.messages_lost or EMPTY in d.classes or NOT_A_SESSION in d.classes or from_file:
