@@ -382,3 +382,14 @@ def test_persisted_ids_without_history_rows_are_dropped(tmp_path):
     after = json.loads(alice.read_bytes())["agent"]["scroll"]
     assert after["persisted_ids"] == persisted[1:] and persisted[0] not in after["seq_by_id"]
     assert validation_problems(alice.read_bytes()) == []
+
+
+def test_repair_keeps_the_file_mode_and_the_quarantine_copy_is_private(tmp_path):
+    ws = _workspace(tmp_path)
+    doc, _ = _misplaced_result(_healthy())
+    path = _session(ws, "console/a.json", doc)
+    path.chmod(0o600)  # what QwenPaw's write_text_atomic gives a new session file
+    f = _repair(ws, "--all").json()["result"]["files"][0]
+    assert f["status"] == "repaired"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert (ws / f["quarantined"]).stat().st_mode & 0o077 == 0
