@@ -112,6 +112,23 @@ def truncated(rng, name, doc):
     return Case("truncated", name, text[:cut].encode(), rec)
 
 
+def torn_middle(rng, name, doc):
+    """A stretch inside the context overwritten (NULs or random bytes: a torn write, a bad sector)."""
+    text = dumps(doc)
+    start = text.index('"context"') + 12
+    end = text.index('"reply_context"') if '"reply_context"' in text else len(text) - 2
+    lo = rng.randrange(start, max(start + 1, end - 50))
+    n = rng.randint(8, 300)
+    fill = rng.choice(["\x00" * n, "".join(chr(rng.randint(33, 126)) for _ in range(n))])
+    rec = set()
+    for m in ctx(doc):
+        s = dumps(m)
+        pos = text.find(s)
+        if pos >= 0 and (pos + len(s) <= lo or pos >= lo + n):
+            rec.add(m["id"])
+    return Case("torn_middle", name, (text[:lo] + fill + text[lo + n:]).encode(), rec)
+
+
 def trailing_garbage(rng, name, doc):
     text = dumps(doc).encode()
     tail = rng.choice([b"\x00" * rng.randint(1, 4096), b"}]}", text[-rng.randint(5, 200):],
@@ -123,7 +140,10 @@ def concatenated(rng, name, doc):
     older = copy.deepcopy(doc)
     k = rng.randint(1, max(1, len(ctx(doc)) - 1))
     older["agent"]["state"]["context"] = ctx(older)[:k]
-    return Case("concatenated", name, (dumps(older) + rng.choice(["", "\n"]) + dumps(doc)).encode(), set(ids(doc)))
+    first = dumps(older)
+    if rng.random() < 0.5:  # a save cut short, then a complete one appended after it
+        first = first[:rng.randrange(len(first) // 2, len(first) - 1)]
+    return Case("concatenated", name, (first + rng.choice(["", "\n"]) + dumps(doc)).encode(), set(ids(doc)))
 
 
 def bom(rng, name, doc):
@@ -217,7 +237,7 @@ def tool_input_dict(rng, name, doc):
 
 def content_string(rng, name, doc):
     d = copy.deepcopy(doc)
-    users = _user_msgs(d)
+    users = [m for m in _user_msgs(d) if all(isinstance(b, dict) and b.get("type") == "text" for b in m["content"])]
     if not users:
         return None
     m = rng.choice(users)
@@ -333,7 +353,7 @@ def mixed(rng, name, doc):
     return Case("mixed", name, dumps(current).encode(), rec, moved, exact=False)
 
 
-CLASSES = ([truncated, trailing_garbage, concatenated, bom, invalid_utf8, lone_surrogate, not_a_session] + RULES
+CLASSES = ([truncated, torn_middle, trailing_garbage, concatenated, bom, invalid_utf8, lone_surrogate, not_a_session] + RULES
            + [mixed, random_field])
 
 
@@ -442,10 +462,13 @@ def run(seed: int, per_class: int) -> tuple[dict, dict]:
             s["exact_ok"] += sum(1 for mid in found if mid in orig and by_id[mid] == orig[mid])
         for tid in case.moved:
             s["moved"] += 1
-            s["moved_ok"] += any(m.get("role") == "assistant" and any(
+            ok = any(m.get("role") == "assistant" and any(
                 isinstance(b, dict) and b.get("type") == "tool_result" and b.get("id") == tid for b in m["content"])
                 and any(isinstance(b, dict) and b.get("type") == "tool_call" and b.get("id") == tid
                         for b in m["content"]) for m in result_ctx)
+            s["moved_ok"] += ok
+            if not ok and len(summary_missing) < 20:
+                summary_missing.append({"file": p.name, "not_moved": tid})
         verdict = after_verdict.get(str(p))
         s["valid"] += bool(verdict and verdict["ok"] and verdict["kind"] == "2.x")
         try:

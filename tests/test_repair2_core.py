@@ -293,3 +293,72 @@ def test_repaired_files_pass_agentscopes_own_validation(tmp_path):
     assert _repair(ws, "--all").code == 0
     after = subprocess.run([str(AS2_PYTHON), str(script), str(path)], capture_output=True, text=True)
     assert after.returncode == 0, after.stdout
+
+
+def test_damage_in_the_middle_keeps_the_messages_after_it():
+    clock = builder.Clock()
+    live = builder.conversation(6, clock)
+    seq = {m["id"]: (i, i) for i, m in enumerate(live)}
+    doc = builder.document(builder.state("s1", live), builder.scroll_state("s1", live, seq, None, []))
+    text = builder.dumps(doc)
+    start = text.index(json.dumps(live[4]["id"]))
+    torn = text[:start] + "\x00" * 40 + text[start + 40:]
+    d = diagnose(torn.encode())
+    assert "damaged_json" in d.classes and d.messages_lost == 1
+    kept = json.loads(d.new_bytes)["agent"]
+    assert [m["id"] for m in kept["state"]["context"]] == [m["id"] for i, m in enumerate(live) if i != 4]
+    # the scroll tail survived the damage; the lost message left its bookkeeping
+    assert kept["scroll"]["persisted_ids"] == sorted(m["id"] for i, m in enumerate(live) if i != 4)
+    assert live[4]["id"] not in kept["scroll"]["seq_by_id"] and len(kept["scroll"]["seq_by_id"]) == 11
+    assert validation_problems(d.new_bytes) == []
+
+
+def test_a_truncated_save_followed_by_a_complete_one_keeps_the_complete_one():
+    old, new = _healthy(3), _healthy(5)
+    first = builder.dumps(old)[:-200]
+    d = diagnose((first + builder.dumps(new)).encode())
+    assert "concatenated" in d.classes and d.new_bytes == builder.dumps(new).encode()
+
+
+def test_unhashable_roles_types_and_ids_do_not_crash():
+    """Regression: a dict role, a list block type or a list id raised TypeError (unhashable) in the diagnosis."""
+    doc = _healthy(3)
+    ctx = doc["agent"]["state"]["context"]
+    ctx[0]["role"] = {"r": 1}
+    ctx[1]["content"].append({"type": ["text"], "text": "x"})
+    ctx[2]["id"] = ["a"]
+    doc["agent"]["scroll"] = {"persisted_ids": [["a"], ctx[0]["id"]], "synthetic_ids": [{"x": 1}]}
+    d = diagnose(builder.dumps(doc).encode())
+    assert d.new_bytes is not None and validation_problems(d.new_bytes) == []
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                     max_leaves=6)
+_FIELDS = ["name", "content", "role", "id", "metadata", "created_at", "usage", "finished_at", "finished_reason"]
+_BLOCK_FIELDS = ["type", "text", "id", "input", "output", "state", "name", "source", "created_at"]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 30), st.booleans(), st.integers(0, 8), st.sampled_from(_BLOCK_FIELDS),
+                          _JSON), min_size=1, max_size=4))
+def test_random_json_values_in_messages_never_crash_and_repairs_validate(edits):
+    doc = json.loads(_BASE)
+    ctx = doc["agent"]["state"]["context"]
+    for msg_i, in_block, field_i, block_field, value in edits:
+        msg = ctx[msg_i % len(ctx)]
+        if not isinstance(msg, dict):
+            continue
+        blocks = msg.get("content")
+        if in_block and isinstance(blocks, list) and blocks and isinstance(blocks[field_i % len(blocks)], dict):
+            blocks[field_i % len(blocks)][block_field] = value
+        else:
+            msg[_FIELDS[field_i]] = value
+    try:
+        data = json.dumps(doc, ensure_ascii=False).encode()
+    except (UnicodeEncodeError, ValueError):
+        return
+    d = diagnose(data)
+    assert d.generation == "2.x"
+    if d.new_bytes is not None:
+        assert validation_problems(d.new_bytes) == []

@@ -24,7 +24,7 @@ from qwenmem.core.session_model.tolerant_json import Parsed, _Partial, tolerant_
 _DECODER = SESSION_DECODER  # an oversized integer literal is damage, not a crash
 WS = " \t\r\n"
 WS_NUL = WS + "\x00"
-_AGENT_INNER = re.compile(r'"agent"\s*:\s*\{\s*"memory"\s*:\s*\{\s*"content"\s*:')
+_AGENT_INNER = re.compile(r'"agent"\s*:\s*\{\s*(?:"memory"\s*:\s*\{\s*"content"\s*:|"state"\s*:\s*\{)')  # 1.x | 2.x
 _MEMORY_DOC = re.compile(r'\{\s*"memory"\s*:\s*\{\s*"content"\s*:')
 _ITEM_START = re.compile(r'\{\s*"id"\s*:')
 _SUMMARY_KEY = re.compile(r'\]\s*,\s*"_compressed_summary"\s*:\s*')

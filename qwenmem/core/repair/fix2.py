@@ -195,11 +195,11 @@ def _fix_message_fields(msg: dict, fix: ContextFix, where: str) -> bool:
     elif not isinstance(content, list):
         return False
     if msg.get("role") not in ROLES:
-        kinds = {b.get("type") for b in msg["content"] if isinstance(b, dict)}
-        if not kinds & set(_ASSISTANT_ONLY):
+        role, why = _inferred_role(msg)
+        if role is None:
             return False  # a user and an assistant message look alike: do not guess who spoke
-        fix.actions.append(f"{where}: role {msg.get('role')!r} set to assistant (it holds tool/thinking blocks)")
-        msg["role"] = "assistant"
+        fix.actions.append(f"{where}: role {msg.get('role')!r} set to {role} ({why})")
+        msg["role"] = role
     if not isinstance(msg.get("name"), str):
         msg["name"] = msg["role"]  # QwenPaw's converter: missing name -> the role
         fix.actions.append(f"{where}: missing name set to the role")
@@ -233,6 +233,22 @@ def _fix_message_fields(msg: dict, fix: ContextFix, where: str) -> bool:
             msg[key] = value
         fix.fixed_fields += 1
     return True
+
+
+def _inferred_role(msg: dict) -> tuple[str | None, str]:
+    """The role a message's own evidence proves, or None: tool/thinking blocks only assistants hold; QwenPaw tags
+    real user input `external_user_query` and names user messages `user`; only model replies carry usage."""
+    kinds = {b.get("type") for b in msg["content"] if isinstance(b, dict) and isinstance(b.get("type"), str)}
+    metadata = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+    if kinds & set(_ASSISTANT_ONLY):
+        return "assistant", "it holds tool/thinking blocks"
+    if metadata.get("qwenpaw_tag") == "external_user_query":
+        return "user", "QwenPaw tagged it as user input"
+    if isinstance(msg.get("usage"), dict):
+        return "assistant", "it carries model token usage"
+    if msg.get("name") == "user":
+        return "user", "its sender is named user"
+    return None, ""
 
 
 def _matching_call(context: list, call_id: Any) -> tuple[dict, int] | None:
@@ -329,13 +345,13 @@ def prune_scroll(agent: dict, context: list, removed_ids: set) -> list[str]:
     scroll = agent.get("scroll")
     if not isinstance(scroll, dict):
         return []
-    live = {m.get("id") for m in context if isinstance(m, dict)}
-    gone = {i for i in removed_ids if i not in live}
+    live = {m.get("id") for m in context if isinstance(m, dict) and isinstance(m.get("id"), str)}
+    gone = {i for i in removed_ids if isinstance(i, str) and i not in live}
     actions = []
     for key in ("persisted_ids", "synthetic_ids"):
         ids = scroll.get(key)
-        if isinstance(ids, list) and any(i in gone for i in ids):
-            scroll[key] = [i for i in ids if i not in gone]
+        if isinstance(ids, list) and any(isinstance(i, str) and i in gone for i in ids):
+            scroll[key] = [i for i in ids if not (isinstance(i, str) and i in gone)]
             actions.append(f"scroll.{key}: dropped the ids of removed messages")
     for key in ("seq_by_id", "leaf_by_id"):
         mapping = scroll.get(key)

@@ -7,11 +7,13 @@ its state pass AgentScope 2.0's validation (rules2.py, fix2.py). Pure: no file s
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from qwenmem.core.repair import fix2, rules2
 from qwenmem.core.repair.classes import (CONCATENATED, LONE_SURROGATES, NOT_A_SESSION, OK, TRAILING_GARBAGE,
-                                         TRUNCATED, alternative)
+                                         DAMAGED, TRUNCATED, alternative)
 from qwenmem.core.repair.documents import DocSpan, Split
 from qwenmem.core.repair.encoding import replace_surrogates
 from qwenmem.core.session_model.codec import encode_document
@@ -20,6 +22,7 @@ SCHEMA_INVALID = "schema_invalid"  # messages/fields AgentScope 2.0 rejects: Qwe
 MISPLACED_BLOCKS = "misplaced_blocks"  # blocks the role may not hold (spec §2.3)
 GEN1_IN_GEN2 = "gen1_in_gen2_workspace"
 CONTEXT_PATH = ("agent", "state", "context")
+_DECODER = json.JSONDecoder()
 
 
 def span_value(span: DocSpan) -> Any:
@@ -93,9 +96,51 @@ def validation_problems(data: bytes) -> list[str]:
     return [str(v) for v in rules2.state_violations(doc["agent"]["state"])]
 
 
+# A serialised Msg starts with its name then its content (spec §2.3 key order); quotes inside strings are escaped,
+# so an unescaped match can only be the start of a message (blocks start with "type").
+_MSG_START = re.compile(r'\{\s*"name"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"content"\s*:')
+_TAIL_KEYS = re.compile(r'"(scroll|mode_state)"\s*:\s*')
+
+
+def _resync_messages(text: str, stop: int, known: set) -> list:
+    """Complete messages after a damaged stretch of the context. Damage can swallow the start of the next message
+    into a string, so the scan starts at the last message start before the point where the parse stopped."""
+    starts = [m.start() for m in _MSG_START.finditer(text, 0, stop)]
+    pos = starts[-1] if starts else stop
+    out = []
+    while True:
+        m = _MSG_START.search(text, pos)
+        if not m:
+            return out
+        try:
+            value, end = _DECODER.raw_decode(text, m.start())
+        except ValueError:
+            pos = m.end()
+            continue
+        mid = value.get("id") if isinstance(value, dict) else None
+        if _is_msg2(value) and not (isinstance(mid, str) and mid in known):
+            out.append(value)
+            if isinstance(mid, str):
+                known.add(mid)
+        pos = end
+
+
+def _resync_tail(text: str, doc: dict) -> None:
+    """`scroll` / `mode_state` of the agent, when they survive after the damage (the last occurrence wins)."""
+    found = {}
+    for m in _TAIL_KEYS.finditer(text):
+        try:
+            value, _ = _DECODER.raw_decode(text, m.end())
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found[m.group(1)] = value
+    for key, value in found.items():
+        doc["agent"].setdefault(key, value)
+
+
 def _salvage_truncated(d, span: DocSpan, doc: dict) -> None:
     parsed = span.value
-    d.add(TRUNCATED)
     state = doc["agent"]["state"]
     ctx = state.get("context") if isinstance(state, dict) else None
     cut_inside = [p for p in parsed.partial_paths if p[:3] == CONTEXT_PATH and len(p) > 3]
@@ -104,7 +149,18 @@ def _salvage_truncated(d, span: DocSpan, doc: dict) -> None:
         d.messages_lost = 1
         d.notes.append("1 message was cut by the damage and cannot be recovered")
     where = f" at character {span.offset + parsed.end:,}"
-    d.actions.append(f"rebuild from the messages that survive the damage{where}")
+    extra = []
+    if isinstance(ctx, list) and any(p[:3] == CONTEXT_PATH for p in parsed.partial_paths):
+        extra = _resync_messages(span.text, parsed.end, {m.get("id") for m in ctx if isinstance(m, dict)
+                                                         and isinstance(m.get("id"), str)})
+        ctx.extend(extra)
+    if extra:
+        d.add(DAMAGED)
+        d.actions.append(f"rebuild from the messages that survive the damage{where} ({len(extra)} recovered after it)")
+        _resync_tail(span.text, doc)
+    else:
+        d.add(TRUNCATED)
+        d.actions.append(f"rebuild from the messages that survive the damage{where}")
     missing = [k for k in ("scroll", "mode_state") if k not in doc["agent"]]
     if "mode_state" in missing:
         doc["agent"]["mode_state"] = {}
@@ -203,8 +259,21 @@ def diagnose_gen2(d, text: str, split: Split, changed: bool):
         blocks_out = sum(1 for r in result.removed if "removed from this message" in r.reason)
         if blocks_out:
             d.actions.append(f"move {blocks_out} invalid or misplaced block(s) into the quarantine record")
-        d.actions.extend(fix2.prune_scroll(agent, result.context, result.removed_ids))
         changed = True
+    gone = set(result.removed_ids)
+    if isinstance(d.removed_cut, dict) and isinstance(d.removed_cut.get("id"), str):
+        gone.add(d.removed_cut["id"])
+    scroll = agent.get("scroll")
+    if d.messages_lost and isinstance(scroll, dict):
+        # the cut message may have lost its id too: keep scroll's maps to the live context, the invariant QwenPaw
+        # itself restores after every eviction (spec §2.2)
+        live = {m.get("id") for m in state.get("context", []) if isinstance(m, dict) and isinstance(m.get("id"), str)}
+        for key in ("persisted_ids", "seq_by_id", "leaf_by_id"):
+            value = scroll.get(key)
+            if isinstance(value, (list, dict)):
+                gone |= {i for i in value if isinstance(i, str) and i not in live}
+    if gone:
+        d.actions.extend(fix2.prune_scroll(agent, state.get("context", []), gone))
     _fix_state_fields(state, d)
     if d.state_reset:
         changed = True

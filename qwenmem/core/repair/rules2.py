@@ -200,7 +200,8 @@ def message_violations(msg: Any, index: int) -> list[Violation]:
     content = msg.get("content")
     if not isinstance(content, list):
         return out
-    allowed = ALLOWED_BY_ROLE.get(msg.get("role"))  # type: ignore[arg-type]
+    role = msg.get("role")
+    allowed = ALLOWED_BY_ROLE.get(role) if isinstance(role, str) else None
     for j, block in enumerate(content):
         for rule in block_problems(block):
             out.append(Violation(rule, rule.replace("-", " "), index, j))
