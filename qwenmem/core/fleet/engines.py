@@ -43,7 +43,9 @@ class LocalEngine:
 
         self.workers = jobs
         self.timeout = timeout
-        self._pool = ProcessPool(max_workers=jobs)
+        from qwenmem.core.interrupts import quiet_worker_signals
+
+        self._pool = ProcessPool(max_workers=jobs, initializer=quiet_worker_signals)
 
     def submit(self, target: Target, command: Command) -> Any:
         return self._pool.schedule(run_task, args=(target, command), timeout=self.timeout)
