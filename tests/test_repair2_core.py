@@ -393,3 +393,23 @@ def test_repair_keeps_the_file_mode_and_the_quarantine_copy_is_private(tmp_path)
     assert f["status"] == "repaired"
     assert path.stat().st_mode & 0o777 == 0o600
     assert (ws / f["quarantined"]).stat().st_mode & 0o077 == 0
+
+
+def test_a_2x_file_saved_by_qwenpaw_during_the_repair_is_left_as_qwenpaw_wrote_it(tmp_path):
+    import os
+
+    from qwenmem.core.repair.run import REPAIR, run_repair
+    from qwenmem.core.sessions import iter_session_refs
+    from qwenmem.core.workspace import discover_workspace
+
+    ws_path = _workspace(tmp_path)
+    doc, _ = _misplaced_result(_healthy())
+    path = _session(ws_path, "console/a.json", doc)
+    os.utime(path, (1, 1))  # not a save in progress
+    theirs = builder.dumps(_healthy(7)).encode()
+    ws = discover_workspace(ws_path)
+    result = run_repair(ws, list(iter_session_refs(ws)), REPAIR, before_write=lambda p: p.write_bytes(theirs))
+    assert result.files[0].status == "changed" and result.changed_underneath
+    assert path.read_bytes() == theirs
+    cli = invoke("-w", str(ws_path), "sessions", "repair", "--all")  # the file is healthy now: nothing to do
+    assert cli.code == 0 and path.read_bytes() == theirs
