@@ -413,3 +413,14 @@ def test_a_2x_file_saved_by_qwenpaw_during_the_repair_is_left_as_qwenpaw_wrote_i
     assert path.read_bytes() == theirs
     cli = invoke("-w", str(ws_path), "sessions", "repair", "--all")  # the file is healthy now: nothing to do
     assert cli.code == 0 and path.read_bytes() == theirs
+
+
+def test_a_damaged_bare_message_list_stays_a_2x_session():
+    """Regression: a truncated bare list of 2.x messages was rewrapped as a 1.x session (agent.memory)."""
+    doc = _healthy(4)
+    text = json.dumps(doc["agent"]["state"]["context"], ensure_ascii=False)
+    d = diagnose(text[:-40].encode())
+    assert d.generation == "2.x" and "truncated" in d.classes and d.messages_lost == 1
+    new = json.loads(d.new_bytes)
+    assert "state" in new["agent"] and len(new["agent"]["state"]["context"]) == 7
+    assert validation_problems(d.new_bytes) == []

@@ -43,26 +43,41 @@ def _is_msg2(value: Any) -> bool:
             and "created_at" in value and "timestamp" not in value)
 
 
+def _msg_list(value: Any) -> bool:
+    """A list of mostly 2.x messages (damage may have broken some, or cut the last one short)."""
+    if not isinstance(value, list) or not value:
+        return False
+    good = sum(1 for m in value if _is_msg2(m))
+    return good >= 1 and good * 2 >= len(value)
+
+
 def _is_state(value: Any) -> bool:
-    ctx = value.get("context") if isinstance(value, dict) else None
-    return isinstance(ctx, list) and bool(ctx) and all(_is_msg2(m) for m in ctx) and "memory" not in value
+    return isinstance(value, dict) and _msg_list(value.get("context")) and "memory" not in value
 
 
-def rewrap(value: Any) -> tuple[dict, str] | None:
-    """A complete JSON value that is not a 2.x session but holds one's conversation: (the session, what it was).
+def rewrap(value: Any) -> tuple[dict, str, tuple] | None:
+    """A JSON value that is not a 2.x session but holds one's conversation: (the session, what it was, the path of
+    its message list inside the value).
     QwenPaw loads such a file as an empty session and its next save replaces it (spec §2.6, §8.1)."""
+    if isinstance(value, dict) and isinstance(value.get("agent"), dict) and "state" not in value["agent"]:
+        agent = value["agent"]
+        key = next((k for k, v in agent.items() if _is_state(v)), None)
+        if key is not None and "memory" not in agent:  # the "state" key itself was damaged
+            fixed = {("state" if k == key else k): v for k, v in agent.items()}
+            return (dict(value, agent=fixed), f"an agent whose \"state\" key was damaged ({key!r})",
+                    ("agent", key, "context"))
     if isinstance(value, dict) and "agent" not in value:
         if isinstance(value.get("state"), dict) and _is_state(value["state"]):
-            return {"agent": dict(value)}, "an agent dict without its \"agent\" wrapper"
+            return {"agent": dict(value)}, "an agent dict without its \"agent\" wrapper", ("state", "context")
         if _is_state(value):
-            return {"agent": {"state": value, "mode_state": {}}}, "a bare AgentState"
-    if isinstance(value, list) and value and all(_is_msg2(m) for m in value):
-        return {"agent": {"state": {"context": value}, "mode_state": {}}}, "a bare list of 2.x messages"
+            return {"agent": {"state": value, "mode_state": {}}}, "a bare AgentState", ("context",)
+    if _msg_list(value):
+        return {"agent": {"state": {"context": value}, "mode_state": {}}}, "a bare list of 2.x messages", ()
     return None
 
 
 def is_gen2_candidate(span: DocSpan) -> bool:
-    return is_gen2_span(span) or (span.complete and rewrap(span.value) is not None)
+    return is_gen2_span(span) or rewrap(span_value(span)) is not None
 
 
 def _context_len(value: Any) -> int:
@@ -179,7 +194,18 @@ def diagnose_gen2(d, text: str, split: Split, changed: bool):
     rewrapped = ""
     if not spans:  # a value that holds a 2.x conversation without being a session
         best = next(s for s in split.docs if is_gen2_candidate(s))
-        doc, rewrapped = rewrap(best.value)  # type: ignore[misc]
+        doc, rewrapped, prefix = rewrap(span_value(best))  # type: ignore[misc]
+        ctx = doc["agent"]["state"].get("context")
+        n = len(prefix)
+        cut_last = not best.complete and isinstance(ctx, list) and bool(ctx) and any(
+            tuple(p[:n]) == prefix and len(p) > n and p[n] == len(ctx) - 1 for p in best.value.partial_paths)
+        if cut_last:
+            d.removed_cut = ctx.pop()
+            d.messages_lost = 1
+            d.notes.append("1 message was cut by the damage and cannot be recovered")
+        if not best.complete:
+            d.add(TRUNCATED)
+            d.actions.append("rebuild from the messages that survive the damage")
     else:
         best = pick_best(spans)
         doc = span_value(best)
@@ -207,8 +233,11 @@ def diagnose_gen2(d, text: str, split: Split, changed: bool):
         changed = True
         for s, e in split.garbage:
             d.alternatives.append(alternative("garbage", s, e, 0, text))
-    if not best.complete:
+    if not best.complete and not rewrapped:
         _salvage_truncated(d, best, doc)
+        changed = True
+    elif not best.complete:
+        doc["agent"].setdefault("mode_state", {})
         changed = True
     fixed = replace_surrogates(doc)
     if fixed.lone or fixed.joined:
