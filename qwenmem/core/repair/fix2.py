@@ -75,10 +75,10 @@ def _legacy_block(block: dict) -> dict | None:
     if kind in ("image", "audio", "video"):
         src = block.get("source")
         if isinstance(src, dict) and (isinstance(src.get("url"), str) or isinstance(src.get("data"), str)):
-            new = {"type": "data", "source": dict(src)}
-            new["source"].setdefault("type", "url" if "url" in src else "base64")
-            new["source"].setdefault("media_type", _guess_media_type(block, src) or f"{kind}/*")
-            return new
+            source: dict[str, Any] = dict(src)
+            source.setdefault("type", "url" if "url" in src else "base64")
+            source.setdefault("media_type", _guess_media_type(block, src) or f"{kind}/*")
+            return {"type": "data", "source": source}
     return None
 
 
@@ -212,7 +212,7 @@ def _fix_message_fields(msg: dict, fix: ContextFix, where: str) -> bool:
                                            "message a fresh id on load, so it no longer matches history rows)",
                                        {"id": msg.pop("id")}))
             fix.fixed_fields += 1
-    resets = {"metadata": {}} if "metadata" in msg and not isinstance(msg["metadata"], dict) else {}
+    resets: dict[str, Any] = {"metadata": {}} if "metadata" in msg and not isinstance(msg["metadata"], dict) else {}
     if "usage" in msg and not _usage_ok(msg["usage"]):
         resets["usage"] = None
     if "finished_at" in msg and not _opt_str(msg["finished_at"]):
@@ -239,7 +239,8 @@ def _inferred_role(msg: dict) -> tuple[str | None, str]:
     """The role a message's own evidence proves, or None: tool/thinking blocks only assistants hold; QwenPaw tags
     real user input `external_user_query` and names user messages `user`; only model replies carry usage."""
     kinds = {b.get("type") for b in msg["content"] if isinstance(b, dict) and isinstance(b.get("type"), str)}
-    metadata = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+    raw_metadata = msg.get("metadata")
+    metadata: dict = raw_metadata if isinstance(raw_metadata, dict) else {}
     if kinds & set(_ASSISTANT_ONLY):
         return "assistant", "it holds tool/thinking blocks"
     if metadata.get("qwenpaw_tag") == "external_user_query":
@@ -289,9 +290,10 @@ def fix_context(context: list) -> ContextFix:
         msg["content"] = blocks
         allowed = ALLOWED_BY_ROLE.get(msg["role"])
         if allowed is not None and any(b.get("type") not in allowed for b in blocks):
-            blocks = _place_misplaced(msg, blocks, allowed, out, fix, where, i)
-            if blocks is None:
+            placed = _place_misplaced(msg, blocks, allowed, out, fix, where, i)
+            if placed is None:
                 continue
+            blocks = placed
         out.append(msg)
     return fix
 

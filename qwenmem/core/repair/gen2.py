@@ -89,7 +89,8 @@ def _context_len(value: Any) -> int:
 def _newest(value: Any) -> str:
     state = value["agent"]["state"]
     ctx = state.get("context") if isinstance(state, dict) else None
-    stamps = [m.get("created_at") for m in ctx or [] if isinstance(m, dict) and isinstance(m.get("created_at"), str)]
+    stamps: list[str] = [m["created_at"] for m in ctx or []
+                         if isinstance(m, dict) and isinstance(m.get("created_at"), str)]
     return max(stamps, default="")
 
 
@@ -122,7 +123,7 @@ def _resync_messages(text: str, stop: int, known: set) -> list:
     into a string, so the scan starts at the last message start before the point where the parse stopped."""
     starts = [m.start() for m in _MSG_START.finditer(text, 0, stop)]
     pos = starts[-1] if starts else stop
-    out = []
+    out: list[dict] = []
     while True:
         m = _MSG_START.search(text, pos)
         if not m:
@@ -328,7 +329,7 @@ def _removal(index: int, reason: str, item: Any):
     return Removal(index, reason, item)
 
 
-_STATE_DEFAULTS = {"reply_context": {}, "permission_context": {}, "tool_context": {}, "tasks_context": {},
+_STATE_DEFAULTS: dict[str, dict] = {"reply_context": {}, "permission_context": {}, "tool_context": {}, "tasks_context": {},
                    "middle_context": {}}
 
 

@@ -178,8 +178,8 @@ def _explain_conversion(d: Diagnosis) -> None:
     if d.classes == ["ok"]:
         d.classes.clear()
     d.add(GEN1_IN_GEN2)
-    d.notes.append(f"1.x file in a 2.x workspace: QwenPaw 2.x converts it when the session is next opened and its "
-                   f"first save rewrites it in the 2.x shape" + (
+    d.notes.append("1.x file in a 2.x workspace: QwenPaw 2.x converts it when the session is next opened and its "
+                   "first save rewrites it in the 2.x shape" + (
                        f"; {compressed} message(s) marked compressed come back into the live context next to the "
                        "old summary" if compressed else "") + " (left as it is)")
 
