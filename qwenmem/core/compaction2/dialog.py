@@ -45,8 +45,11 @@ def _existing_keys(path: Path) -> set[str]:
     keys: set[str] = set()
     if not path.is_file():
         return keys
-    with open(path, "rb") as fh:
-        for raw in fh:
+    from qwenmem.core import confine
+    from qwenmem.core.fsio import iter_lines_bounded
+
+    with confine.open_binary(path) as fh:
+        for raw in iter_lines_bounded(fh):  # bounded: a 1 GB sparse log is one giant line of NULs
             line = raw.decode("utf-8", "replace").rstrip("\n")
             try:
                 keys.add(line_key(json.loads(line), line))
