@@ -41,18 +41,9 @@ def clone(previous: Path, directory: Path):
 
 
 def write(ix, remove_paths: set[str], add: list[dict], progress=None) -> None:
-    writer = ix.writer(limitmb=128)
-    try:
-        for path in sorted(remove_paths):
-            writer.delete_by_term("path", path)
-        for i, doc in enumerate(add):
-            writer.add_document(**doc)
-            if progress and i % 200 == 0:
-                progress(i)
-        writer.commit()
-    except BaseException:
-        writer.cancel()
-        raise
+    from qwenmem.core.index.whoosh_writer import write_documents
+
+    write_documents(ix, remove_paths, add, progress)
 
 
 def build_query(text: str):

@@ -219,7 +219,7 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
 
     gen = store.new_generation_dir(ws)
     try:
-        vectors, owners = _vectors(plan, emb, ordered, result, progress, np, embed_seconds)
+        # Full text first: its writer may fork a second process, which is safest before a model starts threads.
         docs = [{"chunk_id": r.id, "path": r.path, "lines": (r.start_line, r.end_line), "text": c.text}
                 for r, c in ordered if c is not None]
         if prev is not None:
@@ -228,6 +228,7 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
         else:
             ix = fulltext.create(gen / "fulltext")
             fulltext.write(ix, set(), docs, _sub(progress, "full text", len(docs)))
+        vectors, owners = _vectors(plan, emb, ordered, result, progress, np, embed_seconds)
         store.write_chunks(gen, [r for r, _ in ordered])
         if vectors is not None:
             store.write_vectors(gen, vectors, owners)
