@@ -332,6 +332,9 @@ THREAD_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0", "KMP_BLOCKTIM
 
 
 def set_thread_policies() -> None:
+    """QWENMEM_THREAD_POLICY=library leaves the libraries' own defaults (bench/search_contention.py compares)."""
+    if os.environ.get("QWENMEM_THREAD_POLICY", "").strip().lower() == "library":
+        return
     for name, value in THREAD_ENV.items():
         os.environ.setdefault(name, value)
 

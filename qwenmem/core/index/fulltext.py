@@ -41,9 +41,29 @@ def clone(previous: Path, directory: Path):
 
 
 def write(ix, remove_paths: set[str], add: list[dict], progress=None) -> None:
+    """Our writer (whoosh_writer.py: the same index, ~3x faster); QWENMEM_FULLTEXT_WRITER=whoosh uses Whoosh's
+    own, for bench/fulltext_build.py's side-by-side run."""
+    if os.environ.get("QWENMEM_FULLTEXT_WRITER", "").strip().lower() == "whoosh":
+        _whoosh_write(ix, remove_paths, add, progress)
+        return
     from qwenmem.core.index.whoosh_writer import write_documents
 
     write_documents(ix, remove_paths, add, progress)
+
+
+def _whoosh_write(ix, remove_paths: set[str], add: list[dict], progress=None) -> None:
+    writer = ix.writer(limitmb=128)
+    try:
+        for path in sorted(remove_paths):
+            writer.delete_by_term("path", path)
+        for i, doc in enumerate(add):
+            writer.add_document(**doc)
+            if progress and i % 200 == 0:
+                progress(i)
+        writer.commit()
+    except BaseException:
+        writer.cancel()
+        raise
 
 
 def build_query(text: str):
