@@ -137,38 +137,18 @@ def workspace_generation(ws: Workspace, files_1x: int, files_2x: int) -> Generat
     return GenerationSummary(gen, files_1x, files_2x, markers2 + markers1)
 
 
-_MAX_SNIFF_BYTES = 256 << 20  # a larger file is left to the loader, which names its own limit
-
-
 def count_file_generations(ws: Workspace) -> tuple[int, int]:
-    """(1.x files, 2.x files) under sessions/, from each file's first bytes (a full parse only when they are
-    unusual). Dot-files and CoPaw backups are not sessions; neither is anything but a regular file (a FIFO named
-    like a session must not hang this), a link leaving the workspace, or a file too large to sniff."""
-    import json
-    import os
-    import stat
-
-    from qwenmem.core.confine import open_binary
-    from qwenmem.core.errors import QwenmemError
-    from qwenmem.core.session_model.detect import classify_document, sniff_generation
+    """(1.x files, 2.x files) under sessions/, each from its first bytes (a full parse only when they are unusual).
+    Dot-files and CoPaw backups are not sessions; neither is anything detect.generation_of_file cannot tell safely
+    (a FIFO named like a session must not hang this, a link leaving the workspace, a file too large to sniff)."""
+    from qwenmem.core.session_model.detect import GEN1, GEN2, generation_of_file
     from qwenmem.core.sessions import iter_session_files
 
     n1 = n2 = 0
     for path in iter_session_files(ws):
-        try:
-            with open_binary(path) as fh:  # non-blocking and confined
-                st = os.fstat(fh.fileno())
-                if not stat.S_ISREG(st.st_mode):
-                    continue
-                head = fh.read(256)
-                kind = sniff_generation(head)
-                if kind is None and head.lstrip()[:1] == b"{" and st.st_size <= _MAX_SNIFF_BYTES:
-                    fh.seek(0)
-                    kind = classify_document(json.loads(fh.read().decode("utf-8", "replace")))
-        except (OSError, ValueError, RecursionError, QwenmemError):
-            continue
-        n1 += kind == "1.x"
-        n2 += kind == "2.x"
+        kind = generation_of_file(path)
+        n1 += kind == GEN1
+        n2 += kind == GEN2
     return n1, n2
 
 
