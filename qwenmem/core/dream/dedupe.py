@@ -13,9 +13,10 @@ Scope rules (so that nothing meaningful is lost):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from qwenmem.core.dream.changelog import FLAGGED, MERGED, REMOVED, Change
+from qwenmem.core.dream.embedder import TextEmbedder
 from qwenmem.core.dream.evidence import keys_agree, negations, restates, same_subject, values_differ
 from qwenmem.core.dream.markdown import _ITEM, MemoryDoc
 from qwenmem.core.dream.normalize import is_cjk_heavy, normalize, numbers
@@ -58,7 +59,7 @@ def _depth(doc: MemoryDoc, group: tuple[str, Any]) -> int:
     return depth
 
 
-def find_duplicates(doc: MemoryDoc, embedder=None, threshold: float = 0.9) -> DedupePlan:
+def find_duplicates(doc: MemoryDoc, embedder: TextEmbedder | None = None, threshold: float = 0.9) -> DedupePlan:
     removed: dict[int, Change] = {}
     removed_lines: set[int] = set()
     flagged: list[Change] = []
@@ -143,7 +144,9 @@ def _long_enough(key: str, latin_min: int = 16, cjk_min: int = 8) -> bool:
     return len(key) >= (cjk_min if is_cjk_heavy(key) else latin_min)
 
 
-def _near_duplicates(doc, embedder, threshold, keys, raw, removed, flagged, drop) -> None:
+def _near_duplicates(doc: MemoryDoc, embedder: TextEmbedder, threshold: float, keys: dict[int, str], raw: dict[int, str],
+                     removed: dict[int, Change], flagged: list[Change],
+                     drop: Callable[[int, int, str, str, float | None], None]) -> None:
     candidates = [i for i in range(len(doc.items)) if doc.items[i].parent is None and keys[i]
                   and not doc.items[i].children and i not in removed]
     if len(candidates) < 2 or len(candidates) > MAX_PAIRWISE:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from qwenmem.core.dream.changelog import ADDED, MERGED, REPLACED, Change
+from qwenmem.core.dream.embedder import TextEmbedder
 from qwenmem.core.dream.evidence import keys_agree, restates
 from qwenmem.core.dream.facts import not_a_fact, qwenmem_note_lines
 from qwenmem.core.dream.markdown import MemoryDoc, reindent_item
@@ -21,6 +23,10 @@ from qwenmem.core.dream.secrets import secrets_in
 from qwenmem.core.reme_notes import cited_source, without_citations
 from qwenmem.core.dream.normalize import (bigrams, containment, dice, is_cjk_heavy, normalize, numbers,
                                           same_subject)
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 FACT_HEADINGS = re.compile(
     r"fact|decision|decided|preference|prefer|lesson|learn|reflection|insight|takeaway|remember|rule|todo|"
@@ -80,7 +86,7 @@ def _min_len(key: str) -> int:
 
 
 def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candidate], date: str,
-                    embedder=None, threshold: float = 0.9) -> PromotionPlan:
+                    embedder: TextEmbedder | None = None, threshold: float = 0.9) -> PromotionPlan:
     plan = PromotionPlan()
     body_key = normalize("".join(memory.lines[memory.front_matter:]))
     targets = [i for i, item in enumerate(memory.items)
@@ -109,7 +115,9 @@ def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candi
         if secrets_in(cand.text):
             plan.skipped.append((cand, "contains a secret-looking value; never promoted to long-term memory"))
             continue
-        best, why, score = None, None, 0.0
+        best: int | None = None
+        why: str | None = None
+        score = 0.0
         cand_grams = bigrams(cand.key)
         for t_pos, t in enumerate(targets):
             if t in plan.replacements:
@@ -130,7 +138,11 @@ def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candi
             elif semantic >= threshold and why is None and restates(cand.text, target_text[t]):
                 best, why, score = t, "present", semantic
         log_ref = source_of(cand, date)
-        if why == "present":
+        if best is None:  # no entry it matches (`why` is set exactly when `best` is)
+            plan.additions.append((cand, Change(ADDED, f"new fact from {log_ref}"
+                                                + (f" ({cand.heading})" if cand.heading else ""),
+                                                new="".join(cand.lines).rstrip("\n"), section=date)))
+        elif why == "present":
             plan.skipped.append((cand, f"near-duplicate of MEMORY.md line {memory.items[best].start + 1} "
                                        f"(cosine {score:.2f})"))
         elif why == MERGED:
@@ -144,10 +156,6 @@ def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candi
                             line=memory.items[best].start + 1, section=_section(memory, best),
                             similarity=round(score, 4))
             plan.replacements[best] = (cand, change)
-        else:
-            plan.additions.append((cand, Change(ADDED, f"new fact from {log_ref}"
-                                                + (f" ({cand.heading})" if cand.heading else ""),
-                                                new="".join(cand.lines).rstrip("\n"), section=date)))
     return plan
 
 
@@ -156,7 +164,9 @@ def _section(doc: MemoryDoc, item_index: int) -> str | None:
     return doc.headings[s].title if s is not None else None
 
 
-def _similarities(embedder, candidates: list[Candidate], targets: list[str]):
+def _similarities(embedder: TextEmbedder | None, candidates: list[Candidate],
+                  targets: list[str]) -> NDArray[np.float32] | None:
+    """Cosines, candidates by targets (the embedder's rows are L2-normalised)."""
     if embedder is None or not candidates or not targets:
         return None
     vectors = embedder.embed([c.text for c in candidates] + targets)
