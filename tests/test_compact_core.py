@@ -238,3 +238,20 @@ def test_dialog_keeps_two_different_messages_that_share_an_id(tmp_path):
     dialog_mod.write_dialog(dialog_mod.plan_dialog(tmp_path, [first]))
     plan = dialog_mod.plan_dialog(tmp_path, [first, second])
     assert plan.count == 1 and plan.already_present == 1
+
+
+def test_both_generations_share_one_bounded_dialog_scan(tmp_path):
+    from qwenmem.core.compaction2 import dialog as dialog2
+
+    msg1 = user(text="one", ts="2026-05-20 09:00:00.000")
+    msg2 = {"id": "m2", "role": "user", "created_at": "2026-05-20T09:00:01", "content": [{"type": "text", "id": "b1"}]}
+    log = tmp_path / "2026-05-20.jsonl"
+    deep = "[" * 100_000  # json raises RecursionError here, not JSONDecodeError: it is no message, not a crash
+    log.write_text("\n".join([deep, "not json", json.dumps(msg1), json.dumps(msg2), '"no id"']) + "\n")
+    keys1 = dialog_mod.existing_keys(log, dialog_mod.message_key)
+    keys2 = dialog_mod.existing_keys(log, dialog2.line_key)
+    assert dialog_mod.message_key(msg1, json.dumps(msg1)) in keys1
+    assert dialog2.line_key(msg2, json.dumps(msg2)) in keys2
+    assert dialog_mod.all_in_dialog(tmp_path, [msg1]) == [] and dialog2.missing_from_dialog(tmp_path, [msg2]) == []
+    # a line without an id is kept as a digest (bounded per line), the same key in both generations
+    assert dialog_mod.line_digest_key('"no id"') in keys1 & keys2 and len(keys1) == len(keys2) == 3
