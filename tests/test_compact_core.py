@@ -75,7 +75,7 @@ def test_tier3_runs_concurrently_with_tier2(tmp_path, llm_server):
     ws_dir = _workspace(tmp_path, _long_chat())
     ws, report = _run(ws_dir, max_input_length=2000, summarizer="llm", llm=_llm(llm_server), longterm=True)
     assert both_in_flight.is_set(), "tier 3 did not start while tier 2 was waiting for the LLM"
-    assert report.status == "compacted" and report.tier3.detail["written"]
+    assert report.status == "compacted" and report.tier3.detail.written
 
 
 def test_history_larger_than_the_summarizer_budget_is_chunked_not_dropped(tmp_path, llm_server):
@@ -84,7 +84,7 @@ def test_history_larger_than_the_summarizer_budget_is_chunked_not_dropped(tmp_pa
     ws, report = _run(_workspace(tmp_path, msgs), max_input_length=2000, summarizer="llm", llm=_llm(llm_server),
                       longterm=False)
     requests = [r["body"]["messages"][1]["content"] for r in llm_server.chat_requests()]
-    assert len(requests) >= 3 and report.tier2.detail["chunks"] == len(requests)
+    assert len(requests) >= 3 and report.tier2.detail.chunks == len(requests)
     removed = [m for m in msgs if m["id"] in report.removed_ids]
     for msg in removed:  # every removed message reached the summarizer
         marker = msg["content"][0]["text"].split()[1]
@@ -96,8 +96,8 @@ def test_invalid_reply_is_retried_once_then_accepted(tmp_path, llm_server):
     llm_server.set_script([{"content": "no sections here"}, {"content": GOOD}])
     ws, report = _run(_workspace(tmp_path, _long_chat(4)), force=True, reserve_ratio=0.004, summarizer="llm",
                       llm=_llm(llm_server), longterm=False)
-    assert report.status == "compacted" and report.tier2.detail["chunks"] == 1
-    assert report.tier2.detail["llm_calls"] == 2 and len(report.removed_ids) == 3
+    assert report.status == "compacted" and report.tier2.detail.chunks == 1
+    assert report.tier2.detail.llm_calls == 2 and len(report.removed_ids) == 3
 
 
 def test_extra_instruction_reaches_the_summarizer(tmp_path, llm_server):
@@ -112,7 +112,7 @@ def test_daily_note_is_dated_in_the_users_timezone(tmp_path):
     ws_dir = _workspace(tmp_path, _long_chat(6), config={"user_timezone": "Asia/Shanghai"})
     late_utc = datetime(2026, 5, 20, 23, 30, tzinfo=timezone.utc)  # already 07:30 on the 21st in Shanghai
     ws, report = _run(ws_dir, max_input_length=1000, summarizer="extractive", longterm=True, now=late_utc)
-    assert report.tier3.detail["path"] == "memory/2026-05-21.md"
+    assert report.tier3.detail.path == "memory/2026-05-21.md"
     text = (ws_dir / "memory" / "2026-05-21.md").read_text(encoding="utf-8")
     assert text.startswith("# 2026-05-21\n") and "(07:30)" in text and "question 0" in text
 

@@ -208,7 +208,7 @@ def resolve_artifact(path: str, cache_dir: Path) -> Path | None:
 
 def prune_limits_2x(ws: Any, settings: Any, opts: Any, scroll_strategy: bool) -> Limits:
     """The limits from agent.json (`settings`) and the command's overrides (`opts`, a CompactOptions)."""
-    from qwenmem.core.compaction.check import settings_dir
+    from qwenmem.core.compaction.options import settings_dir
 
     return Limits(
         recent_n=opts.recent_n if opts.recent_n is not None else settings.pruning_recent_n,
