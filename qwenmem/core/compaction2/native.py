@@ -85,31 +85,23 @@ def unfinished_tool_call_ids(context: Sequence[Any], reply_id: Any) -> set[str]:
     return {b.get("id") for b in blocks if b.get("type") == "tool_call" and b.get("id") not in results}
 
 
-def split_context(context: Sequence[Any], fixed: Size, summary: Any, reserve_tokens: float,
-                  reply_id: Any = None) -> Split:
-    base = fixed + summary_size(summary)
-    sizes = [message_size(m) for m in context]
-    suffix = [ZERO] * (len(context) + 1)
-    for i in range(len(context) - 1, -1, -1):
-        suffix[i] = sizes[i] + suffix[i + 1]
-    msg_index = len(context) - 1
+def _is_call(b: Any) -> bool:
+    return isinstance(b, dict) and b.get("type") == "tool_call"
+
+
+def _boundary_message(sizes_suffix: list[Size], base: Size, reserve_tokens: float) -> int:
+    """The newest message whose suffix from it reaches the reserve (-1: the whole context fits)."""
+    msg_index = len(sizes_suffix) - 2
     while msg_index >= 0:
-        if tokens_of(base + suffix[msg_index]) >= reserve_tokens:
+        if tokens_of(base + sizes_suffix[msg_index]) >= reserve_tokens:
             break
         msg_index -= 1
-    if msg_index < 0:
-        return Split([], [copy.deepcopy(m) for m in context], reserve_used=reserve_tokens)
-    unfinished = unfinished_tool_call_ids(context, reply_id)
-    for index, msg in enumerate(context[:msg_index + 1]):
-        if any(isinstance(b, dict) and b.get("type") == "tool_call" and b.get("id") in unfinished
-               for b in blocks_of(msg)):
-            msg_index = index
-            break
-    compress = list(context[:msg_index])
-    reserve = list(context[msg_index + 1:])
-    boundary = context[msg_index]
-    content = blocks_of(boundary)
-    after = suffix[msg_index + 1]
+    return msg_index
+
+
+def _boundary_block(content: list[Any], base: Size, after: Size, reserve_tokens: float) -> int:
+    """The last block of the boundary message that goes to the compressed side: blocks are kept newest first
+    while the count stays within the reserve."""
     block_index = len(content) - 1
     kept = ZERO
     while block_index >= 0:
@@ -117,28 +109,53 @@ def split_context(context: Sequence[Any], fixed: Size, summary: Any, reserve_tok
         if tokens_of(base + kept + after) > reserve_tokens:
             break
         block_index -= 1
+    return block_index
 
-    def is_call(b: Any) -> bool:
-        return isinstance(b, dict) and b.get("type") == "tool_call"
 
-    unfinished_idx = [i for i, b in enumerate(content) if is_call(b) and b.get("id") in unfinished]
+def _no_result_without_call(content: list[Any], block_index: int, unfinished: set[Any]) -> int:
+    """Move the cut so no kept tool result is without its call (repeat: a move can split another pair), never
+    moving an unfinished call of the reply in progress to the compressed side."""
+    unfinished_idx = [i for i, b in enumerate(content) if _is_call(b) and b.get("id") in unfinished]
     if unfinished_idx:
         block_index = min(block_index, min(unfinished_idx) - 1)
-    while True:  # no kept tool result without its call (repeat: a move can split another pair)
+    while True:
         remain: dict[Any, int] = {}
         for i in range(len(content) - 1, block_index, -1):
             b = content[i]
             if isinstance(b, dict) and b.get("type") == "tool_result":
                 remain[b.get("id")] = i
-            elif is_call(b):
+            elif _is_call(b):
                 remain.pop(b.get("id"), None)
         if not remain:
-            break
+            return block_index
         new_index = max(remain.values())
         if unfinished_idx and new_index >= min(unfinished_idx):
-            block_index = min(i for i, b in enumerate(content) if is_call(b) and b.get("id") in remain) - 1
+            block_index = min(i for i, b in enumerate(content) if _is_call(b) and b.get("id") in remain) - 1
         else:
             block_index = new_index
+
+
+def split_context(context: Sequence[Any], fixed: Size, summary: Any, reserve_tokens: float,
+                  reply_id: Any = None) -> Split:
+    base = fixed + summary_size(summary)
+    sizes = [message_size(m) for m in context]
+    suffix = [ZERO] * (len(context) + 1)
+    for i in range(len(context) - 1, -1, -1):
+        suffix[i] = sizes[i] + suffix[i + 1]
+    msg_index = _boundary_message(suffix, base, reserve_tokens)
+    if msg_index < 0:
+        return Split([], [copy.deepcopy(m) for m in context], reserve_used=reserve_tokens)
+    unfinished = unfinished_tool_call_ids(context, reply_id)
+    for index, msg in enumerate(context[:msg_index + 1]):
+        if any(_is_call(b) and b.get("id") in unfinished for b in blocks_of(msg)):
+            msg_index = index
+            break
+    compress = list(context[:msg_index])
+    reserve = list(context[msg_index + 1:])
+    boundary = context[msg_index]
+    content = blocks_of(boundary)
+    block_index = _boundary_block(content, base, suffix[msg_index + 1], reserve_tokens)
+    block_index = _no_result_without_call(content, block_index, unfinished)
     head, tail = copy.deepcopy(boundary), copy.deepcopy(boundary)
     if isinstance(boundary, dict):
         head["content"] = copy.deepcopy(content[:block_index + 1])
