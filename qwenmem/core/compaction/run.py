@@ -25,6 +25,7 @@ from typing import Any, Awaitable, Callable
 
 from qwenmem.core.compaction import dialog as dialog_mod
 from qwenmem.core.compaction import longterm
+from qwenmem.core.compaction.longterm import DailyNote
 from qwenmem.core.compaction.check import (CheckReport, CompactOptions, CompactReport, check_loaded, check_session,
                                            in_context, message_id, plan_for, unusable_reason)
 from qwenmem.core.compaction.context import CompactRun
@@ -69,7 +70,7 @@ class _Session1:
     longterm: bool = False
     outcome: SummaryOutcome | None = None
     note_body: str | None = None  # tier 3's text, before it is placed in the day's log
-    note: longterm.DailyNote | None = None
+    note: DailyNote | None = None
     dialog: dialog_mod.DialogPlan = field(default_factory=dialog_mod.DialogPlan)
 
     @property

@@ -15,13 +15,16 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from qwenmem.core.compaction import prompts
 from qwenmem.core.compaction.formatting import chunk_messages
 from qwenmem.core.compaction.prune import MARKER
 from qwenmem.core.errors import LLMError, ValidationError
 from qwenmem.core.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from qwenmem.core.llm import ChatClient
 
 _HEADING = re.compile(r"^##\s+\S", re.M)
 
@@ -51,7 +54,7 @@ def validate_summary(reply: str, input_text: str, counter: TokenCounter) -> None
 
 
 class LLMSummarizer:
-    def __init__(self, client, counter: TokenCounter, language: str = "en", validation_retries: int = 1,
+    def __init__(self, client: ChatClient, counter: TokenCounter, language: str = "en", validation_retries: int = 1,
                  backoff: float = 0.5):
         self.client, self.counter, self.language = client, counter, language
         self.validation_retries, self.backoff = validation_retries, backoff
@@ -127,7 +130,7 @@ def _texts(msg: Any, kinds: tuple[str, ...] = ("text",)) -> list[str]:
     return out
 
 
-def _tool_output(block: dict) -> str:
+def _tool_output(block: dict[str, Any]) -> str:
     output = block.get("output")
     if isinstance(output, list):
         output = "\n".join(str(b.get("text") or "") for b in output if isinstance(b, dict) and b.get("type") == "text")

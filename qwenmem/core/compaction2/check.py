@@ -75,7 +75,7 @@ class Check2Report:
     artifacts_expiring: int = 0  # ... older than offload_retention_days: QwenPaw deletes them at the next close
 
 
-def file_strategy(doc: dict, configured: str) -> tuple[str, str]:
+def file_strategy(doc: dict[str, Any], configured: str) -> tuple[str, str]:
     """Scroll writes `agent.scroll` whenever it is wired; a file without it was compacted natively (QwenPaw falls
     back to native silently when scroll wiring fails, spec §4.1)."""
     has_scroll = isinstance(gen2.agent_of(doc).get("scroll"), dict)  # type: ignore[union-attr]
@@ -205,7 +205,9 @@ def check_gen2(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Check
     if opts.context_size:
         c, c_source = opts.context_size, "--max-input-length"
     else:
-        c, c_source = gen2_settings.provider.context_size, gen2_settings.provider.context_source
+        provider = gen2_settings.provider
+        assert provider is not None  # load_gen2_settings always resolves one (a default when nothing is configured)
+        c, c_source = provider.context_size, provider.context_source
     t, r = _ratios(run.settings, opts)
     system, tools = run.gen2_fixed_parts
     session = loaded.as_model()
@@ -266,7 +268,7 @@ def _tool_results(run: CompactRun, context: list[Any], scroll_strategy: bool, fi
 MAX_SNIFF_BYTES = 256 << 20  # larger files are left to the 1.x loader, which names its own size limit
 
 
-def is_gen2_file(path) -> bool:
+def is_gen2_file(path: str | os.PathLike[str]) -> bool:
     """From the first bytes when they are the usual `{"agent": {"state": …`; else by parsing the whole file. A file
     that cannot be read or parsed here (a link leaving the workspace, nesting too deep, too large) is not 2.x: the
     1.x path then loads it and reports what is wrong with it, as one line."""

@@ -33,7 +33,7 @@ def offload_reminder(path: str) -> str:
             "needed.</system-reminder>")
 
 
-def render_summary(fields: dict) -> str:
+def render_summary(fields: dict[str, str]) -> str:
     return SUMMARY_TEMPLATE.format(**{k: fields.get(k, "") for k in SUMMARY_FIELDS})
 
 
@@ -44,8 +44,8 @@ def effective_ratios(trigger_ratio: float, reserve_ratio: float) -> tuple[float,
 
 @dataclass
 class Split:
-    compress: list  # Msg dicts (the boundary message may be a copy holding its first blocks)
-    reserve: list  # Msg dicts (the boundary message may be a copy holding its last blocks)
+    compress: list[Any]  # Msg dicts (the boundary message may be a copy holding its first blocks)
+    reserve: list[Any]  # Msg dicts (the boundary message may be a copy holding its last blocks)
     boundary: int | None = None  # index of the split message in the context
     boundary_blocks: tuple[int, int] = (0, 0)  # (blocks compressed, blocks in the message)
     reserve_used: float = 0.0  # the reserve the split was computed with (0 after the fallback)
@@ -82,7 +82,7 @@ def unfinished_tool_call_ids(context: Sequence[Any], reply_id: Any) -> set[str]:
         return set()
     blocks = [b for b in blocks_of(last) if isinstance(b, dict)]
     results = {b.get("id") for b in blocks if b.get("type") == "tool_result"}
-    return {b.get("id") for b in blocks if b.get("type") == "tool_call" and b.get("id") not in results}
+    return {str(b.get("id")) for b in blocks if b.get("type") == "tool_call" and b.get("id") not in results}
 
 
 def _is_call(b: Any) -> bool:
