@@ -20,25 +20,28 @@ import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from qwenmem.core.errors import UnsafeLinkError
 
 MAX_LINKS = 40  # as Linux's MAXSYMLINKS: more than this is a loop
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
+# on_new_dir(dir_fd, name, path): called for each directory parent_of creates
+NewDirHook = Callable[[int, str, Path], None]
+
 _roots: set[Path] = set()
 _refused: list[str] = []
 _lock = threading.Lock()
 
 
-def register_root(path: os.PathLike | str) -> None:
+def register_root(path: os.PathLike[str] | str) -> None:
     """Confine every later open under `path` (an already resolved workspace directory) to it."""
     with _lock:
         _roots.add(Path(path))
 
 
-def root_for(path: os.PathLike | str) -> Path | None:
+def root_for(path: os.PathLike[str] | str) -> Path | None:
     """The deepest registered workspace that lexically contains `path`, or None."""
     p = Path(os.path.abspath(path))
     best = None
@@ -100,8 +103,8 @@ def _inside_parts(root: Path, absolute: str) -> list[str] | None:
 
 
 @contextlib.contextmanager
-def parent_of(path: os.PathLike | str, *, follow_last: bool = True, create_dirs: bool = False,
-              on_new_dir=None) -> Iterator[Resolved]:
+def parent_of(path: os.PathLike[str] | str, *, follow_last: bool = True, create_dirs: bool = False,
+              on_new_dir: NewDirHook | None = None) -> Iterator[Resolved]:
     """Yield the resolved parent directory of `path` as an open descriptor, plus the final name.
 
     With `follow_last`, a final component that is a symlink inside the workspace is followed (so writing a
@@ -132,7 +135,7 @@ def parent_of(path: os.PathLike | str, *, follow_last: bool = True, create_dirs:
 
 
 def _walk(root: Path, pending: list[str], fds: list[int], follow_last: bool, create_dirs: bool,
-          on_new_dir) -> Resolved:
+          on_new_dir: NewDirHook | None) -> Resolved:
     real: list[str] = []
     links = 0
     pending = list(reversed(pending))  # a stack: pending[-1] is the next component
@@ -188,7 +191,7 @@ def _walk(root: Path, pending: list[str], fds: list[int], follow_last: bool, cre
         real.append(comp)
 
 
-def check(path: os.PathLike | str) -> Path:
+def check(path: os.PathLike[str] | str) -> Path:
     """Refuse (UnsafeLinkError) a path whose any component is a link leaving the workspace, or a loop; return
     the path it really is. A missing tail is fine. For directories handed to code that opens files itself."""
     try:
@@ -198,7 +201,7 @@ def check(path: os.PathLike | str) -> Path:
         return Path(path)
 
 
-def open_fd(path: os.PathLike | str, flags: int, mode: int = 0o600) -> int:
+def open_fd(path: os.PathLike[str] | str, flags: int, mode: int = 0o600) -> int:
     """os.open, confined: the final component is opened with O_NOFOLLOW relative to its checked directory."""
     with parent_of(path) as r:
         if root_for(path) is None:
@@ -206,12 +209,12 @@ def open_fd(path: os.PathLike | str, flags: int, mode: int = 0o600) -> int:
         return os.open(r.name, flags | getattr(os, "O_NOFOLLOW", 0), mode, dir_fd=r.dir_fd)
 
 
-def open_binary(path: os.PathLike | str):
+def open_binary(path: os.PathLike[str] | str) -> BinaryIO:
     """A confined `open(path, "rb")` that never blocks on a FIFO."""
     return os.fdopen(open_fd(path, os.O_RDONLY | os.O_NONBLOCK), "rb")
 
 
-def read_bytes(path: os.PathLike | str) -> bytes:
+def read_bytes(path: os.PathLike[str] | str) -> bytes:
     """A confined `Path.read_bytes()` (UnsafeLinkError for a link that leaves the workspace)."""
     with open_binary(path) as fh:
         return fh.read()

@@ -272,28 +272,9 @@ def is_gen2_file(path: str | os.PathLike[str]) -> bool:
     """From the first bytes when they are the usual `{"agent": {"state": …`; else by parsing the whole file. A file
     that cannot be read or parsed here (a link leaving the workspace, nesting too deep, too large) is not 2.x: the
     1.x path then loads it and reports what is wrong with it, as one line."""
-    from qwenmem.core.confine import open_binary
-    from qwenmem.core.errors import QwenmemError
-    from qwenmem.core.session_model.detect import GEN2, classify_document, sniff_generation
+    from qwenmem.core.session_model.detect import GEN2, generation_of_file
 
-    try:
-        with open_binary(path) as fh:
-            head = fh.read(256)
-            guess = sniff_generation(head)
-            if guess is not None:
-                return bool(guess == GEN2)
-            if os.fstat(fh.fileno()).st_size > MAX_SNIFF_BYTES:
-                return False
-            fh.seek(0)
-            data = fh.read()
-    except (OSError, QwenmemError):
-        return False
-    try:
-        from qwenmem.core.session_model.codec import loads_document
-
-        return bool(classify_document(loads_document(data)) == GEN2)
-    except (ValueError, RecursionError):
-        return False
+    return generation_of_file(os.fspath(path), max_bytes=MAX_SNIFF_BYTES) == GEN2
 
 
 def check_ref(ws: Workspace, ref: SessionRef, settings: Settings, opts: Check2Options,

@@ -39,6 +39,7 @@ class Diagnosis:
     messages_moved: int = 0  # 2.x: messages whose every block moved into the message it belongs to
     state_reset: bool = False
     removed_cut: Any = None
+    write_mode: int | None = None  # the mode the written file gets (None: it keeps its own)
 
     @property
     def needs_repair(self) -> bool:
