@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from datetime import date, datetime, timezone
 from pathlib import Path
 
@@ -255,3 +256,51 @@ def test_both_generations_share_one_bounded_dialog_scan(tmp_path):
     assert dialog_mod.all_in_dialog(tmp_path, [msg1]) == [] and dialog2.missing_from_dialog(tmp_path, [msg2]) == []
     # a line without an id is kept as a digest (bounded per line), the same key in both generations
     assert dialog_mod.line_digest_key('"no id"') in keys1 & keys2 and len(keys1) == len(keys2) == 3
+
+
+def test_several_sessions_are_summarized_concurrently_and_written_in_order(tmp_path, llm_server):
+    """With a remote LLM, up to llm_concurrency sessions wait for their summary at once (bounded), each gets its
+    own summary, and the writes happen one session at a time in the given order, whichever reply came first."""
+    sessions = 6
+    lock = threading.Lock()
+    state = {"in_flight": 0, "peak": 0, "arrived": 0}
+    four_waiting = threading.Event()
+
+    def reply(request):
+        text = request["messages"][1]["content"]
+        marker = next(w for w in text.split() if w.startswith("sess"))
+        with lock:
+            state["in_flight"] += 1
+            state["peak"] = max(state["peak"], state["in_flight"])
+            state["arrived"] += 1
+            order = state["arrived"]
+            if state["in_flight"] >= 4:
+                four_waiting.set()
+        four_waiting.wait(5)  # returns early once four requests are in flight together
+        time.sleep(0.1 * max(0, 5 - order))  # the first to arrive answers last
+        with lock:
+            state["in_flight"] -= 1
+        return GOOD + f"\n- summary of {marker}"
+
+    llm_server.set_script([{"content": reply}])
+    ws_dir = tmp_path / "ws"
+    (ws_dir / "sessions" / "console").mkdir(parents=True)
+    (ws_dir / "agent.json").write_text(json.dumps({"language": "en"}), encoding="utf-8")
+    for k in range(sessions):
+        msgs = [user(text=f"sess{k} question {i} " + "q" * 1200, ts=f"2026-05-20 10:{i:02d}:0{k}.000") if i % 2 == 0
+                else say(text=f"sess{k} answer {i} " + "a" * 1200, ts=f"2026-05-20 10:{i:02d}:0{k}.000")
+                for i in range(8)]
+        (ws_dir / "sessions" / "console" / f"s{k}.json").write_text(json.dumps(session_doc(msgs)), encoding="utf-8")
+    ws = discover_workspace(ws_dir)
+    refs = sorted(iter_session_refs(ws), key=lambda r: r.key, reverse=True)  # s5 … s0: not the file order
+    reports, _ = compact_sessions(ws, refs, load_settings(ws), CompactOptions(
+        max_input_length=2000, summarizer="llm", llm=_llm(llm_server), longterm=False))
+    assert [r.key for r in reports] == [r.key for r in refs]
+    assert all(r.status == "compacted" for r in reports), [(r.key, r.error) for r in reports]
+    assert state["peak"] == 4  # concurrent, and never more than the bound
+    for ref in refs:
+        summary = json.loads(ref.path.read_text(encoding="utf-8"))["agent"]["memory"]["_compressed_summary"]
+        assert f"- summary of sess{ref.path.stem[1:]}" in summary  # each session got its own reply
+    lines = (ws_dir / "dialog" / "2026-05-20.jsonl").read_text(encoding="utf-8").splitlines()
+    order = list(dict.fromkeys(json.loads(line)["content"][0]["text"].split()[0] for line in lines))
+    assert order == [f"sess{ref.path.stem[1:]}" for ref in refs]  # appended in the given order

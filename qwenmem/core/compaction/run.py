@@ -37,7 +37,7 @@ from qwenmem.core.errors import (ChangedUnderneathError, LLMError, QwenmemError,
 from qwenmem.core.fsio import ensure_unchanged, exclusive_lock
 from qwenmem.core.fsio import atomic_write_bytes
 from qwenmem.core.safety import replace_preserving
-from qwenmem.core.session_model.detect import GEN2, sniff_generation
+from qwenmem.core.session_model.detect import GEN2, HEAD_BYTES, sniff_generation
 from qwenmem.core.sessions import Entry, LoadedSession, SessionDoc, SessionRef, encode_session, load_session
 from qwenmem.core.sessions import parse_any_session
 from qwenmem.core.settings import Settings
@@ -300,7 +300,7 @@ def load_once(ref: SessionRef) -> tuple[LoadedSession, bool]:
     writes. Its generation comes from its first bytes when they are the usual `{"agent": {"state": …`, else from
     what the loader made of it."""
     loaded = load_session(ref, keep_raw=True)
-    guess = sniff_generation(loaded.raw[:256]) if loaded.raw else None
+    guess = sniff_generation(loaded.raw[:HEAD_BYTES]) if loaded.raw else None
     loaded.raw = None  # only the head was needed; the document is parsed
     return loaded, (guess == GEN2 if guess is not None else loaded.gen2_doc is not None)
 
