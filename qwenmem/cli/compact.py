@@ -237,37 +237,38 @@ def _render_results(reports: list[CompactReport], dry_run: bool) -> None:
         if r.status in ("failed", "skipped"):
             continue
         con.print(f"[bold]{output.escape(r.key)}[/bold]: {r.status}")
-        for line in _tier_lines(r, dry_run):
-            con.print(line, soft_wrap=line.startswith(("  removed ids:", "  kept ids:")))
+        for line, id_list in _tier_lines(r, dry_run):
+            con.print(line, soft_wrap=id_list)  # an id list is never wrapped mid-id
         con.print(f"  context tokens {r.context_tokens_before:,} → {r.context_tokens_after:,}"
                   + (f"; original kept at {r.backup}" if r.backup else ""))
 
 
-def _tier_lines(r: CompactReport, dry_run: bool) -> list[str]:
+def _tier_lines(r: CompactReport, dry_run: bool) -> list[tuple[str, bool]]:
+    """(line, whether it is an id list) per tier, from the typed tier reports."""
     verb = "would " if dry_run else ""
-    lines: list[str] = []
+    lines: list[tuple[str, bool]] = []
     t1, d1 = r.tier1, r.tier1.detail
     if t1.ran and isinstance(d1, PruneDetail) and (d1.outputs_cut or d1.outputs_recut):
-        lines.append(f"  tier 1: {verb}cut {d1.outputs_cut} tool output(s), re-cut {d1.outputs_recut} "
+        lines.append((f"  tier 1: {verb}cut {d1.outputs_cut} tool output(s), re-cut {d1.outputs_recut} "
                      f"({d1.bytes_removed:,} bytes; full texts in {len(d1.offload_files)} new offload file(s)); "
-                     f"message tokens {t1.tokens_before:,} → {t1.tokens_after:,}")
+                     f"message tokens {t1.tokens_before:,} → {t1.tokens_after:,}", False))
     d2 = r.tier2.detail
     if r.tier2.ran and isinstance(d2, ScrollDetail):  # QwenPaw 2.x scroll: evicted, rows in history.db
-        lines.append(f"  scroll: {'would evict' if dry_run else 'evicted'} {d2.removed_messages} message(s) "
+        lines.append((f"  scroll: {'would evict' if dry_run else 'evicted'} {d2.removed_messages} message(s) "
                      f"(seq {d2.evicted_seq[0]}–{d2.evicted_seq[1]}, rows in history.db), kept "
-                     f"{d2.kept_messages} + placeholder")
+                     f"{d2.kept_messages} + placeholder", False))
     elif r.tier2.ran and isinstance(d2, (SummaryDetail, NativeDetail)):
-        lines.append(f"  tier 2: {'would remove' if dry_run else 'removed'} {d2.removed_messages} message(s) to "
+        lines.append((f"  tier 2: {'would remove' if dry_run else 'removed'} {d2.removed_messages} message(s) to "
                      f"{', '.join(d2.dialog_files) or 'dialog/ (already there)'}, kept {d2.kept_messages}; "
-                     f"summary by {d2.summarizer}" + (f" in {d2.chunks} chunk(s)" if d2.chunks else ""))
-        lines.append("  removed ids: " + output.escape(", ".join(r.removed_ids)))
-        lines.append("  kept ids: " + output.escape(", ".join(r.kept_ids) or "(none)"))
+                     f"summary by {d2.summarizer}" + (f" in {d2.chunks} chunk(s)" if d2.chunks else ""), False))
+        lines.append(("  removed ids: " + output.escape(", ".join(r.removed_ids)), True))
+        lines.append(("  kept ids: " + output.escape(", ".join(r.kept_ids) or "(none)"), True))
     else:
         reason = d2.reason if isinstance(d2, (SummaryDetail, Gen2Decision)) else ""
-        lines.append(f"  tier 2: not needed ({output.escape(reason)})")
+        lines.append((f"  tier 2: not needed ({output.escape(reason)})", False))
     d3 = r.tier3.detail
     if r.tier3.ran and isinstance(d3, LongtermDetail):
         state = ("already noted (rerun)" if d3.duplicate else "written" if d3.written else
                  "would be written" if dry_run and d3.chars else "nothing to note")
-        lines.append(f"  tier 3: {d3.path}: {state}")
+        lines.append((f"  tier 3: {d3.path}: {state}", False))
     return lines

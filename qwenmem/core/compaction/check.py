@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qwenmem.core.compaction.context import CompactRun
 from qwenmem.core.compaction.options import (Check2Options, CompactOptions, effective_numbers, prune_limits,
@@ -18,6 +18,9 @@ from qwenmem.core.sessions import CORRUPT, LoadedSession, SessionDoc, Entry, Ses
 from qwenmem.core.settings import Settings
 from qwenmem.core.tokens import message_tokens, tool_output_tokens
 from qwenmem.core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from qwenmem.core.compaction2.check import Check2Report
 
 __all__ = ["Check2Options", "CheckReport", "CompactOptions", "CompactReport", "TierReport", "Tokens",
            "check_loaded", "check_session", "effective_numbers", "in_context", "message_id", "plan_for",
@@ -65,7 +68,7 @@ class CompactReport:
     key: str
     path: str
     status: str  # compacted | pruned | unchanged | dry-run | skipped | failed
-    check: Any = None  # CheckReport (1.x) or compaction2.check.Check2Report (2.x)
+    check: CheckReport | Check2Report | None = None
     tier1: TierReport[Tier1Detail] = field(default_factory=tier1_not_reported)
     tier2: TierReport[Tier2Detail] = field(default_factory=tier2_not_reported)
     tier3: TierReport[Tier3Detail] = field(default_factory=tier3_not_reported)

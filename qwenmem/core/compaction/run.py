@@ -21,7 +21,7 @@ import asyncio
 import copy
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from qwenmem.core.compaction import dialog as dialog_mod
 from qwenmem.core.compaction import longterm
@@ -43,6 +43,9 @@ from qwenmem.core.sessions import parse_any_session
 from qwenmem.core.settings import Settings
 from qwenmem.core.tokens import message_tokens
 from qwenmem.core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from qwenmem.core.compaction2.check import Check2Report
 
 __all__ = ["CheckReport", "CompactOptions", "CompactReport", "CompactRun", "check_one", "check_session",
            "compact_sessions", "load_once"]
@@ -305,7 +308,7 @@ def load_once(ref: SessionRef) -> tuple[LoadedSession, bool]:
     return loaded, (guess == GEN2 if guess is not None else loaded.gen2_doc is not None)
 
 
-def check_one(run: CompactRun, ref: SessionRef) -> Any:
+def check_one(run: CompactRun, ref: SessionRef) -> CheckReport | Check2Report:
     """The `--check` report of one session of either generation (CheckReport or Check2Report), from one read.
     Raises WorkspaceError when it cannot be compacted."""
     loaded, gen2 = load_once(ref)
