@@ -134,6 +134,37 @@ def parent_of(path: os.PathLike[str] | str, *, follow_last: bool = True, create_
             os.close(fd)
 
 
+def _make_missing_dir(comp: str, here: Path, dir_fd: int, create_dirs: bool, on_new_dir: NewDirHook | None) -> None:
+    """A directory component that does not exist: FileNotFoundError, or with `create_dirs` make it (0700; someone
+    else making it first is fine: the walk looks at it again either way)."""
+    if not create_dirs:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(here)) from None
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(comp, 0o700, dir_fd=dir_fd)
+        if on_new_dir is not None:
+            on_new_dir(dir_fd, comp, here)
+
+
+def _link_target_parts(root: Path, real: list[str], comp: str, here: Path, dir_fd: int) -> list[str]:
+    """The (normalised) target of the link `comp` as parts below `root`; UnsafeLinkError if it leads out."""
+    target = os.readlink(comp, dir_fd=dir_fd)
+    joined = target if os.path.isabs(target) else os.path.join(str(root.joinpath(*real)), target)
+    parts = _inside_parts(root, joined)
+    if parts is None:
+        raise _outside(here, target)
+    return parts
+
+
+def _open_dir(comp: str, dir_fd: int) -> int | None:
+    """A descriptor of the directory `comp`, or None when it became a link since the stat (ELOOP: look again)."""
+    try:
+        return os.open(comp, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
+        raise
+
+
 def _walk(root: Path, pending: list[str], fds: list[int], follow_last: bool, create_dirs: bool,
           on_new_dir: NewDirHook | None) -> Resolved:
     real: list[str] = []
@@ -148,23 +179,14 @@ def _walk(root: Path, pending: list[str], fds: list[int], follow_last: bool, cre
         except FileNotFoundError:
             if last:
                 return Resolved(fds[-1], comp, here)
-            if not create_dirs:
-                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(here)) from None
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(comp, 0o700, dir_fd=fds[-1])
-                if on_new_dir is not None:
-                    on_new_dir(fds[-1], comp, here)
+            _make_missing_dir(comp, here, fds[-1], create_dirs, on_new_dir)
             pending.append(comp)  # look at it again: someone may have raced a link in
             continue
         if stat.S_ISLNK(st.st_mode) and (follow_last or not last):
             links += 1
             if links > MAX_LINKS:
                 raise _loop(here)
-            target = os.readlink(comp, dir_fd=fds[-1])
-            joined = target if os.path.isabs(target) else os.path.join(str(root.joinpath(*real)), target)
-            parts = _inside_parts(root, joined)
-            if parts is None:
-                raise _outside(here, target)
+            parts = _link_target_parts(root, real, comp, here, fds[-1])
             # restart from the root along the link's (normalised) target, then the rest of the path
             for fd in fds[1:]:
                 os.close(fd)
@@ -178,16 +200,14 @@ def _walk(root: Path, pending: list[str], fds: list[int], follow_last: bool, cre
             return Resolved(fds[-1], comp, here)
         if not stat.S_ISDIR(st.st_mode):
             raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(here))
-        try:
-            fds.append(os.open(comp, _DIR_FLAGS, dir_fd=fds[-1]))
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:  # it became a link since the stat: look again
-                pending.append(comp)
-                links += 1
-                if links > MAX_LINKS:
-                    raise _loop(here) from None
-                continue
-            raise
+        opened = _open_dir(comp, fds[-1])
+        if opened is None:  # it became a link since the stat: look again
+            pending.append(comp)
+            links += 1
+            if links > MAX_LINKS:
+                raise _loop(here)
+            continue
+        fds.append(opened)
         real.append(comp)
 
 
