@@ -53,7 +53,7 @@ if step == "renaming":  # the session's temporary is written and fsynced; the re
     os.replace = replace
 
 ws = discover_workspace(sys.argv[1])
-run_repair(ws, list(iter_session_refs(ws)), REPAIR, checkpoint=kill_at)
+run_repair(ws, list(iter_session_refs(ws)), REPAIR, checkpoint=kill_at, convert_gen1=sys.argv[4] == "convert")
 """
 KILL_STEPS = ("locked", "alternatives", "quarantined", "renaming", "replaced", "recorded")
 
@@ -113,25 +113,53 @@ def _sessions(ws: Path) -> dict[str, bytes]:
             if not p.name.startswith(".")}
 
 
-def _repair_in_process(ws: Path) -> None:
+def _repair_in_process(ws: Path, convert: bool = False) -> None:
     w = discover_workspace(ws)
-    run = run_repair(w, list(iter_session_refs(w)), REPAIR)
+    run = run_repair(w, list(iter_session_refs(w)), REPAIR, convert_gen1=convert)
     assert not run.changed_underneath, [f.notes for f in run.files]
 
 
-def _reference(tmp_path: Path, ws: Path) -> dict[str, bytes]:
+def _reference(tmp_path: Path, ws: Path, convert: bool = False) -> dict[str, bytes]:
     ref = tmp_path / "reference"
     shutil.copytree(ws, ref)
-    _repair_in_process(ref)
+    _repair_in_process(ref, convert)
     return _sessions(ref)
+
+
+def _without_generated(data: bytes) -> bytes:
+    """A converted 1.x file without what AgentScope generates on each conversion (block ids and times)."""
+    doc = json.loads(data)
+
+    def strip(blocks: object) -> None:
+        for b in blocks if isinstance(blocks, list) else []:
+            if isinstance(b, dict):
+                b.pop("created_at", None)
+                if b.get("type") not in ("tool_call", "tool_result"):
+                    b.pop("id", None)
+                strip(b.get("output"))
+
+    for m in doc["agent"]["state"]["context"]:
+        strip(m["content"])
+    return json.dumps(doc, sort_keys=True).encode()
+
+
+def _same(rel: str, a: bytes, b: bytes, converted: frozenset[str]) -> bool:
+    if rel not in converted or a == b:
+        return a == b
+    try:
+        return _without_generated(a) == _without_generated(b)
+    except (ValueError, KeyError, TypeError):
+        return False
 
 
 def _temporaries(ws: Path) -> list[Path]:
     return [p for p in ws.rglob("*" + TEMP_SUFFIX)]
 
 
-def _check_after_kill(ws: Path, old: dict[str, bytes], new: dict[str, bytes]) -> str:
-    """The invariants that hold at any moment; returns "old", "new" or "mixed" (some files done)."""
+def _check_after_kill(ws: Path, old: dict[str, bytes], new: dict[str, bytes],
+                      converted: frozenset[str] = frozenset()) -> str:
+    """The invariants that hold at any moment; returns "old", "new" or "mixed" (some files done). A `converted`
+    file's new version is the reference conversion up to the values generated on each conversion."""
     now = _sessions(ws)
     assert set(now) == set(old), "session files appeared or vanished"
     kept: dict[str, list[bytes]] = {}
@@ -147,22 +175,26 @@ def _check_after_kill(ws: Path, old: dict[str, bytes], new: dict[str, bytes]) ->
         assert rel in old and all(k == old[rel] for k in data), f"{rel}: the quarantine holds other bytes"
     done = 0
     for rel, data in now.items():
-        assert data in (old[rel], new[rel]), f"{rel} is neither the old nor the new version"
-        if data == new[rel] != old[rel]:
+        is_new = _same(rel, data, new[rel], converted) and data != old[rel]
+        assert data == old[rel] or is_new, f"{rel} is neither the old nor the new version"
+        if is_new:
             done += 1
             assert old[rel] in kept.get(rel, []), f"{rel} was replaced but the quarantine lacks the original"
     changing = sum(1 for rel in old if old[rel] != new[rel])
     return "old" if done == 0 else "new" if done == changing else "mixed"
 
 
-def _finish_and_check(ws: Path, new: dict[str, bytes]) -> None:
-    _repair_in_process(ws)
-    assert _sessions(ws) == new, "a re-run did not finish the job"
+def _finish_and_check(ws: Path, new: dict[str, bytes], converted: frozenset[str] = frozenset()) -> None:
+    _repair_in_process(ws, convert=bool(converted))
+    now = _sessions(ws)
+    assert set(now) == set(new) and all(_same(r, now[r], new[r], converted) for r in new), \
+        "a re-run did not finish the job"
     assert _temporaries(ws) == [], "a temporary was left that the next run does not clean"
 
 
-def _kill_at(ws: Path, step: str, nth: int) -> int:
-    proc = subprocess.run([sys.executable, "-c", KILLED_AT_STEP, str(ws), step, str(nth)], env=_env(),
+def _kill_at(ws: Path, step: str, nth: int, convert: bool = False) -> int:
+    proc = subprocess.run([sys.executable, "-c", KILLED_AT_STEP, str(ws), step, str(nth),
+                           "convert" if convert else "-"], env=_env(),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode in (0, -signal.SIGKILL), proc.stderr
     return proc.returncode
@@ -268,3 +300,53 @@ def test_kill_at_random_moments_in_the_generated_corpus(tmp_path):
         path.write_bytes(data)
         os.utime(path, (time.time() - 3600,) * 2)
     _random_kills(tmp_path, ws, trials=25, seed=1401)
+
+
+def _with_gen1_files(root: Path) -> tuple[Path, frozenset[str]]:
+    """The 2.x workspace plus 1.x files (one with compressed marks), for `--convert-1x` runs."""
+    ws = _write_workspace(root, _damaged_files(turns=30))
+    converted = []
+    for i, n in enumerate((4, 40)):
+        items = [[{"id": f"m{i}-{j:03d}-aaaaaaaaaaaaaa", "name": "user" if j % 2 == 0 else "QwenPaw",
+                   "role": "user" if j % 2 == 0 else "assistant",
+                   "content": [{"type": "text", "text": f"1.x message {j} " * 20}], "metadata": {},
+                   "timestamp": f"2026-05-20 09:{j // 60:02d}:{j % 60:02d}.000"}, ["compressed"] if j < 2 else []]
+                 for j in range(n)]
+        doc = {"agent": {"memory": {"content": items, "_compressed_summary": "## Goal\n- old summary"},
+                         "toolkit": {"active_groups": []}, "name": "QwenPaw", "_sys_prompt": "..."}}
+        path = ws / "sessions" / "discord" / f"old{i}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+        os.utime(path, (time.time() - 3600,) * 2)
+        converted.append(path.relative_to(ws).as_posix())
+    return ws, frozenset(converted)
+
+
+def _convert_trial(tmp_path: Path, step: str, nth: int) -> dict[str, bytes]:
+    pristine, converted = _with_gen1_files(tmp_path / "pristine-1x")
+    old = _sessions(pristine)
+    new = _reference(tmp_path, pristine, convert=True)
+    assert all(new[r] != old[r] for r in converted)
+    ws = _trial(tmp_path, pristine, f"convert-{step}-{nth}")
+    code = _kill_at(ws, step, nth, convert=True)
+    state = _check_after_kill(ws, old, new, converted)
+    if code == 0:
+        assert state == "new"
+    killed = _sessions(ws)
+    _finish_and_check(ws, new, converted)
+    return {rel: killed[rel] for rel in converted}
+
+
+@pytest.mark.parametrize("step", ("quarantined", "renaming", "replaced"))
+def test_kill_during_a_convert_1x_run_leaves_old_or_converted(tmp_path, step):
+    # files are written in name order: console/ (5 written), then discord/old0 and old1: kill while writing old1
+    at_kill = _convert_trial(tmp_path, step, 7)
+    assert json.loads(at_kill["sessions/discord/old0.json"])["agent"].get("state"), "old0 was converted"
+    assert ("state" in json.loads(at_kill["sessions/discord/old1.json"])["agent"]) == (step == "replaced")
+
+
+@pytest.mark.slow
+def test_kill_at_every_checkpoint_of_a_convert_1x_run(tmp_path):
+    for step in KILL_STEPS:
+        for nth in range(1, 11):
+            _convert_trial(tmp_path / f"{step}-{nth}", step, nth)

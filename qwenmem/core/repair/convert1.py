@@ -60,7 +60,7 @@ def _stamp(block: dict[str, Any]) -> dict[str, Any]:
     return block
 
 
-def _ensure_url_scheme(url: str) -> str:
+def ensure_url_scheme(url: str) -> str:
     """`file://` for an absolute local path, as QwenPaw's `_ensure_url_scheme` does (same machine, same result)."""
     if url.startswith(("/", "~")):
         resolved = str(Path(unquote(url)).expanduser().resolve())
@@ -81,7 +81,7 @@ def _source(source: Any, modality: str) -> dict[str, Any]:
         raise NotConvertible(f"unsupported source for a 1.x {modality} block: {type(source).__name__}")
     kind = source.get("type")
     if kind == "url":
-        url = _ensure_url_scheme(str(source.get("url")))
+        url = ensure_url_scheme(str(source.get("url")))
         media = source.get("media_type") or mimetypes.guess_type(url)[0] or _MODALITY_DEFAULT_MIME.get(
             modality, "application/octet-stream")
         return {"type": "url", "url": url, "media_type": media}
@@ -91,7 +91,8 @@ def _source(source: Any, modality: str) -> dict[str, Any]:
     raise NotConvertible(f"unknown source type {kind!r} in a 1.x {modality} block")
 
 
-def _file_text(block: dict[str, Any]) -> dict[str, Any]:
+def file_as_text(block: dict[str, Any]) -> dict[str, Any]:
+    """A 1.x file block as the text block QwenPaw puts in its place."""
     name = block.get("filename") or block.get("name") or ""
     source = block.get("source")
     if isinstance(source, dict):
@@ -116,7 +117,7 @@ def _block(block: Any) -> Any:
         return _stamp({"type": "tool_call", "id": block.get("id", ""), "name": block.get("name", ""), "input": text,
                        "state": "pending", "suggested_rules": []})
     if kind == "file":
-        return _stamp(_file_text(block))
+        return _stamp(file_as_text(block))
     return _validated_block(block)
 
 

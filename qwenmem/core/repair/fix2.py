@@ -14,10 +14,11 @@ import mimetypes
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from qwenmem.core.repair.convert1 import ensure_url_scheme, file_as_text
 from qwenmem.core.repair.fixes import Removal
 from qwenmem.core.repair.rules2 import (ALLOWED_BY_ROLE, BLOCK_TYPES, FINISHED_REASONS, ROLES, TOOL_CALL_STATES,
                                         TOOL_RESULT_STATES, _media_list_problems, _opt_str, _usage_ok, block_problems,
-                                        source_problems)
+                                        effective_type, source_problems)
 
 _ASSISTANT_ONLY = ("tool_call", "tool_result", "thinking", "hint")
 
@@ -66,20 +67,26 @@ def _fix_source(block: dict[str, Any], fix: ContextFix, where: str) -> bool:
 
 
 def _legacy_block(block: dict[str, Any]) -> dict[str, Any] | None:
-    """1.x blocks as QwenPaw's msg_from_dict converts them (spec §2.6), or None."""
+    """1.x blocks as QwenPaw's msg_from_dict converts them (spec §2.6; repair/convert1.py), or None when the result
+    would still not validate."""
     kind = block.get("type")
+    converted: dict[str, Any] | None = None
     if kind == "tool_use" and isinstance(block.get("id"), str) and isinstance(block.get("name"), str):
-        raw = block.get("raw_input")
-        text = raw if isinstance(raw, str) else json.dumps(block.get("input") or {}, ensure_ascii=False)
-        return {"type": "tool_call", "id": block["id"], "name": block["name"], "input": text}
-    if kind in ("image", "audio", "video"):
+        raw = block.get("input") or block.get("raw_input") or "{}"  # QwenPaw's order: input, then raw_input
+        text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+        converted = {"type": "tool_call", "id": block["id"], "name": block["name"], "input": text}
+    elif kind in ("image", "audio", "video"):
         src = block.get("source")
         if isinstance(src, dict) and (isinstance(src.get("url"), str) or isinstance(src.get("data"), str)):
             source: dict[str, Any] = dict(src)
             source.setdefault("type", "url" if "url" in src else "base64")
+            if source["type"] == "url" and isinstance(source.get("url"), str):
+                source["url"] = ensure_url_scheme(source["url"])  # a local path becomes a file:// URL
             source.setdefault("media_type", _guess_media_type(block, src) or f"{kind}/*")
-            return {"type": "data", "source": source}
-    return None
+            converted = {"type": "data", "source": source}
+    elif kind == "file":
+        converted = file_as_text(block)
+    return converted if converted is not None and not block_problems(converted) else None
 
 
 def _fix_common(block: dict[str, Any]) -> int:
@@ -197,6 +204,9 @@ def fix_block(block: Any, fix: ContextFix, where: str) -> Any:
     """The block made valid, or None when it cannot be (the caller quarantines the original)."""
     if not isinstance(block, dict):
         return None
+    if "type" not in block and effective_type(block) in BLOCK_TYPES:
+        # AgentScope reads it as that type and writes the type on its next save: the same block, made explicit
+        block = {"type": effective_type(block), **block}
     if block.get("type") not in BLOCK_TYPES:
         return _converted_legacy(block, fix, where)
     if not block_problems(block):

@@ -163,16 +163,38 @@ _KIND_PROBLEMS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "tool_call": _tool_call_problems, "tool_result": _tool_result_problems, "data": _data_problems}
 
 
+# the fields each block model declares (message/_block.py): pydantic's smart union prefers the member with most set
+_DECLARED = {"text": {"text"}, "thinking": {"thinking"}, "hint": {"hint", "source"},
+             "tool_call": {"name", "input", "state", "suggested_rules"},
+             "tool_result": {"name", "output", "state", "metadata"}, "data": {"source", "name"}}
+
+
+def _typed_problems(block: dict[str, Any], kind: str) -> list[str]:
+    out: list[str] = []
+    _common_block(block, out)
+    return out + _KIND_PROBLEMS[kind](block)
+
+
+def effective_type(block: dict[str, Any]) -> Any:
+    """The block's type as AgentScope reads it. `Msg.content` is a plain union, so a block without a "type" key is
+    the member it validates as: the one with most of its declared fields set, the first in union order on a tie
+    (None when it validates as none)."""
+    if "type" in block:
+        return block["type"]
+    fits = [k for k in BLOCK_TYPES if not _typed_problems(block, k)]
+    if not fits:
+        return None
+    return max(fits, key=lambda k: (len(_DECLARED[k] & block.keys()), -BLOCK_TYPES.index(k)))
+
+
 def block_problems(block: Any) -> list[str]:
     """Rule names a block breaks on its own (the role rule is checked per message)."""
     if not isinstance(block, dict):
         return ["block-not-object"]
-    kind = block.get("type")
+    kind = effective_type(block)
     if kind not in BLOCK_TYPES:
         return ["block-legacy-type" if kind in LEGACY_BLOCK_TYPES else "block-type-unknown"]
-    out: list[str] = []
-    _common_block(block, out)
-    return out + _KIND_PROBLEMS[kind](block)
+    return _typed_problems(block, kind)
 
 
 def _usage_ok(usage: Any) -> bool:
@@ -226,7 +248,7 @@ def message_violations(msg: Any, index: int) -> list[Violation]:
     for j, block in enumerate(content):
         for rule in block_problems(block):
             out.append(Violation(rule, rule.replace("-", " "), index, j))
-        kind = block.get("type") if isinstance(block, dict) else None
+        kind = effective_type(block) if isinstance(block, dict) else None
         if allowed is not None and kind in BLOCK_TYPES and kind not in allowed:
             out.append(Violation(f"{msg['role']}-holds-{kind}",
                                  f"a {msg['role']} message may hold only {'/'.join(allowed)} blocks, not {kind}",
