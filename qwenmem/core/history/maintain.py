@@ -43,6 +43,7 @@ class SourceReport:
     rows_read: int
     from_lost_and_found: int
     notices: list[str] = field(default_factory=list)
+    tool: str | None = None  # the sqlite3 shell of a page-level recovery: "<path> (SQLite <version>)"
 
 
 @dataclass
@@ -84,7 +85,7 @@ def salvage(ws: Workspace, from_file: Path | None = None, dry_run: bool = False)
     for source in sources:
         got = sv.recover_rows(source)
         result.sources.append(SourceReport(str(source), got.method, len(got.rows), got.from_lost_and_found,
-                                           got.notices))
+                                           got.notices, got.tool))
         for row in got.rows:
             rows.setdefault(row[0], row)  # the same seq in two copies: the first source (the live one) wins
     ordered = list(rows.values())

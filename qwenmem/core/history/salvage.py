@@ -23,6 +23,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -60,14 +61,29 @@ class Recovered:
     rows: list[tuple] = field(default_factory=list)  # COLUMNS order
     from_lost_and_found: int = 0
     notices: list[str] = field(default_factory=list)
+    tool: str | None = None  # the sqlite3 shell that recovered them: "<path> (SQLite <version>)"
 
 
-_probed: dict[str, bool] = {}
+TOOL_NAME = "qwenmem-sqlite3"  # what scripts/build_sqlite3.sh installs beside the venv's python
+RECOVER, SCAN = "sqlite3 .recover", "table scan"
 
 
-def _recover_works(tool: str) -> bool:
-    """Does this sqlite3's `.recover` run? (It fails on a library without sqlite_dbpage.)"""
+@dataclass(frozen=True)
+class RecoverTool:
+    path: str
+    version: str
+
+    def describe(self) -> str:
+        return f"{self.path} (SQLite {self.version})"
+
+
+_probed: dict[str, RecoverTool | None] = {}
+
+
+def _probe(tool: str) -> RecoverTool | None:
+    """This sqlite3 shell, if its `.recover` runs (it fails on a library without sqlite_dbpage)."""
     if tool not in _probed:
+        _probed[tool] = None
         with tempfile.TemporaryDirectory(prefix="qwenmem-probe-") as tmp:
             db = Path(tmp) / "probe.db"
             conn = sqlite3.connect(str(db))
@@ -77,16 +93,37 @@ def _recover_works(tool: str) -> bool:
             conn.close()
             try:
                 out = subprocess.run([tool, str(db), ".recover"], capture_output=True, timeout=30, check=False)
-                _probed[tool] = out.returncode == 0 and b"'probe'" in out.stdout
+                if out.returncode == 0 and b"'probe'" in out.stdout:
+                    version = subprocess.run([tool, "-version"], capture_output=True, timeout=30, check=False)
+                    words = version.stdout.decode(errors="replace").split()
+                    _probed[tool] = RecoverTool(tool, words[0] if words else "unknown")
             except (OSError, subprocess.SubprocessError):
-                _probed[tool] = False
+                pass
     return _probed[tool]
 
 
-def sqlite3_tool() -> str | None:
-    """A sqlite3 command-line tool whose `.recover` works: $QWENMEM_SQLITE3, else the one on PATH."""
-    tool = os.environ.get("QWENMEM_SQLITE3") or shutil.which("sqlite3")
-    return tool if tool and _recover_works(tool) else None
+def tool_candidates() -> list[str]:
+    """Where to look for a sqlite3 shell, in order: $QWENMEM_SQLITE3 alone when set; else qwenmem-sqlite3 beside
+    this python (scripts/_setup.sh builds it there), qwenmem-sqlite3 on PATH, then sqlite3 on PATH (it works where
+    the system library has sqlite_dbpage, e.g. a SQLite built from source, but not Debian's)."""
+    override = os.environ.get("QWENMEM_SQLITE3")
+    if override:
+        return [override]
+    found = [str(Path(sys.executable).parent / TOOL_NAME)]
+    for name in (TOOL_NAME, "sqlite3"):
+        path = shutil.which(name)
+        if path:
+            found.append(path)
+    return [p for i, p in enumerate(found) if p not in found[:i] and os.access(p, os.X_OK)]
+
+
+def sqlite3_tool() -> RecoverTool | None:
+    """The first candidate sqlite3 shell whose `.recover` works, or None."""
+    for candidate in tool_candidates():
+        tool = _probe(candidate)
+        if tool is not None:
+            return tool
+    return None
 
 
 def _valid(row: tuple) -> bool:
@@ -139,15 +176,27 @@ def _next_readable(conn: sqlite3.Connection, table: str, after: int) -> int | No
     return None
 
 
-def _recover_with_tool(source: Path, tool: str, workdir: Path) -> Recovered:
-    out = Recovered(str(source), "sqlite3 .recover")
-    recovered_db = workdir / "recovered.db"
+def _private_copy(source: Path, workdir: Path) -> Path:
+    """The file and its -wal (QwenPaw renames the two together, spec §3.6) in our own directory: SQLite may write a
+    -shm or checkpoint beside what it opens, never beside the original. A -wal that does not belong (other salt)
+    is ignored by SQLite itself."""
     copy = workdir / "source.db"
-    shutil.copyfile(source, copy)  # the tool may want a -shm beside the file; never beside the original
-    dump = subprocess.run([tool, str(copy), ".recover"], capture_output=True, timeout=RECOVER_TIMEOUT_S, check=False)
+    shutil.copyfile(source, copy)
+    wal = Path(f"{source}-wal")
+    if wal.is_file():
+        shutil.copyfile(wal, Path(f"{copy}-wal"))
+    return copy
+
+
+def _recover_with_tool(source: Path, tool: RecoverTool, workdir: Path) -> Recovered:
+    out = Recovered(str(source), RECOVER, tool=tool.describe())
+    recovered_db = workdir / "recovered.db"
+    copy = _private_copy(source, workdir)
+    dump = subprocess.run([tool.path, str(copy), ".recover"], capture_output=True, timeout=RECOVER_TIMEOUT_S,
+                          check=False)
     if dump.returncode != 0 and not dump.stdout:
         raise WorkspaceError(f"{source}: sqlite3 .recover failed: {dump.stderr.decode(errors='replace').strip()}")
-    load = subprocess.run([tool, str(recovered_db)], input=dump.stdout, capture_output=True,
+    load = subprocess.run([tool.path, str(recovered_db)], input=dump.stdout, capture_output=True,
                           timeout=RECOVER_TIMEOUT_S, check=False)
     if load.returncode != 0:
         out.notices.append("sqlite3 reported while loading the recovered SQL: "
@@ -197,18 +246,18 @@ def _pad_truncated(copy: Path) -> None:
 
 
 def _recover_by_scan(source: Path, workdir: Path) -> Recovered:
-    out = Recovered(str(source), "table scan")
-    copy = workdir / "source.db"
-    shutil.copyfile(source, copy)  # sqlite may want to write a -shm beside it; never beside the original
+    out = Recovered(str(source), SCAN)
+    copy = _private_copy(source, workdir)
     _pad_truncated(copy)
     try:
-        conn = sqlite3.connect(f"file:{copy}?immutable=1", uri=True)
+        conn = sqlite3.connect(str(copy))  # our private copy: SQLite may apply its -wal
         try:
             out.rows.extend(r for r in _scan(conn, TABLE) if _valid(r))
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
-        out.notices.append(f"the b-tree is unreadable ({exc}); install the sqlite3 tool for page-level recovery")
+        out.notices.append(f"the b-tree is unreadable ({exc}); page-level recovery needs a sqlite3 shell with a "
+                           "working .recover (scripts/build_sqlite3.sh builds one)")
     return out
 
 
@@ -219,9 +268,10 @@ def recover_rows(source: Path) -> Recovered:
         if tool:
             return _recover_with_tool(Path(source), tool, Path(tmp))
         result = _recover_by_scan(Path(source), Path(tmp))
-        result.notices.insert(0, "no sqlite3 tool with a working .recover (it needs the sqlite_dbpage virtual table;"
-                                 " set $QWENMEM_SQLITE3 to one): only rows the b-tree still reaches were read, not "
-                                 "those on unlinked pages")
+        looked = ", ".join(tool_candidates()) or "none found"
+        result.notices.insert(0, "no sqlite3 shell with a working .recover (it needs the sqlite_dbpage virtual "
+                                 f"table; tried: {looked}; scripts/build_sqlite3.sh builds one, $QWENMEM_SQLITE3 names "
+                                 "one): only rows the b-tree still reaches were read, not those on unlinked pages")
         return result
 
 
