@@ -442,3 +442,33 @@ def test_page_level_recovery_reads_rows_the_b_tree_no_longer_reaches(tmp_path):
     assert result["action"] == "rebuilt"
     assert _all_rows(ws / "history.db") == rows  # all of them, byte for byte, under their own seq; none invented
     assert sql(ws / "history.db", "PRAGMA integrity_check") == [("ok",)]
+
+
+@pytest.mark.parametrize("method", ["page level", "b-tree scan"])
+def test_a_row_whose_overflow_chain_the_truncation_cut_is_reported_not_written(tmp_path, method):
+    if method == "page level":
+        needs_recover_tool()
+    ws, _ = make_ws(tmp_path, sessions=2, turns=6)
+    db = ws / "history.db"
+    big = "tool output line\n" * 2000  # ~34 KB: a chain of overflow pages allocated at the end of the file
+    write_sql(db, "INSERT INTO conversation_history (session_id, agent_id, kind, role, name, content, tool_call_id, "
+                  f"tool_state, blocks, created_at, dedup_key) VALUES ('console:user0', 'default', 'tool_result', "
+                  f"'assistant', 'shell', '{big}', 'call_big', 'success', '[]', '2026-12-01T10:00:00', 'call_big')",
+              "PRAGMA wal_checkpoint(TRUNCATE)")
+    rows = _all_rows(db)
+    (big_seq,) = sql(db, "SELECT seq FROM conversation_history WHERE dedup_key = 'call_big'")[0]
+    chain = sorted(n for (n,) in sql(db, "SELECT pageno FROM dbstat WHERE name = 'conversation_history' AND "
+                                         "pagetype = 'overflow'"))
+    assert len(chain) >= 6
+    cut = chain[3]  # keep the leaf and three overflow pages, lose the rest of the chain
+    data = db.read_bytes()
+    db.write_bytes(data[:(cut - 1) * 4096 + 1000])
+    for side in ("-wal", "-shm"):
+        Path(f"{db}{side}").unlink(missing_ok=True)
+    env = {"QWENMEM_SQLITE3": "/nonexistent"} if method == "b-tree scan" else None
+    run = run_cli("-w", str(ws), "history", "salvage", "--json", env=env)
+    assert run.code == 0, run.stderr
+    source = run.json()["result"]["sources"][0]
+    assert source["partial_rows"] == 1 and f"seq {big_seq}" in " ".join(run.json()["warnings"])
+    got = _all_rows(db)
+    assert got == rows - {r for r in rows if r[0] == big_seq}  # every other row, and no half row

@@ -44,6 +44,8 @@ class SourceReport:
     from_lost_and_found: int
     notices: list[str] = field(default_factory=list)
     tool: str | None = None  # the sqlite3 shell of a page-level recovery: "<path> (SQLite <version>)"
+    partial_rows: int = 0  # rows read only in part (cut by the damage): not written, kept in the quarantine
+    scan_only: int = 0  # rows the b-tree scan added to the page-level tool's
 
 
 @dataclass
@@ -85,7 +87,7 @@ def salvage(ws: Workspace, from_file: Path | None = None, dry_run: bool = False)
     for source in sources:
         got = sv.recover_rows(source)
         result.sources.append(SourceReport(str(source), got.method, len(got.rows), got.from_lost_and_found,
-                                           got.notices, got.tool))
+                                           got.notices, got.tool, len(got.partial), got.scan_only))
         for row in got.rows:
             rows.setdefault(row[0], row)  # the same seq in two copies: the first source (the live one) wins
     ordered = list(rows.values())

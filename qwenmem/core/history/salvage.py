@@ -19,7 +19,9 @@ itself corrupt) and writes them into the live store:
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -29,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qwenmem.core.errors import BusyError, WorkspaceError
+from qwenmem.core.errors import BusyError
 from qwenmem.core.history.rows import COLUMNS
 from qwenmem.core.history.store import TABLE
 
@@ -62,6 +64,8 @@ class Recovered:
     from_lost_and_found: int = 0
     notices: list[str] = field(default_factory=list)
     tool: str | None = None  # the sqlite3 shell that recovered them: "<path> (SQLite <version>)"
+    partial: list[int] = field(default_factory=list)  # seqs of rows read only in part: not written
+    scan_only: int = 0  # rows the b-tree scan read that the page-level tool did not
 
 
 TOOL_NAME = "qwenmem-sqlite3"  # what scripts/build_sqlite3.sh installs beside the venv's python
@@ -126,15 +130,46 @@ def sqlite3_tool() -> RecoverTool | None:
     return None
 
 
-def _valid(row: tuple) -> bool:
-    """A row QwenPaw could have written: an integer seq, a session id and a kind (NOT NULL columns)."""
-    seq, session_id, kind = row[0], row[1], row[3]
-    return type(seq) is int and isinstance(session_id, str) and bool(session_id) and isinstance(kind, str)
+KINDS = frozenset({"context_msg", "model_turn", "tool_result"})  # spec §3.3
+JSON_COLUMNS = (8, 11, 12)  # tool_input, blocks, metadata: json.dumps or NULL (spec §3.2)
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}")
 
 
-def _scan(conn: sqlite3.Connection, table: str) -> Iterator[tuple]:
+def _whole(row: tuple) -> bool:
+    """A row QwenPaw could have written, read whole: an integer seq, a session id, one of the three kinds, text
+    without NUL bytes, JSON columns that parse and a timestamp (or NULL). A row whose overflow chain the damage cut
+    reads with its tail missing, as empty strings (`.recover`) or as zeros (pages padded past a truncation); writing
+    it would hand QwenPaw a half row, so it is left out and reported (the original bytes are in the quarantine)."""
+    seq, session_id, kind, created_at = row[0], row[1], row[3], row[13]
+    if type(seq) is not int or not isinstance(session_id, str) or not session_id or kind not in KINDS:
+        return False
+    if any(isinstance(v, bytes) or (isinstance(v, str) and "\x00" in v) for v in row):
+        return False
+    if created_at is not None and not (isinstance(created_at, str) and _TIMESTAMP.match(created_at)):
+        return False
+    for i in JSON_COLUMNS:
+        if row[i] is not None:
+            try:
+                json.loads(row[i])
+            except (TypeError, ValueError):
+                return False
+    return True
+
+
+def _keep(out: Recovered, row: tuple) -> bool:
+    """Add a whole row to `out` (False if it was not whole and only counted)."""
+    if _whole(row):
+        out.rows.append(row)
+        return True
+    if type(row[0]) is int:
+        out.partial.append(row[0])
+    return False
+
+
+def _scan(conn: sqlite3.Connection, table: str, unreadable: list[int] | None = None) -> Iterator[tuple]:
     """Every readable row in seq order: in batches while pages read, row by row around a damaged page, and
-    jumping past rows (or whole subtrees) that cannot be read, so a damaged page costs its own rows only."""
+    jumping past rows (or whole subtrees) that cannot be read, so a damaged page costs its own rows only. The seqs
+    of rows whose key reads but whose content does not go to `unreadable`."""
     cols = ", ".join(COLUMNS)
     last, limit = -(1 << 63), 500
     while True:
@@ -154,6 +189,8 @@ def _scan(conn: sqlite3.Connection, table: str) -> Iterator[tuple]:
                 row = None  # its key reads but its content does not (e.g. a lost overflow page)
             if row is not None:
                 yield row
+            elif unreadable is not None:
+                unreadable.append(nxt)
             last = nxt
             continue
         if not batch:
@@ -180,6 +217,7 @@ def _private_copy(source: Path, workdir: Path) -> Path:
     """The file and its -wal (QwenPaw renames the two together, spec §3.6) in our own directory: SQLite may write a
     -shm or checkpoint beside what it opens, never beside the original. A -wal that does not belong (other salt)
     is ignored by SQLite itself."""
+    workdir.mkdir(parents=True, exist_ok=True)
     copy = workdir / "source.db"
     shutil.copyfile(source, copy)
     wal = Path(f"{source}-wal")
@@ -195,7 +233,9 @@ def _recover_with_tool(source: Path, tool: RecoverTool, workdir: Path) -> Recove
     dump = subprocess.run([tool.path, str(copy), ".recover"], capture_output=True, timeout=RECOVER_TIMEOUT_S,
                           check=False)
     if dump.returncode != 0 and not dump.stdout:
-        raise WorkspaceError(f"{source}: sqlite3 .recover failed: {dump.stderr.decode(errors='replace').strip()}")
+        out.notices.append(f"sqlite3 .recover failed ({dump.stderr.decode(errors='replace').strip()[:300]}); "
+                           "only the b-tree scan's rows were read")
+        return out
     load = subprocess.run([tool.path, str(recovered_db)], input=dump.stdout, capture_output=True,
                           timeout=RECOVER_TIMEOUT_S, check=False)
     if load.returncode != 0:
@@ -205,12 +245,12 @@ def _recover_with_tool(source: Path, tool: RecoverTool, workdir: Path) -> Recove
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if TABLE in tables:
-            out.rows.extend(r for r in _scan(conn, TABLE) if _valid(r))
+            for row in _scan(conn, TABLE):
+                _keep(out, row)
         if "lost_and_found" in tables:
             known = {r[0] for r in out.rows}
             for row in _lost_and_found(conn):
-                if row[0] not in known and _valid(row):
-                    out.rows.append(row)
+                if row[0] not in known and _keep(out, row):
                     known.add(row[0])
                     out.from_lost_and_found += 1
     finally:
@@ -252,7 +292,8 @@ def _recover_by_scan(source: Path, workdir: Path) -> Recovered:
     try:
         conn = sqlite3.connect(str(copy))  # our private copy: SQLite may apply its -wal
         try:
-            out.rows.extend(r for r in _scan(conn, TABLE) if _valid(r))
+            for row in _scan(conn, TABLE, out.partial):
+                _keep(out, row)
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
@@ -263,16 +304,39 @@ def _recover_by_scan(source: Path, workdir: Path) -> Recovered:
 
 def recover_rows(source: Path) -> Recovered:
     """Every row that can be read from `source` (never written)."""
-    with tempfile.TemporaryDirectory(prefix="qwenmem-salvage-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="qwenmem-salvage-") as tmp_name:
+        tmp = Path(tmp_name)
         tool = sqlite3_tool()
         if tool:
-            return _recover_with_tool(Path(source), tool, Path(tmp))
-        result = _recover_by_scan(Path(source), Path(tmp))
+            return _with_scan(_recover_with_tool(Path(source), tool, Path(tmp / "tool")), Path(source), tmp / "scan")
+        result = _partial_notice(_recover_by_scan(Path(source), tmp))
         looked = ", ".join(tool_candidates()) or "none found"
         result.notices.insert(0, "no sqlite3 shell with a working .recover (it needs the sqlite_dbpage virtual "
                                  f"table; tried: {looked}; scripts/build_sqlite3.sh builds one, $QWENMEM_SQLITE3 names "
                                  "one): only rows the b-tree still reaches were read, not those on unlinked pages")
         return result
+
+
+def _with_scan(page_level: Recovered, source: Path, workdir: Path) -> Recovered:
+    """The page-level rows plus any whole row only the b-tree scan read (e.g. a cell on the page a truncation cut
+    through, which the scan reads from the zero-padded copy), so the page-level method never gets fewer rows."""
+    scan = _recover_by_scan(source, workdir)
+    known = {r[0] for r in page_level.rows}
+    for row in scan.rows:
+        if row[0] not in known:
+            page_level.rows.append(row)
+            page_level.scan_only += 1
+    page_level.partial = sorted((set(page_level.partial) | set(scan.partial)) - {r[0] for r in page_level.rows})
+    return _partial_notice(page_level)
+
+
+def _partial_notice(out: Recovered) -> Recovered:
+    if out.partial:
+        shown = ", ".join(map(str, out.partial[:10])) + (" …" if len(out.partial) > 10 else "")
+        out.notices.append(f"{len(out.partial)} row(s) were read only in part (the damage cut their tail: empty or "
+                           f"zeroed columns, JSON that does not parse) and were not written: seq {shown}; their "
+                           "bytes are in the quarantine copy")
+    return out
 
 
 @dataclass
