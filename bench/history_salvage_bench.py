@@ -9,7 +9,8 @@ generated/qwenpaw-2.2.2, read from a copy) grown to `--rows` more rows by QwenPa
 `append_many` (bench/history_qwenpaw_driver.py), so every page is laid out by QwenPaw's code. Damaged stores:
 
 * truncated: the file cut at a seeded fraction of its size (not page-aligned);
-* overwritten pages: random bytes over pages at seeded positions (page 1, the schema, excluded), as the live store;
+* overwritten pages: random bytes over 3 pages at seeded positions (page 1, the schema, excluded), as the live store;
+* overwritten interior page: random bytes over one seeded interior page of the table's b-tree (its leaves intact);
 * real .corrupt-<ts>: a damaged copy opened by QwenPaw's own `HistoryStore` (quick_check fails, it renames the
   file aside and starts an empty store, spec §3.6); qwenmem then salvages the set-aside file into that live store.
 
@@ -74,9 +75,50 @@ def rows_of(db: Path) -> set[tuple]:
         conn.close()
 
 
-def layout(db: Path) -> dict[int, set[int]]:
-    """seq -> the pages holding its leaf cell and its overflow chain (dbstat of the intact store). Leaf cells are in
-    seq order along the in-order paths."""
+def _varint(buf: bytes, at: int) -> tuple[int, int]:
+    value = 0
+    for i in range(9):
+        byte = buf[at + i]
+        if i == 8:
+            return (value << 8) | byte, at + 9
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value, at + i + 1
+    raise AssertionError("unreachable")
+
+
+def _cell_ends(data: bytes, pageno: int) -> list[int]:
+    """For each cell of a table leaf page, in cell-pointer order: the offset in the page where its bytes end
+    (file format: varint payload size, varint rowid, local payload, 4-byte first overflow page)."""
+    usable = PAGE - data[20]
+    page = data[(pageno - 1) * PAGE:pageno * PAGE]
+    head = 100 if pageno == 1 else 0
+    assert page[head] == 0x0D, (pageno, page[head])
+    ncell = int.from_bytes(page[head + 3:head + 5], "big")
+    x, m = usable - 35, (usable - 12) * 32 // 255 - 23
+    ends = []
+    for i in range(ncell):
+        at = int.from_bytes(page[head + 8 + 2 * i:head + 10 + 2 * i], "big")
+        size, at = _varint(page, at)
+        _, at = _varint(page, at)
+        if size <= x:
+            ends.append(at + size)
+        else:
+            k = m + (size - m) % (usable - 4)
+            ends.append(at + (k if k <= x else m) + 4)
+    return ends
+
+
+@dataclass
+class Cell:
+    leaf: int
+    end: int  # where its bytes end inside the leaf page
+    overflow: set[int]
+
+
+def layout(db: Path) -> dict[int, Cell]:
+    """seq -> where its leaf cell and its overflow chain lie (dbstat of the intact store plus the cells' own byte
+    extents). Leaf cells are in seq order along the in-order paths."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         pages = conn.execute("SELECT path, pageno, pagetype, ncell FROM dbstat WHERE name = 'conversation_history' "
@@ -84,39 +126,57 @@ def layout(db: Path) -> dict[int, set[int]]:
         seqs = [r[0] for r in conn.execute("SELECT seq FROM conversation_history ORDER BY seq")]
     finally:
         conn.close()
+    data = db.read_bytes()
     overflow: dict[str, set[int]] = {}
     for path, pageno, kind, _ in pages:
         if kind == "overflow":
             overflow.setdefault(path.split("+")[0], set()).add(pageno)
-    out: dict[int, set[int]] = {}
+    out: dict[int, Cell] = {}
     it = iter(seqs)
     for path, pageno, kind, ncell in pages:
         if kind == "leaf":
+            ends = _cell_ends(data, pageno)
+            assert len(ends) == ncell
             for cell in range(ncell):
-                out[next(it)] = {pageno} | overflow.get(f"{path}{cell:03x}", set())
+                out[next(it)] = Cell(pageno, ends[cell], overflow.get(f"{path}{cell:03x}", set()))
     return out
 
 
 @dataclass
-class Case:
-    name: str
-    lost: set[int]  # pages the damage destroyed
-    real: bool = False  # set aside by QwenPaw itself
+class Damage:
+    lost: set[int]  # pages destroyed whole
+    cut_page: int = 0  # the page a truncation runs through (0: none) ...
+    cut_at: int = 0  # ... and how many of its bytes are left
+
+    def readable(self, cell: Cell) -> bool:
+        """Its bytes all survive: a page-level scan can read this row."""
+        if cell.overflow & self.lost or cell.overflow & {self.cut_page}:
+            return False
+        if cell.leaf == self.cut_page:
+            return cell.end <= self.cut_at
+        return cell.leaf not in self.lost
 
 
-def damage(original: Path, dest: Path, case: str, seed: int) -> set[int]:
+def damage(original: Path, dest: Path, case: str, seed: int) -> Damage:
     data = bytearray(original.read_bytes())
     pages = len(data) // PAGE
     rng = random.Random(seed)
     if case == "truncated":
         cut = int(len(data) * rng.uniform(0.2, 0.9))
         dest.write_bytes(bytes(data[:cut]))
-        return set(range(cut // PAGE + 1, pages + 1))  # the page the cut runs through is lost too
-    lost = set(rng.sample(range(2, pages + 1), 3))
+        return Damage(set(range(cut // PAGE + 2, pages + 1)), cut // PAGE + 1, cut % PAGE)
+    if case == "overwritten interior page":
+        conn = sqlite3.connect(f"file:{original}?mode=ro", uri=True)
+        interior = [n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = 'conversation_history' AND "
+                                               "pagetype = 'internal' ORDER BY pageno")]
+        conn.close()
+        lost = {rng.choice(interior)}
+    else:
+        lost = set(rng.sample(range(2, pages + 1), 3))
     for p in lost:
         data[(p - 1) * PAGE:p * PAGE] = rng.randbytes(PAGE)
     dest.write_bytes(bytes(data))
-    return lost
+    return Damage(lost)
 
 
 def salvage(ws: Path, page_level: bool) -> dict:
@@ -156,11 +216,12 @@ def run_case(original: Path, tmp: Path, kind: str, seed: int, real: bool, py: st
         got = rows_of(live)
         exact = {r for r in got if by_seq.get(r[0]) == r}
         out["original"] = len(by_seq)
-        out["page_level_readable"] = sum(1 for pages in pages_of.values() if not pages & lost)
+        out["page_level_readable"] = sum(1 for cell in pages_of.values() if lost.readable(cell))
         key = "tool" if page_level else "scan"
         out[f"salvaged_{key}"] = len(exact)
         out[f"invented_{key}"] = len(got) - len(exact)
         out[f"method_{key}"] = result["sources"][0]["method"] if result["sources"] else None
+        out[f"partial_{key}"] = result["sources"][0]["partial_rows"] if result["sources"] else 0
         if page_level:
             out["tool"] = result["sources"][0]["tool"] if result["sources"] else None
             out["action"] = result["action"]
@@ -169,12 +230,13 @@ def run_case(original: Path, tmp: Path, kind: str, seed: int, real: bool, py: st
 
 def table(results: list[dict]) -> str:
     lines = ["| damaged store | original rows | readable by a page-level scan | salvaged, sqlite3 `.recover` | "
-             "salvaged, b-tree scan | not identical to an original row |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "salvaged, b-tree scan | reported as cut, not written (tool / scan) | not identical to an original row |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         pct = 100 * r["salvaged_tool"] / r["page_level_readable"] if r["page_level_readable"] else 100.0
         lines.append(f"| {r['case']} | {r['original']:,} | {r['page_level_readable']:,} | {r['salvaged_tool']:,} "
-                     f"({pct:.1f} %) | {r['salvaged_scan']:,} | {r['invented_tool'] + r['invented_scan']} |")
+                     f"({pct:.1f} %) | {r['salvaged_scan']:,} | {r['partial_tool']} / {r['partial_scan']} | "
+                     f"{r['invented_tool'] + r['invented_scan']} |")
     return "\n".join(lines)
 
 
@@ -202,11 +264,11 @@ def main(argv: list[str] | None = None) -> int:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
         results = []
-        for kind in ("truncated", "overwritten pages"):
+        for kind in ("truncated", "overwritten pages", "overwritten interior page"):
             for seed in range(1, args.seeds + 1):
                 results.append(run_case(original, tmp, kind, seed, False, args.qwenpaw_python))
                 print(json.dumps(results[-1]), flush=True)
-        for kind, seed in (("truncated", 1), ("overwritten pages", 2)):
+        for kind, seed in (("truncated", 1), ("overwritten pages", 2), ("overwritten interior page", 1)):
             results.append(run_case(original, tmp, kind, seed, True, args.qwenpaw_python))
             print(json.dumps(results[-1]), flush=True)
         size = original.stat().st_size
