@@ -83,7 +83,7 @@ def salvage(ws: Workspace, from_file: Path | None = None, dry_run: bool = False)
         result.notices.append("the live store is healthy and no .corrupt-<ts> copy sits beside it; name one with "
                               "--from to salvage it")
         return result
-    rows: dict[int, tuple] = {}
+    rows: dict[int, sv.Row] = {}
     for source in sources:
         got = sv.recover_rows(source)
         result.sources.append(SourceReport(str(source), got.method, len(got.rows), got.from_lost_and_found,
@@ -145,7 +145,7 @@ def _quarantine(ws: Workspace, sources: list[Path], live: Path) -> Path:
     return run
 
 
-def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[tuple], live_corrupt: bool) -> str:
+def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[sv.Row], live_corrupt: bool) -> str:
     from qwenmem.core.repair.busy import writers_of
 
     if live_corrupt:

@@ -30,11 +30,13 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from qwenmem.core.errors import BusyError
 from qwenmem.core.history.rows import COLUMNS
 from qwenmem.core.history.store import TABLE
 
+Row = tuple[Any, ...]  # one conversation_history row, COLUMNS order
 FTS = f"{TABLE}_fts"
 RECALL_TOOLS = ("recall_history_python", "recall_history")
 BUSY_TIMEOUT_MS = 5000  # QwenPaw retries its own writes for up to 5 s (spec §3.4)
@@ -60,7 +62,7 @@ CREATE VIRTUAL TABLE {FTS} USING fts5(content, content='{TABLE}', content_rowid=
 class Recovered:
     source: str
     method: str  # "sqlite3 .recover" | "table scan"
-    rows: list[tuple] = field(default_factory=list)  # COLUMNS order
+    rows: list[Row] = field(default_factory=list)  # COLUMNS order
     from_lost_and_found: int = 0
     notices: list[str] = field(default_factory=list)
     tool: str | None = None  # the sqlite3 shell that recovered them: "<path> (SQLite <version>)"
@@ -135,7 +137,7 @@ JSON_COLUMNS = (8, 11, 12)  # tool_input, blocks, metadata: json.dumps or NULL (
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}")
 
 
-def _whole(row: tuple) -> bool:
+def _whole(row: Row) -> bool:
     """A row QwenPaw could have written, read whole: an integer seq, a session id, one of the three kinds, text
     without NUL bytes, JSON columns that parse and a timestamp (or NULL). A row whose overflow chain the damage cut
     reads with its tail missing, as empty strings (`.recover`) or as zeros (pages padded past a truncation); writing
@@ -156,7 +158,7 @@ def _whole(row: tuple) -> bool:
     return True
 
 
-def _keep(out: Recovered, row: tuple) -> bool:
+def _keep(out: Recovered, row: Row) -> bool:
     """Add a whole row to `out` (False if it was not whole and only counted)."""
     if _whole(row):
         out.rows.append(row)
@@ -166,7 +168,7 @@ def _keep(out: Recovered, row: tuple) -> bool:
     return False
 
 
-def _scan(conn: sqlite3.Connection, table: str, unreadable: list[int] | None = None) -> Iterator[tuple]:
+def _scan(conn: sqlite3.Connection, table: str, unreadable: list[int] | None = None) -> Iterator[Row]:
     """Every readable row in seq order: in batches while pages read, row by row around a damaged page, and
     jumping past rows (or whole subtrees) that cannot be read, so a damaged page costs its own rows only. The seqs
     of rows whose key reads but whose content does not go to `unreadable`."""
@@ -258,7 +260,7 @@ def _recover_with_tool(source: Path, tool: RecoverTool, workdir: Path) -> Recove
     return out
 
 
-def _lost_and_found(conn: sqlite3.Connection) -> Iterator[tuple]:
+def _lost_and_found(conn: sqlite3.Connection) -> Iterator[Row]:
     """Rows of unlinked pages: `.recover` cannot tell their table, so take those with our 15 columns; the rowid
     (`id`) is the seq, which SQLite stores as NULL in the seq column of a rowid alias."""
     cols = [r[1] for r in conn.execute("PRAGMA table_info(lost_and_found)")]
@@ -353,7 +355,7 @@ def _connect_rw(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _present(conn: sqlite3.Connection, row: tuple) -> bool:
+def _present(conn: sqlite3.Connection, row: Row) -> bool:
     seq, session_id, dedup_key = row[0], row[1], row[14]
     if dedup_key is not None and conn.execute(f"SELECT 1 FROM {TABLE} WHERE session_id = ? AND dedup_key = ?",
                                               (session_id, dedup_key)).fetchone():
@@ -362,7 +364,7 @@ def _present(conn: sqlite3.Connection, row: tuple) -> bool:
     return same is not None and same == (row[1], row[3], row[6], row[13])
 
 
-def merge_rows(live: Path, rows: list[tuple], dry_run: bool = False) -> MergeCounts:
+def merge_rows(live: Path, rows: list[Row], dry_run: bool = False) -> MergeCounts:
     """Insert the rows missing from `live` in one IMMEDIATE transaction (rolled back for a dry run)."""
     counts = MergeCounts()
     conn = _connect_rw(live)
@@ -386,7 +388,7 @@ def merge_rows(live: Path, rows: list[tuple], dry_run: bool = False) -> MergeCou
     return counts
 
 
-def _insert_all(conn: sqlite3.Connection, rows: list[tuple], has_fts: bool, counts: MergeCounts) -> None:
+def _insert_all(conn: sqlite3.Connection, rows: list[Row], has_fts: bool, counts: MergeCounts) -> None:
     cols = ", ".join(COLUMNS)
     marks = ", ".join("?" for _ in COLUMNS)
     for row in sorted(rows, key=lambda r: r[0]):
@@ -406,7 +408,7 @@ def _insert_all(conn: sqlite3.Connection, rows: list[tuple], has_fts: bool, coun
             conn.execute(f"INSERT INTO {FTS} (rowid, content) VALUES (?, ?)", (seq, row[6]))
 
 
-def build_store(path: Path, rows: list[tuple]) -> None:
+def build_store(path: Path, rows: list[Row]) -> None:
     """A new store at `path` (which must not exist) with QwenPaw's schema and `rows`, durable before it returns."""
     conn = sqlite3.connect(str(path), isolation_level=None)
     try:
