@@ -472,3 +472,45 @@ def test_a_row_whose_overflow_chain_the_truncation_cut_is_reported_not_written(t
     assert source["partial_rows"] == 1 and f"seq {big_seq}" in " ".join(run.json()["warnings"])
     got = _all_rows(db)
     assert got == rows - {r for r in rows if r[0] == big_seq}  # every other row, and no half row
+
+
+def _three_level_store(tmp_path: Path) -> tuple[Path, set[tuple], dict[str, int]]:
+    """A workspace whose conversation_history b-tree has interior pages below its root (about 2,000 rows of
+    1.5 KB), and its interior pages by dbstat path."""
+    ws, _ = make_ws(tmp_path, sessions=1, turns=2)
+    db = ws / "history.db"
+    conn = sqlite3.connect(str(db), isolation_level=None)
+    conn.execute("BEGIN")
+    for i in range(2000):
+        conn.execute("INSERT INTO conversation_history (session_id, agent_id, kind, role, content, created_at, "
+                     "dedup_key) VALUES ('console:bulk', 'default', 'context_msg', 'user', ?, "
+                     "'2026-12-01T10:00:00', ?)", (f"turn {i} " + "words " * 250, f"bulk-{i}"))
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    interior = dict(sql(db, "SELECT path, pageno FROM dbstat WHERE name = 'conversation_history' AND "
+                            "pagetype = 'internal'"))
+    assert "/" in interior and "/000/" in interior and len(interior) >= 3
+    return ws, _all_rows(db), interior
+
+
+def test_the_b_tree_scan_reads_past_a_destroyed_first_subtree(tmp_path):
+    ws, rows, interior = _three_level_store(tmp_path)
+    db = ws / "history.db"
+    # the rows under the first interior child, from dbstat's leaf paths (leaf cells are in seq order)
+    leaf_cells = sql(db, "SELECT path, ncell FROM dbstat WHERE name = 'conversation_history' AND pagetype = 'leaf' "
+                         "ORDER BY path")
+    ordered = sorted(r[0] for r in rows)
+    under_first, at = set(), 0
+    for path, ncell in leaf_cells:
+        if path.startswith("/000/"):
+            under_first |= set(ordered[at:at + ncell])
+        at += ncell
+    page = interior["/000/"]
+    data = bytearray(db.read_bytes())
+    data[(page - 1) * 4096:page * 4096] = random.Random(page).randbytes(4096)
+    db.write_bytes(bytes(data))
+    run = run_cli("-w", str(ws), "history", "salvage", "--json", env={"QWENMEM_SQLITE3": "/nonexistent"})
+    assert run.code == 0, run.stderr
+    assert run.json()["result"]["sources"][0]["method"] == "table scan"
+    assert _all_rows(db) == {r for r in rows if r[0] not in under_first}  # every row the b-tree still reaches

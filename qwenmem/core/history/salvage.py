@@ -185,6 +185,7 @@ def _scan(conn: sqlite3.Connection, table: str, unreadable: list[int] | None = N
             nxt = _next_readable(conn, table, last)
             if nxt is None:
                 return
+            yield from _back_fill(conn, cols, table, last, nxt)
             try:
                 row = conn.execute(f"SELECT {cols} FROM {table} WHERE seq = ?", (nxt,)).fetchone()
             except sqlite3.DatabaseError:
@@ -201,8 +202,28 @@ def _scan(conn: sqlite3.Connection, table: str, unreadable: list[int] | None = N
         last, limit = batch[-1][0], 500
 
 
+def _back_fill(conn: sqlite3.Connection, cols: str, table: str, after: int, before: int) -> list[Row]:
+    """The readable rows between `after` and `before`, read downwards from `before` until the damage: the probe
+    that found `before` may have jumped past the first rows of the next intact subtree."""
+    got: list[Row] = []
+    upper = before
+    while True:
+        try:
+            row = conn.execute(f"SELECT {cols} FROM {table} WHERE seq > ? AND seq < ? ORDER BY seq DESC LIMIT 1",
+                               (after, upper)).fetchone()
+        except sqlite3.DatabaseError:
+            break
+        if row is None:
+            break
+        got.append(row)
+        upper = row[0]
+    return got[::-1]
+
+
 def _next_readable(conn: sqlite3.Connection, table: str, after: int) -> int | None:
-    probe = after + 1
+    """The first seq after `after` whose b-tree path reads, probing forward in growing steps. QwenPaw's seqs start
+    at 1 (AUTOINCREMENT), so from the start of the table the probe starts at 0, not at the smallest integer."""
+    probe = after + 1 if after >= 0 else 0
     for step in (1, 16, 256, 4096, 65536, 1 << 20):
         for candidate in range(probe, probe + 64 * step, step):
             try:
