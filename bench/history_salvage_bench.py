@@ -272,6 +272,10 @@ def main(argv: list[str] | None = None) -> int:
             results.append(run_case(original, tmp, kind, seed, True, args.qwenpaw_python))
             print(json.dumps(results[-1]), flush=True)
         size = original.stat().st_size
+        conn = sqlite3.connect(f"file:{original}?mode=ro", uri=True)
+        interior = [n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = 'conversation_history' AND "
+                                               "pagetype = 'internal' ORDER BY pageno")]
+        conn.close()
     tools = sorted({r["tool"] for r in results if r.get("tool")})
     md = "\n".join([
         "## History database salvage (issue 14)", "",
@@ -283,6 +287,13 @@ def main(argv: list[str] | None = None) -> int:
         "overflow chain lie on pages the damage left intact (from the original's dbstat layout). Salvaged = rows "
         "in the live store after `qwenmem history salvage` that are byte-identical to an original row.", "",
         table(results), "",
+        f"Reading: the table's b-tree has {len(interior)} interior pages (pages {', '.join(map(str, interior))} of "
+        f"{size // PAGE:,}); a truncation before them leaves the b-tree scan nothing to walk, and a destroyed "
+        "interior page hides its whole subtree from it, while `.recover` reads every leaf it finds (the scan's "
+        "rows are added to the tool's, so it never gets fewer). \"Reported as cut\" are rows whose overflow chain "
+        "the damage hit: their leaf cell reads with its tail missing, so qwenmem names them and does not write them "
+        "(their bytes are in the quarantine); with overwritten pages they are exactly the rows the oracle counts "
+        "as unreadable.", "",
     ])
     print(md)
     if args.write:
