@@ -12,7 +12,7 @@ import copy
 import json
 import mimetypes
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from qwenmem.core.repair.fixes import Removal
 from qwenmem.core.repair.rules2 import (ALLOWED_BY_ROLE, BLOCK_TYPES, FINISHED_REASONS, ROLES, TOOL_CALL_STATES,
@@ -120,18 +120,85 @@ def _fix_media_list(value: Any, allow_str: bool) -> Any:
     return kept if len(kept) == len(value) else None
 
 
+def _fix_text(block: dict[str, Any], fix: ContextFix, where: str) -> bool:
+    kind = block["type"]
+    if not isinstance(block.get(kind), str):
+        text = _scalar_text(block.get(kind))
+        if text is None:
+            return False
+        block[kind] = text
+        fix.actions.append(f"{where}: {kind} {text!r} stored as a string")
+    return True
+
+
+def _fix_tool_call(block: dict[str, Any], fix: ContextFix, where: str) -> bool:
+    if not isinstance(block.get("input"), str):
+        try:
+            block["input"] = json.dumps(block.get("input"), ensure_ascii=False)
+        except (TypeError, ValueError):
+            return False
+        fix.actions.append(f"{where}: tool_call input stored as its JSON text (AgentScope 2.0 requires a string)")
+    if "state" in block and block["state"] not in TOOL_CALL_STATES:
+        fix.actions.append(f"{where}: unknown tool_call state {block.pop('state')!r} dropped (AgentScope's "
+                           "default applies)")
+    if "suggested_rules" in block and not isinstance(block["suggested_rules"], list):
+        block["suggested_rules"] = []
+    return True
+
+
+def _fix_tool_result(block: dict[str, Any], fix: ContextFix, where: str) -> bool:
+    output = _fix_media_list(block.get("output"), True)
+    if output is None:
+        return False
+    block["output"] = output
+    if "state" in block and block["state"] not in TOOL_RESULT_STATES:
+        fix.actions.append(f"{where}: unknown tool_result state {block.pop('state')!r} dropped (AgentScope's "
+                           "default applies)")
+    if "metadata" in block and not isinstance(block["metadata"], dict):
+        block["metadata"] = {}
+    return True
+
+
+def _fix_data(block: dict[str, Any], fix: ContextFix, where: str) -> bool:
+    if not _fix_source(block, fix, where):
+        return False
+    if not _opt_str(block.get("name")):
+        block["name"] = None
+    return True
+
+
+def _fix_hint(block: dict[str, Any], fix: ContextFix, where: str) -> bool:
+    hint = _fix_media_list(block.get("hint"), True)
+    if hint is None:
+        return False
+    block["hint"] = hint
+    if not _opt_str(block.get("source")):
+        block["source"] = None
+    return True
+
+
+# per block type: fix the block in place; False when it cannot be made valid
+_KIND_FIXES: dict[str, Callable[[dict[str, Any], ContextFix, str], bool]] = {
+    "text": _fix_text, "thinking": _fix_text, "tool_call": _fix_tool_call, "tool_result": _fix_tool_result,
+    "data": _fix_data, "hint": _fix_hint}
+
+
+def _converted_legacy(block: dict[str, Any], fix: ContextFix, where: str) -> Any:
+    converted = _legacy_block(block)
+    if converted is None:
+        return None
+    fix.fixed_fields += 1
+    fix.actions.append(f"{where}: 1.x {block.get('type')} block converted to {converted['type']} "
+                       "(as QwenPaw's 1.x converter does)")
+    return converted
+
+
 def fix_block(block: Any, fix: ContextFix, where: str) -> Any:
     """The block made valid, or None when it cannot be (the caller quarantines the original)."""
     if not isinstance(block, dict):
         return None
     if block.get("type") not in BLOCK_TYPES:
-        converted = _legacy_block(block)
-        if converted is None:
-            return None
-        fix.fixed_fields += 1
-        fix.actions.append(f"{where}: 1.x {block.get('type')} block converted to {converted['type']} "
-                           "(as QwenPaw's 1.x converter does)")
-        return converted
+        return _converted_legacy(block, fix, where)
     if not block_problems(block):
         return block
     common = _fix_common(block)
@@ -139,47 +206,8 @@ def fix_block(block: Any, fix: ContextFix, where: str) -> Any:
         fix.fixed_fields += common
         fix.actions.append(f"{where}: {common} invalid id/created_at/finished_at field(s) reset")
     kind = block["type"]
-    if kind in ("text", "thinking"):
-        if not isinstance(block.get(kind), str):
-            text = _scalar_text(block.get(kind))
-            if text is None:
-                return None
-            block[kind] = text
-            fix.actions.append(f"{where}: {kind} {text!r} stored as a string")
-    elif kind == "tool_call":
-        if not isinstance(block.get("input"), str):
-            try:
-                block["input"] = json.dumps(block.get("input"), ensure_ascii=False)
-            except (TypeError, ValueError):
-                return None
-            fix.actions.append(f"{where}: tool_call input stored as its JSON text (AgentScope 2.0 requires a string)")
-        if "state" in block and block["state"] not in TOOL_CALL_STATES:
-            fix.actions.append(f"{where}: unknown tool_call state {block.pop('state')!r} dropped (AgentScope's "
-                               "default applies)")
-        if "suggested_rules" in block and not isinstance(block["suggested_rules"], list):
-            block["suggested_rules"] = []
-    elif kind == "tool_result":
-        output = _fix_media_list(block.get("output"), True)
-        if output is None:
-            return None
-        block["output"] = output
-        if "state" in block and block["state"] not in TOOL_RESULT_STATES:
-            fix.actions.append(f"{where}: unknown tool_result state {block.pop('state')!r} dropped (AgentScope's "
-                               "default applies)")
-        if "metadata" in block and not isinstance(block["metadata"], dict):
-            block["metadata"] = {}
-    elif kind == "data":
-        if not _fix_source(block, fix, where):
-            return None
-        if not _opt_str(block.get("name")):
-            block["name"] = None
-    elif kind == "hint":
-        hint = _fix_media_list(block.get("hint"), True)
-        if hint is None:
-            return None
-        block["hint"] = hint
-        if not _opt_str(block.get("source")):
-            block["source"] = None
+    if not _KIND_FIXES[kind](block, fix, where):
+        return None
     if kind in ("tool_call", "tool_result") and not all(isinstance(block.get(k), str) for k in ("id", "name")):
         return None
     fix.fixed_fields += 1
@@ -204,14 +232,30 @@ def _fix_message_fields(msg: dict, fix: ContextFix, where: str) -> bool:
         msg["name"] = msg["role"]  # QwenPaw's converter: missing name -> the role
         fix.actions.append(f"{where}: missing name set to the role")
     if "id" in msg and not isinstance(msg["id"], str):
-        if isinstance(msg["id"], (int, float)) and not isinstance(msg["id"], bool):
-            msg["id"] = str(msg["id"])
-            fix.actions.append(f"{where}: numeric id stored as a string")
-        else:  # the content is worth more than the id: AgentScope gives it a fresh one on load
-            fix.removed.append(Removal(-1, f"{where}: field id dropped (not a string; AgentScope gives the "
-                                           "message a fresh id on load, so it no longer matches history rows)",
-                                       {"id": msg.pop("id")}))
-            fix.fixed_fields += 1
+        _fix_message_id(msg, fix, where)
+    for key, value in _field_resets(msg).items():
+        fix.removed.append(Removal(-1, f"{where}: field {key} reset (invalid for AgentScope 2.0)", {key: msg[key]}))
+        if value == "<dropped>":
+            del msg[key]
+        else:
+            msg[key] = value
+        fix.fixed_fields += 1
+    return True
+
+
+def _fix_message_id(msg: dict[str, Any], fix: ContextFix, where: str) -> None:
+    if isinstance(msg["id"], (int, float)) and not isinstance(msg["id"], bool):
+        msg["id"] = str(msg["id"])
+        fix.actions.append(f"{where}: numeric id stored as a string")
+    else:  # the content is worth more than the id: AgentScope gives it a fresh one on load
+        fix.removed.append(Removal(-1, f"{where}: field id dropped (not a string; AgentScope gives the "
+                                       "message a fresh id on load, so it no longer matches history rows)",
+                                   {"id": msg.pop("id")}))
+        fix.fixed_fields += 1
+
+
+def _field_resets(msg: dict[str, Any]) -> dict[str, Any]:
+    """{field: the value it is reset to} for the message's invalid optional fields ("<dropped>": deleted)."""
     resets: dict[str, Any] = {"metadata": {}} if "metadata" in msg and not isinstance(msg["metadata"], dict) else {}
     if "usage" in msg and not _usage_ok(msg["usage"]):
         resets["usage"] = None
@@ -225,14 +269,7 @@ def _fix_message_fields(msg: dict, fix: ContextFix, where: str) -> bool:
         resets["error"] = None
     if "created_at" in msg and not isinstance(msg["created_at"], str):
         resets["created_at"] = "<dropped>"
-    for key, value in resets.items():
-        fix.removed.append(Removal(-1, f"{where}: field {key} reset (invalid for AgentScope 2.0)", {key: msg[key]}))
-        if value == "<dropped>":
-            del msg[key]
-        else:
-            msg[key] = value
-        fix.fixed_fields += 1
-    return True
+    return resets
 
 
 def _inferred_role(msg: dict) -> tuple[str | None, str]:

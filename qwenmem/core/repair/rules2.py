@@ -12,7 +12,7 @@ integral float/str, unknown keys are ignored (ThinkingBlock keeps them), default
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 ROLES = ("user", "assistant", "system")
 ALLOWED_BY_ROLE = {"user": ("text", "data"), "system": ("text",)}  # _base.py L32-47
@@ -111,47 +111,68 @@ def _media_list_problems(value: Any, allow_str: bool) -> list[str]:
     return out
 
 
+def _text_problems(block: dict[str, Any]) -> list[str]:
+    return [] if isinstance(block.get("text"), str) else ["text-not-string"]
+
+
+def _thinking_problems(block: dict[str, Any]) -> list[str]:
+    return [] if isinstance(block.get("thinking"), str) else ["thinking-not-string"]
+
+
+def _hint_problems(block: dict[str, Any]) -> list[str]:
+    out = ["hint-" + p for p in _media_list_problems(block.get("hint"), True)]
+    if not _opt_str(block.get("source")):
+        out.append("hint-source-not-string")
+    return out
+
+
+def _id_name_problems(block: dict[str, Any], kind: str) -> list[str]:
+    return [f"{kind}-{key}-missing" for key in ("id", "name") if not isinstance(block.get(key), str)]
+
+
+def _tool_call_problems(block: dict[str, Any]) -> list[str]:
+    out = _id_name_problems(block, "tool_call")
+    if not isinstance(block.get("input"), str):
+        out.append("tool_call-input-not-string")
+    if "state" in block and block["state"] not in TOOL_CALL_STATES:
+        out.append("tool_call-state-unknown")
+    if "suggested_rules" in block and not isinstance(block["suggested_rules"], list):
+        out.append("tool_call-suggested_rules-not-list")
+    return out
+
+
+def _tool_result_problems(block: dict[str, Any]) -> list[str]:
+    out = _id_name_problems(block, "tool_result")
+    out.extend("tool_result-output-" + p for p in _media_list_problems(block.get("output"), True))
+    if "state" in block and block["state"] not in TOOL_RESULT_STATES:
+        out.append("tool_result-state-unknown")
+    if "metadata" in block and not isinstance(block["metadata"], dict):
+        out.append("tool_result-metadata-not-object")
+    return out
+
+
+def _data_problems(block: dict[str, Any]) -> list[str]:
+    out = source_problems(block.get("source"))
+    if not _opt_str(block.get("name")):
+        out.append("data-name-not-string")
+    return out
+
+
+_KIND_PROBLEMS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "text": _text_problems, "thinking": _thinking_problems, "hint": _hint_problems,
+    "tool_call": _tool_call_problems, "tool_result": _tool_result_problems, "data": _data_problems}
+
+
 def block_problems(block: Any) -> list[str]:
     """Rule names a block breaks on its own (the role rule is checked per message)."""
     if not isinstance(block, dict):
         return ["block-not-object"]
     kind = block.get("type")
-    out: list[str] = []
     if kind not in BLOCK_TYPES:
         return ["block-legacy-type" if kind in LEGACY_BLOCK_TYPES else "block-type-unknown"]
+    out: list[str] = []
     _common_block(block, out)
-    if kind == "text" and not isinstance(block.get("text"), str):
-        out.append("text-not-string")
-    elif kind == "thinking" and not isinstance(block.get("thinking"), str):
-        out.append("thinking-not-string")
-    elif kind == "hint":
-        out.extend("hint-" + p for p in _media_list_problems(block.get("hint"), True))
-        if not _opt_str(block.get("source")):
-            out.append("hint-source-not-string")
-    elif kind == "tool_call":
-        for key in ("id", "name"):
-            if not isinstance(block.get(key), str):
-                out.append(f"tool_call-{key}-missing")
-        if not isinstance(block.get("input"), str):
-            out.append("tool_call-input-not-string")
-        if "state" in block and block["state"] not in TOOL_CALL_STATES:
-            out.append("tool_call-state-unknown")
-        if "suggested_rules" in block and not isinstance(block["suggested_rules"], list):
-            out.append("tool_call-suggested_rules-not-list")
-    elif kind == "tool_result":
-        for key in ("id", "name"):
-            if not isinstance(block.get(key), str):
-                out.append(f"tool_result-{key}-missing")
-        out.extend("tool_result-output-" + p for p in _media_list_problems(block.get("output"), True))
-        if "state" in block and block["state"] not in TOOL_RESULT_STATES:
-            out.append("tool_result-state-unknown")
-        if "metadata" in block and not isinstance(block["metadata"], dict):
-            out.append("tool_result-metadata-not-object")
-    elif kind == "data":
-        out.extend(source_problems(block.get("source")))
-        if not _opt_str(block.get("name")):
-            out.append("data-name-not-string")
-    return out
+    return out + _KIND_PROBLEMS[kind](block)
 
 
 def _usage_ok(usage: Any) -> bool:
