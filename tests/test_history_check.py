@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -421,8 +422,6 @@ def _destroy_table_root(ws: Path) -> tuple[set[tuple], int]:
 
 
 def test_page_level_recovery_reads_rows_the_b_tree_no_longer_reaches(tmp_path):
-    import shutil
-
     tool = needs_recover_tool()
     ws, _ = make_ws(tmp_path / "page", sessions=3, turns=20)
     rows, _ = _destroy_table_root(ws)
@@ -514,3 +513,33 @@ def test_the_b_tree_scan_reads_past_a_destroyed_first_subtree(tmp_path):
     assert run.code == 0, run.stderr
     assert run.json()["result"]["sources"][0]["method"] == "table scan"
     assert _all_rows(db) == {r for r in rows if r[0] not in under_first}  # every row the b-tree still reaches
+
+
+@pytest.mark.parametrize("method", ["page level", "b-tree scan"])
+def test_rows_committed_only_in_the_set_aside_wal_are_salvaged(tmp_path, method):
+    """QwenPaw renames the -wal with the store (spec §3.6): rows committed but not yet checkpointed live only there."""
+    if method == "page level":
+        needs_recover_tool()
+    ws, _ = make_ws(tmp_path)
+    db = ws / "history.db"
+    aside = ws / "history.db.corrupt-20261130T101500"
+    conn = sqlite3.connect(str(db), isolation_level=None)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    for i in range(5):
+        conn.execute("INSERT INTO conversation_history (session_id, agent_id, kind, role, content, created_at, "
+                     "dedup_key) VALUES ('console:late', 'default', 'context_msg', 'user', ?, '2026-12-01T10:00:00', "
+                     "?)", (f"late turn {i}", f"late-{i}"))
+    rows = _all_rows(db)
+    shutil.copyfile(db, aside)  # what the rename leaves: the main file without the late rows, and the -wal with them
+    shutil.copyfile(Path(f"{db}-wal"), Path(f"{aside}-wal"))
+    conn.close()
+    for side in ("", "-wal", "-shm"):
+        Path(f"{db}{side}").unlink(missing_ok=True)
+    builder.create_history_db(db).close()
+    wal_bytes = Path(f"{aside}-wal").read_bytes()
+    env = {"QWENMEM_SQLITE3": "/nonexistent"} if method == "b-tree scan" else None
+    run = run_cli("-w", str(ws), "history", "salvage", "--json", env=env)
+    assert run.code == 0, run.stderr
+    assert _all_rows(db) == rows  # the five late rows too
+    assert Path(f"{aside}-wal").read_bytes() == wal_bytes  # read from a private copy, never replayed in place
