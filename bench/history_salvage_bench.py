@@ -288,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         "in the live store after `qwenmem history salvage` that are byte-identical to an original row.", "",
         table(results), "",
         f"Reading: the table's b-tree has {len(interior)} interior pages (pages {', '.join(map(str, interior))} of "
-        f"{size // PAGE:,}); a truncation before them leaves the b-tree scan nothing to walk, and a destroyed "
+        f"{size // PAGE:,}); a truncation that cuts the interior pages below the root leaves the b-tree scan only "
+        "the subtrees still attached (none when all are cut), and a destroyed "
         "interior page hides its whole subtree from it, while `.recover` reads every leaf it finds (the scan's "
         "rows are added to the tool's, so it never gets fewer). \"Reported as cut\" are rows whose overflow chain "
         "the damage hit: their leaf cell reads with its tail missing, so qwenmem names them and does not write them "
