@@ -10,9 +10,16 @@ _qwenmem_complete() {
         >/dev/null 2>&1
 }
 # The sqlite3 shell with a working `.recover` for `qwenmem history salvage` (built once from Debian's source package).
+# Only the test setup builds it (scripts/test.sh sets QWENMEM_SETUP_SQLITE3=1; the tests of page-level salvage need
+# it): the demo does not wait a minute for it. A failed build is tried once per venv: remove the stamp to retry.
 _qwenmem_sqlite3() {
-    [ -x "$VENV/bin/qwenmem-sqlite3" ] || "$ROOT/scripts/build_sqlite3.sh" "$VENV/bin" \
-        || echo "setup: could not build qwenmem-sqlite3; history salvage falls back to a b-tree scan" >&2
+    [ -n "${QWENMEM_SETUP_SQLITE3:-}" ] || return 0
+    [ -x "$VENV/bin/qwenmem-sqlite3" ] || [ -e "$VENV/.qwenmem-sqlite3-failed" ] && return 0
+    "$ROOT/scripts/build_sqlite3.sh" "$VENV/bin" || {
+        touch "$VENV/.qwenmem-sqlite3-failed"
+        echo "setup: could not build qwenmem-sqlite3 (remove $VENV/.qwenmem-sqlite3-failed to retry);" \
+             "history salvage falls back to a b-tree scan" >&2
+    }
 }
 STAMP="$VENV/.qwenmem-installed"
 WANT="$(cat "$ROOT/pyproject.toml" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16) $ROOT"
