@@ -85,7 +85,9 @@ def salvage_cmd(
 ) -> CommandResult:
     """Recover every readable row of a corrupt history.db, or of the history.db.corrupt-<ts> copies QwenPaw set
     aside, and write them into the live store (one transaction; already-present rows are skipped). The originals
-    are kept in <workspace>/.qwenmem/quarantine/ first. Page-level recovery uses the sqlite3 tool's `.recover`.
+    are kept in <workspace>/.qwenmem/quarantine/ first. Page-level recovery uses a sqlite3 shell's `.recover`
+    ($QWENMEM_SQLITE3, else qwenmem-sqlite3 from scripts/build_sqlite3.sh, else sqlite3); without one, the rows the
+    b-tree still reaches. The output names the method used.
 
     Exit 4 if QwenPaw keeps the store locked past SQLite's busy timeout, or holds a corrupt store open.
 
@@ -107,7 +109,8 @@ def _render_salvage(result: Any) -> None:
     say = output.out().print
     for s in result.sources:
         extra = f" ({s.from_lost_and_found} from unlinked pages)" if s.from_lost_and_found else ""
-        say(output.escape(f"read {s.rows_read:,} row(s){extra} from {s.path} ({s.method})"), soft_wrap=True)
+        how = f"{s.method} with {s.tool}" if s.tool else s.method
+        say(output.escape(f"read {s.rows_read:,} row(s){extra} from {s.path} ({how})"), soft_wrap=True)
     if result.action == "nothing to salvage":
         say("nothing to salvage")
         return

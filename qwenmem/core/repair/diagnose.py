@@ -74,7 +74,8 @@ def _diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
         return d
     split = split_documents(text)
     if any(gen2.is_gen2_candidate(s) for s in split.docs):
-        return gen2.diagnose_gen2(d, text, split, changed)
+        gen2_result: Diagnosis = gen2.diagnose_gen2(d, text, split, changed)
+        return gen2_result
     candidates: list[Salvaged] = [salvage_document(span) for span in split.docs]
     sessions = [c for c in candidates if c.doc is not None]
     if not sessions:
@@ -86,7 +87,9 @@ def _diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
     if best.summary in ("cut", "lost"):
         d.notes.append("the compressed summary was " + ("cut off" if best.summary == "cut" else "after the damage")
                        + " and is lost")
-    doc, replaced = _without_surrogates(d, best.session, best.layout)
+    session = best.session
+    assert session is not None  # `sessions` holds the candidates with a document
+    doc, replaced = _without_surrogates(d, session, best.layout)
     changed = replaced or changed
     changed = _rebuilt_state(d, best) or changed
     d.notes.extend(best.notes)

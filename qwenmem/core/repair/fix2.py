@@ -24,7 +24,7 @@ _ASSISTANT_ONLY = ("tool_call", "tool_result", "thinking", "hint")
 
 @dataclass
 class ContextFix:
-    context: list
+    context: list[Any]
     removed: list[Removal] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
     moved_blocks: int = 0
@@ -32,7 +32,7 @@ class ContextFix:
     emptied_messages: int = 0  # messages whose every block moved elsewhere
     fixed_fields: int = 0
     promoted: int = 0
-    removed_ids: set = field(default_factory=set)
+    removed_ids: set[Any] = field(default_factory=set)
 
     @property
     def changed(self) -> bool:
@@ -40,7 +40,7 @@ class ContextFix:
                     or self.promoted)
 
 
-def _guess_media_type(block: dict, source: dict) -> str | None:
+def _guess_media_type(block: dict[str, Any], source: dict[str, Any]) -> str | None:
     where = source.get("url") or block.get("name") or block.get("url") or block.get("path") or ""
     data = source.get("data")
     if isinstance(data, str) and data.startswith("data:") and ";" in data:
@@ -49,7 +49,7 @@ def _guess_media_type(block: dict, source: dict) -> str | None:
     return guess
 
 
-def _fix_source(block: dict, fix: ContextFix, where: str) -> bool:
+def _fix_source(block: dict[str, Any], fix: ContextFix, where: str) -> bool:
     """True when the data block's source is (now) valid."""
     source = block.get("source")
     if not isinstance(source, dict):
@@ -65,7 +65,7 @@ def _fix_source(block: dict, fix: ContextFix, where: str) -> bool:
     return not problems
 
 
-def _legacy_block(block: dict) -> dict | None:
+def _legacy_block(block: dict[str, Any]) -> dict[str, Any] | None:
     """1.x blocks as QwenPaw's msg_from_dict converts them (spec §2.6), or None."""
     kind = block.get("type")
     if kind == "tool_use" and isinstance(block.get("id"), str) and isinstance(block.get("name"), str):
@@ -82,7 +82,7 @@ def _legacy_block(block: dict) -> dict | None:
     return None
 
 
-def _fix_common(block: dict) -> int:
+def _fix_common(block: dict[str, Any]) -> int:
     n = 0
     if "id" in block and not isinstance(block["id"], str):
         if isinstance(block["id"], (int, float)) and not isinstance(block["id"], bool):
@@ -214,7 +214,7 @@ def fix_block(block: Any, fix: ContextFix, where: str) -> Any:
     return block if not block_problems(block) else None
 
 
-def _fix_message_fields(msg: dict, fix: ContextFix, where: str) -> bool:
+def _fix_message_fields(msg: dict[str, Any], fix: ContextFix, where: str) -> bool:
     """False when the message cannot be a message at all."""
     content = msg.get("content")
     if isinstance(content, str):
@@ -272,12 +272,12 @@ def _field_resets(msg: dict[str, Any]) -> dict[str, Any]:
     return resets
 
 
-def _inferred_role(msg: dict) -> tuple[str | None, str]:
+def _inferred_role(msg: dict[str, Any]) -> tuple[str | None, str]:
     """The role a message's own evidence proves, or None: tool/thinking blocks only assistants hold; QwenPaw tags
     real user input `external_user_query` and names user messages `user`; only model replies carry usage."""
     kinds = {b.get("type") for b in msg["content"] if isinstance(b, dict) and isinstance(b.get("type"), str)}
     raw_metadata = msg.get("metadata")
-    metadata: dict = raw_metadata if isinstance(raw_metadata, dict) else {}
+    metadata: dict[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
     if kinds & set(_ASSISTANT_ONLY):
         return "assistant", "it holds tool/thinking blocks"
     if metadata.get("qwenpaw_tag") == "external_user_query":
@@ -289,7 +289,7 @@ def _inferred_role(msg: dict) -> tuple[str | None, str]:
     return None, ""
 
 
-def _matching_call(context: list, call_id: Any) -> tuple[dict, int] | None:
+def _matching_call(context: list[Any], call_id: Any) -> tuple[dict[str, Any], int] | None:
     """The latest assistant message holding tool_call `call_id` and no result for it yet."""
     for msg in reversed(context):
         if msg.get("role") != "assistant":
@@ -304,7 +304,7 @@ def _matching_call(context: list, call_id: Any) -> tuple[dict, int] | None:
     return None
 
 
-def fix_context(context: list) -> ContextFix:
+def fix_context(context: list[Any]) -> ContextFix:
     fix = ContextFix([])
     out = fix.context
     for i, original in enumerate(context):
@@ -335,8 +335,8 @@ def fix_context(context: list) -> ContextFix:
     return fix
 
 
-def _place_misplaced(msg: dict, blocks: list, allowed: tuple, out: list, fix: ContextFix, where: str,
-                     index: int) -> list | None:
+def _place_misplaced(msg: dict[str, Any], blocks: list[Any], allowed: tuple[Any, ...], out: list[Any], fix: ContextFix, where: str,
+                     index: int) -> list[Any] | None:
     """Move tool_results to their call; promote a message with nothing the role allows (QwenPaw's own rule for
     converted messages); quarantine the rest. None when every block moved (the message is dropped as empty)."""
     keep = []
@@ -378,7 +378,7 @@ def _place_misplaced(msg: dict, blocks: list, allowed: tuple, out: list, fix: Co
     return final
 
 
-def prune_scroll(agent: dict, context: list, removed_ids: set) -> list[str]:
+def prune_scroll(agent: dict[str, Any], context: list[Any], removed_ids: set[Any]) -> list[str]:
     """Keep scroll's maps to messages still in context (what QwenPaw does after an eviction, spec §2.2) and the
     placeholder's id in synthetic_ids (spec §10). Touches only ids this repair removed or placeholders it kept."""
     scroll = agent.get("scroll")

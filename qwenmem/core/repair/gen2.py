@@ -16,6 +16,7 @@ from qwenmem.core.repair.classes import (CONCATENATED, LONE_SURROGATES, NOT_A_SE
                                          DAMAGED, TRUNCATED, alternative)
 from qwenmem.core.repair.documents import DocSpan, Split
 from qwenmem.core.repair.encoding import replace_surrogates
+from qwenmem.core.repair.fixes import Removal
 from qwenmem.core.session_model.codec import encode_document
 
 SCHEMA_INVALID = "schema_invalid"  # messages/fields AgentScope 2.0 rejects: QwenPaw refuses the whole session
@@ -55,7 +56,7 @@ def _is_state(value: Any) -> bool:
     return isinstance(value, dict) and _msg_list(value.get("context")) and "memory" not in value
 
 
-def rewrap(value: Any) -> tuple[dict, str, tuple] | None:
+def rewrap(value: Any) -> tuple[dict[str, Any], str, tuple[Any, ...]] | None:
     """A JSON value that is not a 2.x session but holds one's conversation: (the session, what it was, the path of
     its message list inside the value).
     QwenPaw loads such a file as an empty session and its next save replaces it (spec §2.6, §8.1)."""
@@ -118,12 +119,12 @@ _MSG_START = re.compile(r'\{\s*"name"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"content"\s*
 _TAIL_KEYS = re.compile(r'"(scroll|mode_state)"\s*:\s*')
 
 
-def _resync_messages(text: str, stop: int, known: set) -> list:
+def _resync_messages(text: str, stop: int, known: set[Any]) -> list[Any]:
     """Complete messages after a damaged stretch of the context. Damage can swallow the start of the next message
     into a string, so the scan starts at the last message start before the point where the parse stopped."""
     starts = [m.start() for m in _MSG_START.finditer(text, 0, stop)]
     pos = starts[-1] if starts else stop
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     while True:
         m = _MSG_START.search(text, pos)
         if not m:
@@ -141,7 +142,7 @@ def _resync_messages(text: str, stop: int, known: set) -> list:
         pos = end
 
 
-def _resync_tail(text: str, doc: dict) -> None:
+def _resync_tail(text: str, doc: dict[str, Any]) -> None:
     """`scroll` / `mode_state` of the agent, when they survive after the damage (the last occurrence wins)."""
     found = {}
     for m in _TAIL_KEYS.finditer(text):
@@ -155,7 +156,7 @@ def _resync_tail(text: str, doc: dict) -> None:
         doc["agent"].setdefault(key, value)
 
 
-def _salvage_truncated(d, span: DocSpan, doc: dict) -> None:
+def _salvage_truncated(d: Any, span: DocSpan, doc: dict[str, Any]) -> None:
     parsed = span.value
     state = doc["agent"]["state"]
     ctx = state.get("context") if isinstance(state, dict) else None
@@ -364,17 +365,15 @@ def diagnose_gen2(d: Any, text: str, split: Split, changed: bool) -> Any:
     return d
 
 
-def _removal(index: int, reason: str, item: Any):
-    from qwenmem.core.repair.fixes import Removal
-
+def _removal(index: int, reason: str, item: Any) -> Removal:
     return Removal(index, reason, item)
 
 
-_STATE_DEFAULTS: dict[str, dict] = {"reply_context": {}, "permission_context": {}, "tool_context": {}, "tasks_context": {},
+_STATE_DEFAULTS: dict[str, dict[str, Any]] = {"reply_context": {}, "permission_context": {}, "tool_context": {}, "tasks_context": {},
                    "middle_context": {}}
 
 
-def _fix_state_fields(state: dict, d) -> None:
+def _fix_state_fields(state: dict[str, Any], d: Any) -> None:
     """State-level fields that fail validation are reset to AgentScope's default; the old value is quarantined."""
     done = set()
     for v in rules2.state_violations({k: v for k, v in state.items() if k != "context"}):

@@ -62,7 +62,7 @@ def _is_int(value: Any) -> bool:
     return False
 
 
-def _common_block(block: dict, out: list[str]) -> None:
+def _common_block(block: dict[str, Any], out: list[str]) -> None:
     if "id" in block and not isinstance(block["id"], str):
         out.append("block-id-not-string")
     if "created_at" in block and not isinstance(block["created_at"], str):
@@ -186,7 +186,7 @@ def _usage_ok(usage: Any) -> bool:
     return all(_is_int(usage[k]) for k in ("cache_input_tokens", "cache_creation_input_tokens") if k in usage)
 
 
-def message_field_problems(msg: dict) -> list[str]:
+def message_field_problems(msg: dict[str, Any]) -> list[str]:
     """Problems of a message's own fields (not its blocks)."""
     out = []
     if msg.get("role") not in ROLES:
@@ -234,7 +234,7 @@ def message_violations(msg: Any, index: int) -> list[Violation]:
     return out
 
 
-def _state_field_violations(state: dict) -> list[Violation]:
+def _state_field_violations(state: dict[str, Any]) -> list[Violation]:
     out = []
     if "session_id" in state and not isinstance(state["session_id"], str):
         out.append(Violation("session_id-not-string", "session_id is not a string"))

@@ -6,17 +6,18 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from qwenmem.core.errors import ChangedUnderneathError, UsageError, WorkspaceError
 from qwenmem.core.fsio import Snapshot, atomic_write_bytes, exclusive_lock, read_with_snapshot
 from qwenmem.core.repair import busy
-from qwenmem.core.repair.diagnose import EMPTY, NOT_A_SESSION, Diagnosis, diagnose
+from qwenmem.core.repair.classes import EMPTY, NOT_A_SESSION
+from qwenmem.core.repair.diagnose import Diagnosis, diagnose
 from qwenmem.core.repair.evidence import Evidence, best_usable, find_evidence
 from qwenmem.core.repair.quarantine import QuarantineRun, sha256
 from qwenmem.core.repair.strict import strict_load_bytes_problems
 from qwenmem.core.safety import replace_preserving
-from qwenmem.core.sessions import MAX_SESSION_BYTES, SessionRef
+from qwenmem.core.sessions import MAX_SESSION_BYTES, SessionDoc, SessionRef
 from qwenmem.core.workspace import Workspace
 
 CHECK, DRY_RUN, REPAIR = "check", "dry-run", "repair"
@@ -168,7 +169,7 @@ def _link_history(ws: Workspace, d: Diagnosis, data: bytes) -> None:
     from qwenmem.core.settings2 import load_gen2_settings
 
     try:
-        db = load_gen2_settings(ws).history_db
+        db = load_gen2_settings(ws).history_db_file()
     except (OSError, ValueError, WorkspaceError):
         return
     new, actions = check_bytes_against_history(d.new_bytes if d.new_bytes is not None else data, db)
@@ -182,12 +183,12 @@ def _link_history(ws: Workspace, d: Diagnosis, data: bytes) -> None:
     d.new_bytes = new
 
 
-def _explain_conversion(d: Diagnosis) -> None:
+def _explain_conversion(d: Diagnosis, session: SessionDoc) -> None:
     """A 1.x file in a 2.x workspace: say what QwenPaw 2.x will do with it (spec qwenpaw2-workspace.md §2.6, §8.5).
     The file itself is left to the 1.x rules: it is not converted here."""
     from qwenmem.core.repair.gen2 import GEN1_IN_GEN2
 
-    items = d.session.content
+    items = session.content
     compressed = sum(1 for i in items if isinstance(i, list) and len(i) == 2 and isinstance(i[1], list)
                      and "compressed" in i[1])
     if d.classes == ["ok"]:
@@ -199,7 +200,7 @@ def _explain_conversion(d: Diagnosis) -> None:
                        "old summary" if compressed else "") + " (left as it is)")
 
 
-def _strict_document(data: bytes) -> dict | None:
+def _strict_document(data: bytes) -> dict[str, Any] | None:
     """The document as QwenPaw's strict read gives it (lone surrogates replaced), or None when it does not parse."""
     from qwenmem.core.repair.encoding import replace_surrogates
 
@@ -209,7 +210,7 @@ def _strict_document(data: bytes) -> dict | None:
         return None
     if not isinstance(doc, dict):
         return None
-    fixed: dict = replace_surrogates(doc).value
+    fixed: dict[str, Any] = replace_surrogates(doc).value
     return fixed
 
 
@@ -258,7 +259,7 @@ def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_b
         return FileReport(ref.rel, ref.key, [], "error", notes=[str(exc)])
     d = diagnose(data, fix_tool_pairs)
     if gen2_ws and d.generation == "1.x" and d.session is not None and not (convert and _convert(d, data)):
-        _explain_conversion(d)
+        _explain_conversion(d, d.session)
     if d.generation == "2.x" and d.check_bytes is not None and not d.unrecoverable:
         _link_history(ws, d, data)
     rep = _report(ref, d, snap.sha256)
@@ -299,6 +300,7 @@ def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_b
             return rep
         return _one(ws, ref, mode, fix_tool_pairs, from_backup, from_file, run, before_write,
                     (now.data, now.snapshot), settled=True, gen2_ws=gen2_ws, checkpoint=checkpoint, convert=convert)
+    assert run is not None  # only a repair writes, and it always has its quarantine run
     try:
         return _write(ws, ref, data, snap, new_bytes, d, rep, run, before_write, checkpoint)
     except (OSError, WorkspaceError) as exc:  # disk full, read-only directory...: this file stays as it was
@@ -312,14 +314,14 @@ def _load_problems(d: Diagnosis, data: bytes) -> list[str]:
     return d.check_bytes(data) if d.check_bytes else strict_load_bytes_problems(data)
 
 
-def _write(ws, ref, data, snap, new_bytes, d: Diagnosis, rep: FileReport, run: QuarantineRun,
+def _write(ws: Workspace, ref: SessionRef, data: bytes, snap: Snapshot, new_bytes: bytes, d: Diagnosis, rep: FileReport, run: QuarantineRun,
            before_write: BeforeWrite | None, checkpoint: Checkpoint = _no_checkpoint) -> FileReport:
     problems = _load_problems(d, new_bytes) if rep.restored_from or d.check_bytes or (d.session and d.session.layout == "agent") else []
     if problems:
         rep.status = "error"
         rep.notes.append("the repaired session would not load; nothing written: " + "; ".join(problems[:3]))
         return rep
-    entry = {"path": ref.rel, "original": None, "original_sha256": snap.sha256, "original_size": len(data),
+    entry: dict[str, Any] = {"path": ref.rel, "original": None, "original_sha256": snap.sha256, "original_size": len(data),
              "classes": rep.classes, "actions": rep.actions, "notes": rep.notes, "replacements": rep.replacements,
              "messages": {"found": rep.messages_found, "kept": rep.messages_intact, "lost": rep.messages_lost,
                           "removed": rep.messages_removed, "added": rep.messages_added},
