@@ -11,8 +11,11 @@ from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.errors import ExitCode
 from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
-from qwenmem.cli.result import CommandResult, status_for
+from qwenmem.cli.result import CommandResult, document_of, status_for
 from qwenmem.cli.runner import command
+
+#: salvage notices travel in the envelope's warnings (a source's own stay beside its counts)
+SALVAGE_OMITTED_FIELDS = frozenset({"notices"})
 
 app = typer.Typer(no_args_is_help=True, help="Check and salvage QwenPaw 2.x's history database (history.db).\n\n"
                   "Examples:\n\n  qwenmem history check\n\n  qwenmem history salvage --dry-run")
@@ -101,7 +104,8 @@ def salvage_cmd(
 
     ws = open_workspace(ctx, workspace, agent)
     result = salvage(ws, from_file, dry_run)
-    return CommandResult(result, warnings=list(result.notices) + [n for s in result.sources for n in s.notices],
+    return CommandResult(document_of(result, SALVAGE_OMITTED_FIELDS),
+                         warnings=list(result.notices) + [n for s in result.sources for n in s.notices],
                          render=None if quiet else lambda: _render_salvage(result))
 
 
