@@ -3,7 +3,7 @@
 
 Run with an interpreter that has agentscope==2.0.10 (kept out of qwenmem's venv: it pulls a large dependency tree):
 
-    python bench/agentscope2_check.py --make-venv /tmp/as2-venv     # python -m venv + pip install agentscope==2.0.10
+    python bench/agentscope2_check.py --make-venv /tmp/as2-venv     # venv + agentscope==2.0.10 + qwenpaw --no-deps
     /tmp/as2-venv/bin/python bench/agentscope2_check.py FILE_OR_DIR...
 
 Exit 0 when every file validates, 1 otherwise (one line per problem on stdout).
@@ -17,11 +17,15 @@ import sys
 from pathlib import Path
 
 AGENTSCOPE = "agentscope==2.0.10"
+# QwenPaw itself, without its dependency tree: bench/agentscope2_convert.py needs only its 1.x converter and loader
+QWENPAW = "qwenpaw==2.2.2.post1"
 
 
 def make_venv(where: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
-    subprocess.run([str(where / "bin" / "python"), "-m", "pip", "install", "-q", AGENTSCOPE], check=True)
+    pip = [str(where / "bin" / "python"), "-m", "pip", "install", "-q"]
+    subprocess.run(pip + [AGENTSCOPE], check=True)
+    subprocess.run(pip + ["--no-deps", QWENPAW], check=True)
 
 
 def files(args: list[str]) -> list[Path]:

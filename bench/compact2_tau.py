@@ -150,7 +150,7 @@ def run(c: int, sessions: list, work: Path, as2: Path | None) -> tuple[list[dict
                 if report.status in ("compacted", "dry-run"):
                     row["removed"], row["kept"] = len(report.removed_ids), len(report.kept_ids)
                 row["t1"] = report.tier1.tokens_after if report.tier1.ran else row["before"]
-                row["cut"] = report.tier1.detail.get("outputs_cut", 0) + report.tier1.detail.get("outputs_recut", 0)
+                row["cut"] = getattr(report.tier1.detail, "outputs_cut", 0) + getattr(report.tier1.detail, "outputs_recut", 0)
                 row["status"] = report.status
                 issues = list(report.warnings)
                 if report.status == "compacted":

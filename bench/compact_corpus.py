@@ -119,9 +119,9 @@ def run_workspace(ws_dir: Path, opts: CompactOptions) -> list[dict]:
             "session": ref.path.name[:38], "msgs": check.message_count, "S": check.budget.fixed_tokens,
             "L": check.budget.left, "before": report.context_tokens_before,
             "after_t1": report.check.tokens.system + report.check.tokens.summary + report.tier1.tokens_after,
-            "outputs_cut": report.tier1.detail.get("outputs_cut", 0) + report.tier1.detail.get("outputs_recut", 0),
+            "outputs_cut": getattr(report.tier1.detail, "outputs_cut", 0) + getattr(report.tier1.detail, "outputs_recut", 0),
             "removed": len(report.removed_ids), "kept": len(report.kept_ids) if report.tier2.ran else check.message_count,
-            "after": report.context_tokens_after, "note": report.tier3.detail.get("chars", 0) if report.tier3.ran else 0,
+            "after": report.context_tokens_after, "note": getattr(report.tier3.detail, "chars", 0) if report.tier3.ran else 0,
             "status": report.status, "seconds": elapsed, "verified": "; ".join(problems) or "ok"})
     return rows
 

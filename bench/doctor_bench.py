@@ -19,28 +19,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _results import update_section  # noqa: E402
+from _timing import run_qwenmem  # noqa: E402
 from gen_workspace import generate  # noqa: E402
 
 WORK = HERE / "_work" / "ws_1000x200"
-
-
-def run_once(args: list[str]) -> tuple[float, float, float, int]:
-    """(wall s, cpu s, peak RSS MiB, exit code) of one fresh `python -m qwenmem` process."""
-    env = dict(os.environ, PYTHONPATH=str(HERE.parent))
-    start = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:
-        fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, 1)
-        os.execve(sys.executable, [sys.executable, "-m", "qwenmem", *args], env)
-    _, status, usage = os.wait4(pid, 0)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):  # 1: something needs attention, which is a normal answer
-        raise SystemExit(f"qwenmem {' '.join(args)} failed with {code}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code
-
-
 
 
 def main() -> None:
@@ -57,18 +39,19 @@ def main() -> None:
     size = sum(p.stat().st_size for p in WORK.rglob("*.json"))
     walls, cpus, rss, codes = [], [], [], set()
     for _ in range(a.runs):
-        w, c, r, code = run_once(["-w", str(WORK), "doctor", "--json"])
-        walls.append(w)
-        cpus.append(c)
-        rss.append(r)
-        codes.add(code)
+        run = run_qwenmem(["-w", str(WORK), "doctor", "--json"], ok=(0, 1))  # 1: something needs attention
+        walls.append(run.wall)
+        cpus.append(run.cpu)
+        rss.append(run.peak_rss_mib)
+        codes.add(run.code)
     load = os.getloadavg()[0]
     med = statistics.median(walls)
     print(f"doctor: median {med:.2f}s (cpu {statistics.median(cpus):.2f}s), peak RSS {max(rss):.0f} MiB, "
           f"load {load:.1f}", file=sys.stderr)
     update_section("doctor", f"""Command: `python bench/doctor_bench.py --runs {a.runs}` (cold process each run, `qwenmem -w WS doctor --json`;
 workspace from `bench/gen_workspace.py`: 1,000 sessions × 200 messages, {size / 1e6:.0f} MB of JSON, with a full-text index
-built by `reindex --embedder none`; page cache warm; exit code {'/'.join(map(str, sorted(codes)))}).
+built by `reindex --embedder none`; page cache warm; exit code {'/'.join(map(str, sorted(codes)))}). Peak RSS is the
+largest of qwenmem and its pool workers, each its own (measured through a small launcher, `bench/_timing.py`).
 
 | command | median wall | range | median CPU (user+sys, with its worker processes) | peak RSS | load average |
 |---|---|---|---|---|---|

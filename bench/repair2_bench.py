@@ -7,7 +7,8 @@ Sources: the 2.x session files of the generated corpus (../shared/corpus/generat
 and the self-written fixtures of tests/fixtures/qwenpaw2/builder.py. Each class (byte damage: truncated,
 trailing_garbage, concatenated, bom, invalid_utf8, lone_surrogate, not_a_session; AgentState rules: user_tool_result,
 data_no_media_type, tool_input_dict, content_string, bad_block_state, system_data, non_dict_message, missing_name,
-tool_role, text_not_string, mixed) is written next to healthy copies into one workspace and repaired with
+tool_role, text_not_string, mixed, random_field; 1.x blocks inside a 2.x file: legacy_blocks; a block without its
+"type": untyped_block) is written next to healthy copies into one workspace and repaired with
 `run_repair(mode=repair)` (quarantine, atomic writes, lock).
 
 Measured per class: recoverable messages (complete in the damaged bytes and loadable or fixable) found again in the
@@ -353,8 +354,37 @@ def mixed(rng, name, doc):
     return Case("mixed", name, dumps(current).encode(), rec, moved, exact=False)
 
 
+def legacy_blocks(rng, name, doc):
+    """1.x blocks inside a 2.x file: a tool_use (dict input and a different raw_input), an image at a local path,
+    a file block; QwenPaw's msg_from_dict converts all three."""
+    d = copy.deepcopy(doc)
+    msgs, users = _tool_msgs(d), _user_msgs(d)
+    if not msgs or not users:
+        return None
+    m = rng.choice(msgs)
+    i = next(j for j, b in enumerate(m["content"]) if b.get("type") == "tool_call")
+    call = m["content"][i]
+    args = json.loads(call["input"]) if call["input"].startswith("{") else {"raw": call["input"]}
+    m["content"][i] = {"type": "tool_use", "id": call["id"], "name": call["name"], "input": args,
+                       "raw_input": call["input"][: len(call["input"]) // 2]}
+    u = rng.choice(users)
+    u["content"].append({"type": "image", "source": {"type": "url", "url": f"/home/user/pics/p{rng.randint(1, 99)}.png"}})
+    u["content"].append({"type": "file", "filename": "notes.pdf", "source": {"type": "url", "url": "/home/user/notes.pdf"}})
+    return Case("legacy_blocks", name, dumps(d).encode(), set(ids(doc)), exact=False)
+
+
+def untyped_block(rng, name, doc):
+    """A block that lost its "type" key: AgentScope reads it as the member of its block union it validates as."""
+    d = copy.deepcopy(doc)
+    blocks = [b for m in _list_msgs(d) for b in m["content"] if isinstance(b, dict) and "type" in b]
+    if not blocks:
+        return None
+    del rng.choice(blocks)["type"]
+    return Case("untyped_block", name, dumps(d).encode(), set(ids(doc)), exact=False)
+
+
 CLASSES = ([truncated, torn_middle, trailing_garbage, concatenated, bom, invalid_utf8, lone_surrogate, not_a_session] + RULES
-           + [mixed, random_field])
+           + [mixed, random_field, legacy_blocks, untyped_block])
 
 
 def generate(seed: int, per_class: int) -> tuple[list[Case], list[tuple[str, bytes]]]:

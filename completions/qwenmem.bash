@@ -25,7 +25,7 @@ _qwenmem_opts() {
         "search") echo "--agent --context --format --fusion --json --max-results --min-score --mode --no-reindex --quiet --since --tag --until --vector-weight --workspace -C -n -q -w" ;;
         "sessions") echo "" ;;
         "sessions list") echo "--agent --channel --format --json --limit --reverse --since --sort --tokenizer --user --workspace -w" ;;
-        "sessions repair") echo "--agent --all --check --dry-run --fix-tool-pairs --format --from --from-backup --json --quiet --workspace -n -q -w" ;;
+        "sessions repair") echo "--agent --all --check --convert-1x --dry-run --fix-tool-pairs --format --from --from-backup --json --quiet --workspace -n -q -w" ;;
         "sessions restore") echo "--agent --dry-run --json --run --workspace -n -w" ;;
         "sessions show") echo "--agent --compressed --full --history --json --no-compressed --role --tail --thinking --workspace -w" ;;
         "snapshot") echo "--agent --dry-run --json --keep --quiet --reason --workspace -m -n -q -w" ;;

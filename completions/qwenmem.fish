@@ -390,6 +390,7 @@ complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l workspace -x -a '(
 complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -s w -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l all
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l check
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l convert-1x
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l dry-run
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l fix-tool-pairs
 complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l from-backup

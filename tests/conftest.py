@@ -72,10 +72,19 @@ def pytest_addoption(parser):
                      help="also run tests marked slow (CI does; the default run leaves them out)")
 
 
+def _full_run(config) -> bool:
+    return (config.getoption("--run-slow") or os.environ.get("QWENMEM_RUN_SLOW") == "1"
+            or bool(config.getoption("markexpr", "")))
+
+
+def pytest_configure(config):
+    import speed  # before the test modules import it: their @settings read it at import
+
+    speed.FULL_RUN = _full_run(config)
+
+
 def pytest_collection_modifyitems(config, items):
-    run_slow = (config.getoption("--run-slow") or os.environ.get("QWENMEM_RUN_SLOW") == "1"
-                or bool(config.getoption("markexpr", "")))
-    if run_slow:
+    if _full_run(config):
         return
     kept, slow = [], []
     for item in items:

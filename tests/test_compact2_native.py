@@ -162,3 +162,26 @@ def test_compacted_files_pass_agentscope_validation(tmp_path):
     proc = subprocess.run([str(AS2_PYTHON), str(REPO / "bench" / "agentscope2_check.py"), str(pre),
                            str(ws / "dialog" / "2026-12-01.jsonl")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_compact_reads_a_1gb_sparse_2x_dialog_log_in_bounded_memory(tmp_path):
+    """The 2.x sibling of test_security_resources' 1.x test: the shared de-dup scan reads past a 1 GiB line."""
+    import resource  # noqa: F401  (the launcher below uses it; Linux only, like the 1.x test)
+    import sys
+
+    ws = write_ws(tmp_path, conversation_of_bytes(40_000, n=20), "native")
+    dialog = ws / "dialog"
+    dialog.mkdir()
+    log = dialog / "2026-12-01.jsonl"  # the date of every message's created_at
+    with open(log, "wb") as fh:
+        fh.truncate(1 << 30)  # 1 GiB of NULs, no newline, taking no disk
+    launcher = ("import resource, subprocess, sys; rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)"
+                ".returncode; print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    proc = subprocess.run([sys.executable, "-c", launcher, sys.executable, "-m", "qwenmem", "-w", str(ws), "compact",
+                           "console/t", "--max-input-length", "10000", "--system-tokens", "0"],
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=600,
+                          check=False)
+    code, maxrss_kib = (int(v) for v in proc.stdout.split())
+    assert code == 0, proc.stderr
+    assert maxrss_kib / 1024 < 400, f"compact peaked at {maxrss_kib / 1024:.0f} MiB on a 1 GiB sparse dialog log"
+    assert log.stat().st_size > 1 << 30  # and it appended the compressed messages

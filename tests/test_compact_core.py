@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from datetime import date, datetime, timezone
 from pathlib import Path
 
@@ -75,7 +76,7 @@ def test_tier3_runs_concurrently_with_tier2(tmp_path, llm_server):
     ws_dir = _workspace(tmp_path, _long_chat())
     ws, report = _run(ws_dir, max_input_length=2000, summarizer="llm", llm=_llm(llm_server), longterm=True)
     assert both_in_flight.is_set(), "tier 3 did not start while tier 2 was waiting for the LLM"
-    assert report.status == "compacted" and report.tier3.detail["written"]
+    assert report.status == "compacted" and report.tier3.detail.written
 
 
 def test_history_larger_than_the_summarizer_budget_is_chunked_not_dropped(tmp_path, llm_server):
@@ -84,7 +85,7 @@ def test_history_larger_than_the_summarizer_budget_is_chunked_not_dropped(tmp_pa
     ws, report = _run(_workspace(tmp_path, msgs), max_input_length=2000, summarizer="llm", llm=_llm(llm_server),
                       longterm=False)
     requests = [r["body"]["messages"][1]["content"] for r in llm_server.chat_requests()]
-    assert len(requests) >= 3 and report.tier2.detail["chunks"] == len(requests)
+    assert len(requests) >= 3 and report.tier2.detail.chunks == len(requests)
     removed = [m for m in msgs if m["id"] in report.removed_ids]
     for msg in removed:  # every removed message reached the summarizer
         marker = msg["content"][0]["text"].split()[1]
@@ -96,8 +97,8 @@ def test_invalid_reply_is_retried_once_then_accepted(tmp_path, llm_server):
     llm_server.set_script([{"content": "no sections here"}, {"content": GOOD}])
     ws, report = _run(_workspace(tmp_path, _long_chat(4)), force=True, reserve_ratio=0.004, summarizer="llm",
                       llm=_llm(llm_server), longterm=False)
-    assert report.status == "compacted" and report.tier2.detail["chunks"] == 1
-    assert report.tier2.detail["llm_calls"] == 2 and len(report.removed_ids) == 3
+    assert report.status == "compacted" and report.tier2.detail.chunks == 1
+    assert report.tier2.detail.llm_calls == 2 and len(report.removed_ids) == 3
 
 
 def test_extra_instruction_reaches_the_summarizer(tmp_path, llm_server):
@@ -112,7 +113,7 @@ def test_daily_note_is_dated_in_the_users_timezone(tmp_path):
     ws_dir = _workspace(tmp_path, _long_chat(6), config={"user_timezone": "Asia/Shanghai"})
     late_utc = datetime(2026, 5, 20, 23, 30, tzinfo=timezone.utc)  # already 07:30 on the 21st in Shanghai
     ws, report = _run(ws_dir, max_input_length=1000, summarizer="extractive", longterm=True, now=late_utc)
-    assert report.tier3.detail["path"] == "memory/2026-05-21.md"
+    assert report.tier3.detail.path == "memory/2026-05-21.md"
     text = (ws_dir / "memory" / "2026-05-21.md").read_text(encoding="utf-8")
     assert text.startswith("# 2026-05-21\n") and "(07:30)" in text and "question 0" in text
 
@@ -238,3 +239,68 @@ def test_dialog_keeps_two_different_messages_that_share_an_id(tmp_path):
     dialog_mod.write_dialog(dialog_mod.plan_dialog(tmp_path, [first]))
     plan = dialog_mod.plan_dialog(tmp_path, [first, second])
     assert plan.count == 1 and plan.already_present == 1
+
+
+def test_both_generations_share_one_bounded_dialog_scan(tmp_path):
+    from qwenmem.core.compaction2 import dialog as dialog2
+
+    msg1 = user(text="one", ts="2026-05-20 09:00:00.000")
+    msg2 = {"id": "m2", "role": "user", "created_at": "2026-05-20T09:00:01", "content": [{"type": "text", "id": "b1"}]}
+    log = tmp_path / "2026-05-20.jsonl"
+    deep = "[" * 100_000  # json raises RecursionError here, not JSONDecodeError: it is no message, not a crash
+    log.write_text("\n".join([deep, "not json", json.dumps(msg1), json.dumps(msg2), '"no id"']) + "\n")
+    keys1 = dialog_mod.existing_keys(log, dialog_mod.message_key)
+    keys2 = dialog_mod.existing_keys(log, dialog2.line_key)
+    assert dialog_mod.message_key(msg1, json.dumps(msg1)) in keys1
+    assert dialog2.line_key(msg2, json.dumps(msg2)) in keys2
+    assert dialog_mod.all_in_dialog(tmp_path, [msg1]) == [] and dialog2.missing_from_dialog(tmp_path, [msg2]) == []
+    # a line without an id is kept as a digest (bounded per line), the same key in both generations
+    assert dialog_mod.line_digest_key('"no id"') in keys1 & keys2 and len(keys1) == len(keys2) == 3
+
+
+def test_several_sessions_are_summarized_concurrently_and_written_in_order(tmp_path, llm_server):
+    """With a remote LLM, up to llm_concurrency sessions wait for their summary at once (bounded), each gets its
+    own summary, and the writes happen one session at a time in the given order, whichever reply came first."""
+    sessions = 6
+    lock = threading.Lock()
+    state = {"in_flight": 0, "peak": 0, "arrived": 0}
+    four_waiting = threading.Event()
+
+    def reply(request):
+        text = request["messages"][1]["content"]
+        marker = next(w for w in text.split() if w.startswith("sess"))
+        with lock:
+            state["in_flight"] += 1
+            state["peak"] = max(state["peak"], state["in_flight"])
+            state["arrived"] += 1
+            order = state["arrived"]
+            if state["in_flight"] >= 4:
+                four_waiting.set()
+        four_waiting.wait(5)  # returns early once four requests are in flight together
+        time.sleep(0.1 * max(0, 5 - order))  # the first to arrive answers last
+        with lock:
+            state["in_flight"] -= 1
+        return GOOD + f"\n- summary of {marker}"
+
+    llm_server.set_script([{"content": reply}])
+    ws_dir = tmp_path / "ws"
+    (ws_dir / "sessions" / "console").mkdir(parents=True)
+    (ws_dir / "agent.json").write_text(json.dumps({"language": "en"}), encoding="utf-8")
+    for k in range(sessions):
+        msgs = [user(text=f"sess{k} question {i} " + "q" * 1200, ts=f"2026-05-20 10:{i:02d}:0{k}.000") if i % 2 == 0
+                else say(text=f"sess{k} answer {i} " + "a" * 1200, ts=f"2026-05-20 10:{i:02d}:0{k}.000")
+                for i in range(8)]
+        (ws_dir / "sessions" / "console" / f"s{k}.json").write_text(json.dumps(session_doc(msgs)), encoding="utf-8")
+    ws = discover_workspace(ws_dir)
+    refs = sorted(iter_session_refs(ws), key=lambda r: r.key, reverse=True)  # s5 … s0: not the file order
+    reports, _ = compact_sessions(ws, refs, load_settings(ws), CompactOptions(
+        max_input_length=2000, summarizer="llm", llm=_llm(llm_server), longterm=False))
+    assert [r.key for r in reports] == [r.key for r in refs]
+    assert all(r.status == "compacted" for r in reports), [(r.key, r.error) for r in reports]
+    assert state["peak"] == 4  # concurrent, and never more than the bound
+    for ref in refs:
+        summary = json.loads(ref.path.read_text(encoding="utf-8"))["agent"]["memory"]["_compressed_summary"]
+        assert f"- summary of sess{ref.path.stem[1:]}" in summary  # each session got its own reply
+    lines = (ws_dir / "dialog" / "2026-05-20.jsonl").read_text(encoding="utf-8").splitlines()
+    order = list(dict.fromkeys(json.loads(line)["content"][0]["text"].split()[0] for line in lines))
+    assert order == [f"sess{ref.path.stem[1:]}" for ref in refs]  # appended in the given order

@@ -207,6 +207,19 @@ def test_list_backups_shows_backups_and_recent_dreams(sample_ws):
     assert len(result["backups"]) == 1 and result["recent"][0]["kind"] == "dream"
 
 
+def test_a_changelog_line_that_is_not_an_object_is_skipped_not_a_traceback(sample_ws):
+    assert _dream(sample_ws, "--date", "2026-11-26").code == 0
+    log = sample_ws / "backup" / "dream_changelog.jsonl"
+    log.write_text(log.read_text() + '3\n["a list"]\n"text"\nnull\n')  # valid JSON, but no entry
+    run = invoke("dream", "-w", str(sample_ws), "--list-backups", "--json")
+    assert run.code == 0, run.stderr
+    assert [e["kind"] for e in run.json()["result"]["recent"]] == ["dream"]
+    doctor = invoke("-w", str(sample_ws), "doctor", "--json")
+    assert "Traceback" not in doctor.stderr
+    dream_health = doctor.json()["result"]["agents"][0]["dream"]
+    assert dream_health["runs"] == 1 and dream_health["last_kind"] == "dream"
+
+
 def test_bom_is_kept(sample_ws):
     memory = sample_ws / "MEMORY.md"
     memory.write_bytes(b"\xef\xbb\xbf# M\n\n## A\n- same line here\n- same line here\n")

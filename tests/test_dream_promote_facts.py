@@ -45,7 +45,7 @@ def _compacted_workspace(tmp_path: Path) -> Path:
     reports, _ = compact_sessions(ws, list(iter_session_refs(ws)), load_settings(ws),
                                   CompactOptions(max_input_length=2000, summarizer="extractive", longterm=True,
                                                  now=NOW))
-    assert reports[0].tier3.detail["path"] == f"memory/{DAY}.md"
+    assert reports[0].tier3.detail.path == f"memory/{DAY}.md"
     return ws_dir
 
 

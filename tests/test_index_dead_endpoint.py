@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import run_cli
 from llm_server import ScriptedLLMServer
 
@@ -24,6 +26,7 @@ def _manifest(ws_path):
     return store.Manifest.load(ws_path / ".qwenmem" / "index" / gen)
 
 
+@pytest.mark.slow  # two full builds against a real server: ~7 s
 def test_dead_endpoint_reindex_keeps_full_text_search_answers_and_a_later_reindex_fills_in(sample_ws):
     server = ScriptedLLMServer()
     with server:

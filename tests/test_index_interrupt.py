@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import REPO, run_cli
 
 
@@ -23,6 +25,13 @@ def _big_workspace(root, files: int = 12, lines: int = 120):
     return root
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT as a terminal gives it (a suite run in the background ignores SIGINT, and qwenmem keeps
+    an ignored SIGINT, so the reindex would not stop)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.slow  # a real model load and a large workspace: 7-30 s
 def test_ctrl_c_during_reindex_stops_within_2_s_and_keeps_the_previous_index(tmp_path):
     ws = _big_workspace(tmp_path / "ws")
     assert run_cli("reindex", "-w", str(ws), "--embedder", "none").code == 0
@@ -30,7 +39,7 @@ def test_ctrl_c_during_reindex_stops_within_2_s_and_keeps_the_previous_index(tmp
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen([sys.executable, "-m", "qwenmem", "reindex", "-w", str(ws), "--embedder", "local",
                              "--full"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            stdin=subprocess.DEVNULL)
+                            stdin=subprocess.DEVNULL, preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + 90
         while not (index / "gen-000002").exists():  # the new generation exists once embedding is about to start
@@ -55,6 +64,7 @@ def test_ctrl_c_during_reindex_stops_within_2_s_and_keeps_the_previous_index(tmp
     assert after.code == 0 and after.json()["result"]["hits"]
 
 
+@pytest.mark.slow  # embeds a large workspace with the default model: ~40 s
 def test_first_search_of_a_large_workspace_answers_from_full_text_at_once_and_reindex_embeds_the_rest(tmp_path):
     """issue 18: the first search used to embed every chunk before answering (hours with the default model on a
     large workspace). Now it builds the full-text side, embeds for about a second, and says what is left."""

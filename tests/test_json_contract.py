@@ -3,16 +3,22 @@
 from dataclasses import fields
 
 from conftest import invoke
-from qwenmem.cli import compact, dream, info, reindex, repair, restore, search, sessions
+from qwenmem.cli import compact, dream, history, info, reindex, repair, restore, search, sessions, snapshot
 from qwenmem.core.compaction.check import CheckReport, CompactReport
 from qwenmem.core.dream.changelog import Change
 from qwenmem.core.dream.run import DreamResult
 from qwenmem.core.dream.run import RestoreResult as DreamRestoreResult
+from qwenmem.core.history.check import Finding as HistoryFinding
+from qwenmem.core.history.check import HistoryCheck
+from qwenmem.core.history.maintain import FtsRebuild, SalvageResult, SourceReport
 from qwenmem.core.index.reindexing import ReindexResult
 from qwenmem.core.listing import SessionRow
 from qwenmem.core.repair.quarantine import RunInfo
 from qwenmem.core.repair.restore import RestoredFile, RestoreResult
 from qwenmem.core.repair.run import FileReport
+from qwenmem.core.snapshot import CreateResult as SnapshotCreateResult
+from qwenmem.core.snapshot import RestoreResult as SnapshotRestoreResult
+from qwenmem.core.snapshot import SnapshotInfo
 
 NONE: frozenset[str] = frozenset()
 #: document or nested row -> (the type its keys come from, fields of that type the document leaves out)
@@ -40,6 +46,15 @@ TYPES = {
     "dream restore": (DreamRestoreResult, NONE),
     "dream list-backups": (dream.ListBackupsResult, NONE),
     "dream list-backups backup": (dream.BackupRow, NONE),
+    "history check": (HistoryCheck, NONE),
+    "history check finding": (HistoryFinding, NONE),
+    "history salvage": (SalvageResult, history.SALVAGE_OMITTED_FIELDS),
+    "history salvage source": (SourceReport, NONE),
+    "history rebuild-fts": (FtsRebuild, NONE),
+    "snapshot": (SnapshotCreateResult, snapshot.OMITTED_FIELDS),
+    "snapshot info": (SnapshotInfo, NONE),
+    "snapshot list": (snapshot.SnapshotListResult, NONE),
+    "snapshot restore": (SnapshotRestoreResult, snapshot.OMITTED_FIELDS),
 }
 
 #: The public contract, written out: a change to a result type fails here until the pin (and qwenmem_json) moves.
@@ -91,6 +106,19 @@ PINS = {
         "backup", "changelog", "diff", "memory", "pruned", "restored_from", "sha256_after", "sha256_before", "status"},
     "dream list-backups": {"backups", "recent"},
     "dream list-backups backup": {"name", "path", "size"},
+    "history check": {"deep", "findings", "fts", "integrity", "path", "state"},
+    "history check finding": {"code", "count", "examples", "message", "severity"},
+    "history salvage": {
+        "action", "already_present", "dry_run", "inserted", "kept_seq", "live", "quarantine", "renumbered", "sources"},
+    "history salvage source": {
+        "from_lost_and_found", "method", "notices", "partial_rows", "path", "rows_read", "scan_only", "tool"},
+    "history rebuild-fts": {"documents_after", "documents_before", "dry_run", "live", "needed", "quarantine"},
+    "snapshot": {"bytes_freed", "objects_removed", "pruned", "same_as", "snapshot", "status"},
+    "snapshot info": {
+        "added_bytes", "bytes", "created", "dirs", "files", "id", "manifest", "reason", "root", "skipped"},
+    "snapshot list": {"count", "damaged", "directory", "snapshots"},
+    "snapshot restore": {
+        "created", "extra", "pruned", "removed", "replaced", "restored_from", "status", "unchanged", "undo_snapshot"},
 }
 
 
@@ -124,7 +152,7 @@ QWENPAW2_INFO = {"strategy", "strategy_source", "scroll", "history_retention_day
 def test_sessions_list_contract(sample_ws):
     doc = invoke("-w", str(sample_ws), "sessions", "list", "--json").json()
     assert set(doc) == ENVELOPE
-    assert doc["qwenmem_json"] == 2 and doc["command"] == "sessions list" and doc["status"] == "ok"
+    assert doc["qwenmem_json"] == 3 and doc["command"] == "sessions list" and doc["status"] == "ok"
     assert set(doc["result"]) == {"workspace", "tokenizer", "count", "sessions", "generation", "strategy", "history",
                                   "history_only"}
     assert set(doc["result"]["generation"]) == {"generation", "files_1x", "files_2x", "markers"}
@@ -196,7 +224,7 @@ def test_json_after_double_dash_is_a_search_query_not_the_flag(sample_ws):
 def _doc(ws, *args):
     run = invoke("-w", str(ws), *args, "--json")
     doc = run.json()
-    assert set(doc) == ENVELOPE and doc["qwenmem_json"] == 2, (args, run.stderr)
+    assert set(doc) == ENVELOPE and doc["qwenmem_json"] == 3, (args, run.stderr)
     return doc
 
 
@@ -260,3 +288,48 @@ def test_doctor_contract(sample_ws):
     assert set(agent["history"]) == DOCTOR_HISTORY and set(agent["temporaries"]) == DOCTOR_TEMPORARIES
     assert agent["storage"] and all(set(a) == DOCTOR_STORAGE for a in agent["storage"])
     assert agent["findings"] and all(set(f) == DOCTOR_FINDING for f in agent["findings"])
+
+
+def _history_ws(tmp_path):
+    """A 2.x workspace whose history.db QwenPaw set aside as corrupt (renamed, an empty store started: spec §3.6)."""
+    import os
+
+    from qwenpaw2_support import builder
+
+    ws = tmp_path / "ws2"
+    (ws / "sessions").mkdir(parents=True)
+    builder.agent_json(ws, "scroll", retention=30)
+    conn = builder.create_history_db(ws / "history.db")
+    builder.scroll_session(ws, conn, "console:u", "u", "console", 6, keep_last=3, clock=builder.Clock())
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    os.replace(ws / "history.db", ws / "history.db.corrupt-20261130T101500")
+    for side in ("-wal", "-shm"):
+        (ws / f"history.db{side}").unlink(missing_ok=True)
+    builder.create_history_db(ws / "history.db").close()
+    return ws
+
+
+def test_history_and_snapshot_documents_have_the_keys_of_their_types(tmp_path):
+    """The documents added after the first pins, run for real: history check/salvage/rebuild-fts on a 2.x store
+    with a set-aside copy, snapshot create/list/restore; no result repeats the envelope's warnings."""
+    ws = _history_ws(tmp_path)
+    checked = _doc(ws, "history", "check", "--deep")
+    assert checked["command"] == "history check" and set(checked["result"]) == keys("history check")
+    assert checked["result"]["findings"] and all(set(f) == keys("history check finding")
+                                                 for f in checked["result"]["findings"])
+    salvaged = _doc(ws, "history", "salvage", "--dry-run")
+    assert salvaged["command"] == "history salvage" and set(salvaged["result"]) == keys("history salvage")
+    assert salvaged["result"]["sources"] and all(set(s) == keys("history salvage source")
+                                                 for s in salvaged["result"]["sources"])
+    rebuilt = _doc(ws, "history", "rebuild-fts", "--dry-run")
+    assert rebuilt["command"] == "history rebuild-fts" and set(rebuilt["result"]) == keys("history rebuild-fts")
+    (ws / "MEMORY.md").write_text("# Memory\n\n- The user prefers tea\n")
+    made = _doc(ws, "snapshot", "-m", "contract")
+    assert made["command"] == "snapshot" and set(made["result"]) == keys("snapshot")
+    assert set(made["result"]["snapshot"]) == keys("snapshot info")
+    listed = _doc(ws, "snapshot", "list")
+    assert listed["command"] == "snapshot list" and set(listed["result"]) == keys("snapshot list")
+    assert all(set(s) == keys("snapshot info") for s in listed["result"]["snapshots"])
+    restored = _doc(ws, "snapshot", "restore", "--dry-run")
+    assert restored["command"] == "snapshot restore" and set(restored["result"]) == keys("snapshot restore")

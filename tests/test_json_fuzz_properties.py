@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import invoke
+from speed import examples
 
 HUGE_INT = "1" * 4301
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -138,8 +139,8 @@ def _assert_no_internal_error(root: Path, where: str) -> None:
             assert all(e.get("code") != "internal_error" for e in doc.get("errors", [])), (where, op, doc["errors"])
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(target=st.sampled_from(TARGETS), value=values)
 def test_any_json_value_in_any_known_key_is_never_an_internal_error(tmp_path_factory, target, value):
     name, path = target

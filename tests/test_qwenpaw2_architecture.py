@@ -23,8 +23,10 @@ ALLOWED = {
     SM / "gen1_doc.py": (),
     SM / "gen1.py": ("qwenmem.core.session_model._blocks", "qwenmem.core.session_model.model"),
     SM / "gen2.py": ("qwenmem.core.session_model._blocks", "qwenmem.core.session_model.model"),
+    # detect.generation_of_file opens files: only through confine (which sits on errors alone)
     SM / "detect.py": ("qwenmem.core.session_model.gen1", "qwenmem.core.session_model.gen2",
-                       "qwenmem.core.session_model.model", "qwenmem.core.session_model"),
+                       "qwenmem.core.session_model.model", "qwenmem.core.session_model", "qwenmem.core.confine",
+                       "qwenmem.core.errors"),
     SM / "__init__.py": ("qwenmem.core.session_model.",),
 }
 # the history reader sits on the model, never on loading, salvage or repair

@@ -424,3 +424,49 @@ def test_a_damaged_bare_message_list_stays_a_2x_session():
     new = json.loads(d.new_bytes)
     assert "state" in new["agent"] and len(new["agent"]["state"]["context"]) == 7
     assert validation_problems(d.new_bytes) == []
+
+
+def test_a_block_without_type_is_read_as_agentscope_reads_it():
+    """Regression: AgentScope's Msg.content is a plain union, so a block that lost its "type" key still loads as the
+    block it validates as (agentscope 2.0.10 accepts a tool_call without "type"); the repair quarantined it as an
+    unknown block, leaving its tool_result without a call."""
+    doc = _healthy(3)
+    ctx = doc["agent"]["state"]["context"]
+    tool_msg = next(m for m in ctx if any(b["type"] == "tool_call" for b in m["content"]))
+    call = next(b for b in tool_msg["content"] if b["type"] == "tool_call")
+    del call["type"]
+    data = builder.dumps(doc).encode()
+    assert validation_problems(data) == []  # what AgentScope says (bench/repair2_bench.py checks the agreement)
+    d = diagnose(data)
+    assert d.classes == ["ok"] and d.new_bytes is None  # a valid file is left byte-identical
+    ctx[0]["content"] = "a plain string"  # now something forces a rewrite: the block survives, its type explicit
+    d = diagnose(builder.dumps(doc).encode())
+    written = json.loads(d.new_bytes)["agent"]["state"]["context"]
+    kept = next(m for m in written if m["id"] == tool_msg["id"])
+    assert {"type": "tool_call", **call} in kept["content"]
+    untyped_in_user = {"text": "hello"}
+    ctx[0]["content"] = [untyped_in_user]  # read as a text block: allowed in a user message
+    assert validation_problems(builder.dumps(doc).encode()) == []
+    ctx[0]["content"] = [{"id": "x", "name": "y", "output": "z"}]  # read as a tool_result: not in a user message
+    assert any("user-holds-tool_result" in p for p in validation_problems(builder.dumps(doc).encode()))
+
+
+def test_legacy_blocks_in_a_2x_file_are_converted_as_qwenpaws_msg_from_dict_does(tmp_path):
+    """Regression: a 1.x tool_use took raw_input before input (QwenPaw takes input first), a local image path stayed
+    a path (an invalid URL: the whole file was then left unrepaired), and a 1.x file block was quarantined (QwenPaw
+    turns it into a text block naming the file)."""
+    doc = _healthy(2)
+    ctx = doc["agent"]["state"]["context"]
+    image = tmp_path / "photo.png"
+    ctx[0]["content"].append({"type": "image", "source": {"type": "url", "url": str(image)}})
+    ctx[0]["content"].append({"type": "file", "filename": "report.pdf", "source": {"type": "url",
+                                                                                  "url": "/srv/files/report.pdf"}})
+    ctx[1]["content"].append({"type": "tool_use", "id": "call_9", "name": "search", "input": {"q": "Berlin"},
+                              "raw_input": "{\"q\": \"Ber"})
+    d = diagnose(builder.dumps(doc).encode())
+    assert d.new_bytes is not None and validation_problems(d.new_bytes) == []
+    new = json.loads(d.new_bytes)["agent"]["state"]["context"]
+    assert new[0]["content"][-2] == {"type": "data", "source": {"type": "url", "url": f"file://{image}",
+                                                                "media_type": "image/png"}}
+    assert new[0]["content"][-1] == {"type": "text", "text": "File 'report.pdf' is available at: /srv/files/report.pdf"}
+    assert new[1]["content"][-1] == {"type": "tool_call", "id": "call_9", "name": "search", "input": '{"q": "Berlin"}'}

@@ -50,7 +50,9 @@ def _repair_while_writing(root: Path) -> list[str]:
     return statuses
 
 
-@pytest.mark.parametrize("guard", ["both", "open_handle_only", "quiet_time_only"])
+# each guard alone in the full run (4 s each); both together in the default run
+@pytest.mark.parametrize("guard", ["both"] + [pytest.param(g, marks=pytest.mark.slow)
+                                             for g in ("open_handle_only", "quiet_time_only")])
 def test_repair_during_stalled_saves_loses_no_update(tmp_path, monkeypatch, guard):
     monkeypatch.setattr(busy, "MAX_WAIT_SECONDS", 0.5)  # give up quickly, so many repairs hit the writer
     if guard == "open_handle_only":

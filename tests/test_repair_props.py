@@ -11,6 +11,7 @@ from qwenmem.core.repair import CHECK, DRY_RUN, REPAIR, diagnose, run_repair
 from qwenmem.core.sessions import iter_session_refs
 from qwenmem.core.workspace import discover_workspace
 from repair_fixtures import TELEGRAM, TINY, WIKI, make_workspace, qwenpaw_strict_load, tree_state
+from speed import examples
 
 SOURCES = [TINY.read_bytes(), TELEGRAM.read_bytes(), WIKI.read_bytes()]
 
@@ -53,7 +54,7 @@ def test_diagnose_never_crashes_and_any_result_loads_as_a_session(data, fix_pair
 
 
 @given(damaged)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_check_and_dry_run_never_write_and_repair_loses_nothing(data):
     with tempfile.TemporaryDirectory() as tmp:
         root = make_workspace(Path(tmp) / "ws", {"console/s.json": data, "console/healthy.json": SOURCES[0]})

@@ -107,6 +107,7 @@ def test_a_directory_the_user_may_not_read_is_one_line(tmp_path):
         shutil.rmtree(shared, ignore_errors=True)
 
 
+@pytest.mark.slow  # writes and reads 1 GiB sparse logs: ~7 s
 def test_compact_reads_a_1gb_sparse_dialog_log_in_bounded_memory(sample_ws):
     dates = set(re.findall(r'"timestamp": "(\d{4}-\d{2}-\d{2})', "".join(
         p.read_text(errors="replace") for p in (sample_ws / "sessions").rglob("*.json"))))

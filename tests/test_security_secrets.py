@@ -49,7 +49,8 @@ def _set_embedding_key_in_agent_json(ws: Path, base_url: str) -> None:
     (ws / "agent.json").write_text(json.dumps(doc))
 
 
-@pytest.mark.parametrize("where", ["agent.json", "EMBEDDING_API_KEY"])
+# one source of each key in the default run, every source in the full run (each is a model load: 4-7 s)
+@pytest.mark.parametrize("where", [pytest.param("agent.json", marks=pytest.mark.slow), "EMBEDDING_API_KEY"])
 def test_embedding_key_never_shown_by_reindex_or_search(sample_ws, rejecting, where):
     env = {}
     if where == "agent.json":
@@ -67,7 +68,8 @@ def test_embedding_key_never_shown_by_reindex_or_search(sample_ws, rejecting, wh
     _assert_masked(sample_ws, runs)
 
 
-@pytest.mark.parametrize("where", ["--llm-api-key", "QWENMEM_LLM_API_KEY", "OPENAI_API_KEY", "provider"])
+@pytest.mark.parametrize("where", [pytest.param(w, marks=pytest.mark.slow)
+                                   for w in ("--llm-api-key", "QWENMEM_LLM_API_KEY", "OPENAI_API_KEY")] + ["provider"])
 def test_llm_key_never_shown_by_dream_or_its_logs(sample_ws, tmp_path, rejecting, where):
     (sample_ws / "memory" / "2026-11-30.md").write_text("# 2026-11-30\n\n- The user prefers tea over coffee\n")
     args = ["-w", str(sample_ws), "dream", "--mode", "llm", "--date", "2026-11-30", "--log-file",

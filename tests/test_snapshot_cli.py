@@ -9,9 +9,10 @@ from qwenmem.core.fsio import exclusive_lock
 
 ENVELOPE = {"qwenmem_json", "command", "status", "result", "warnings", "errors"}
 SNAPSHOT_INFO = {"id", "created", "reason", "root", "files", "dirs", "bytes", "added_bytes", "manifest", "skipped"}
-CREATE_RESULT = {"status", "snapshot", "same_as", "pruned", "objects_removed", "bytes_freed", "warnings"}
+# qwenmem_json 3: the warnings are in the envelope only
+CREATE_RESULT = {"status", "snapshot", "same_as", "pruned", "objects_removed", "bytes_freed"}
 RESTORE_RESULT = {"status", "restored_from", "undo_snapshot", "created", "replaced", "removed", "extra", "unchanged",
-                  "pruned", "warnings"}
+                  "pruned"}
 
 
 def test_snapshot_list_restore_json_contract(tmp_path):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -16,9 +16,13 @@ from qwenmem.cli.result import CommandResult, ErrorItem, status_for
 from qwenmem.cli.tables import Cell, Column, Kind, number
 from qwenmem.cli.tables import render as render_table
 from qwenmem.cli.runner import command
+from qwenmem.core.compaction.tiers import (Gen2Decision, LongtermDetail, NativeDetail, PruneDetail, ScrollDetail,
+                                           SummaryDetail)
 from qwenmem.cli.options import (AgentOpt, DryRunFlag, FormatOpt, JsonFlag, LLMBaseOpt, LLMKeyOpt, LLMModelOpt, LLMRetriesOpt,
                                  LLMTimeoutOpt, QuietFlag, TokenizerOpt, WorkspaceOpt)
 
+if TYPE_CHECKING:
+    from qwenmem.core.compaction.check import CompactReport
 
 _Opt = typer.Option
 SessionArg = Annotated[Optional[str], typer.Argument(help="Session key, file name, path, or QwenPaw session id.")]
@@ -118,7 +122,8 @@ def compact(
 
       QWENMEM_LLM_BASE_URL=http://localhost:8000/v1 QWENMEM_LLM_MODEL=qwen3 qwenmem compact --all --json
     """
-    from qwenmem.core.compaction.run import CompactOptions, check_session, compact_sessions
+    from qwenmem.core.compaction.options import Check2Options, CompactOptions
+    from qwenmem.core.compaction.run import CompactRun, check_one, compact_sessions
     from qwenmem.core.errors import UsageError, WorkspaceError
     from qwenmem.core.sessions import find_session, iter_session_refs
     from qwenmem.core.settings import load_settings
@@ -134,7 +139,9 @@ def compact(
                           prune=prune, summarize=not prune_only, longterm=longterm, summarizer=summarizer.value,
                           recent_n=recent_n,
                           old_max_bytes=old_max_bytes, recent_max_bytes=recent_max_bytes,
-                          extra_instruction=instruction)
+                          extra_instruction=instruction,
+                          gen2_check=Check2Options(max_input_length, threshold_ratio, reserve_ratio, system_tokens,
+                                                   tools_tokens, force))
     if session:
         refs = [find_session(ws, session)]
     elif all_sessions or check:
@@ -143,17 +150,11 @@ def compact(
         raise UsageError("name a session, or pass --all (see `qwenmem sessions list`)")
 
     if check:
-        from qwenmem.core.compaction2.check import Check2Options, check_ref
-        from qwenmem.core.settings2 import load_gen2_settings
-
-        opts2 = Check2Options(max_input_length, threshold_ratio, reserve_ratio, system_tokens, tools_tokens, force)
-        gen2_settings = None
+        run = CompactRun(ws, settings, opts)  # one counter, one set of limits and 2.x settings for every session
         reports, warnings = [], []
         for ref in refs:
             try:
-                gen2_settings = gen2_settings or load_gen2_settings(ws)
-                report2 = check_ref(ws, ref, settings, opts2, gen2_settings)
-                reports.append(report2 if report2 is not None else check_session(ws, ref, settings, opts))
+                reports.append(check_one(run, ref))
             except WorkspaceError as exc:
                 if session:
                     raise
@@ -167,20 +168,10 @@ def compact(
 
         opts.llm = resolve_llm_config(ws, settings, llm_base_url, llm_model, llm_api_key, llm_timeout,
                                       retries=llm_retries)
-    from qwenmem.core.compaction2.check import Check2Options, is_gen2_file
-
-    opts.gen2_check = Check2Options(max_input_length, threshold_ratio, reserve_ratio, system_tokens, tools_tokens,
-                                    force)
-    if len(refs) == 1 and not is_gen2_file(refs[0].path):  # a 2.x file is checked by its own compaction
-        from qwenmem.core.sessions import load_session
-        from qwenmem.core.compaction.check import unusable_reason
-
-        problem = unusable_reason(load_session(refs[0]))
-        if problem:
-            raise WorkspaceError(f"{refs[0].rel}: {problem}")
-    if opts.llm is None and summarizer == Summarizer.AUTO and not quiet and not prune_only:
-        output.note("no LLM configured: using the offline extractive summarizer (--summarizer extractive)")
-    results, _ = compact_sessions(ws, refs, settings, opts)
+    # a single damaged 1.x session is refused (exit 3) rather than reported as skipped
+    results, announcement = compact_sessions(ws, refs, settings, opts, refuse_damaged=len(refs) == 1)
+    if announcement and not quiet and not prune_only:
+        output.note(announcement)
     failed = [r for r in results if r.status == "failed"]
     skipped = [r for r in results if r.status == "skipped"]  # damaged sessions: repair first; a partial run
     warnings = [f"{r.key}: {w}" for r in results for w in r.warnings]
@@ -240,38 +231,44 @@ def _render_check(reports: list[Any], detailed: bool) -> None:
                           f"{r.tokens.messages:,} → {r.tokens_after_prune:,} message tokens")
 
 
-def _render_results(reports, dry_run: bool) -> None:
+def _render_results(reports: list[CompactReport], dry_run: bool) -> None:
     con = output.out()
-    verb = "would " if dry_run else ""
     for r in reports:
         if r.status in ("failed", "skipped"):
             continue
         con.print(f"[bold]{output.escape(r.key)}[/bold]: {r.status}")
-        t1 = r.tier1
-        if t1.ran and (t1.detail.get("outputs_cut") or t1.detail.get("outputs_recut")):
-            con.print(f"  tier 1: {verb}cut {t1.detail['outputs_cut']} tool output(s), re-cut "
-                      f"{t1.detail['outputs_recut']} ({t1.detail['bytes_removed']:,} bytes; full texts in "
-                      f"{len(t1.detail['offload_files'])} new offload file(s)); message tokens {t1.tokens_before:,} → "
-                      f"{t1.tokens_after:,}")
-        t2 = r.tier2
-        if t2.ran and t2.detail.get("strategy") == "scroll":  # QwenPaw 2.x scroll: evicted, rows in history.db
-            con.print(f"  scroll: {'would evict' if dry_run else 'evicted'} {t2.detail['removed_messages']} message(s) "
-                      f"(seq {t2.detail['evicted_seq'][0]}–{t2.detail['evicted_seq'][1]}, rows in history.db), kept "
-                      f"{t2.detail['kept_messages']} + placeholder")
-        elif t2.ran:
-            d = t2.detail
-            con.print(f"  tier 2: {'would remove' if dry_run else 'removed'} {d['removed_messages']} message(s) to "
-                      f"{', '.join(d['dialog_files']) or 'dialog/ (already there)'}, kept {d['kept_messages']}; "
-                      f"summary by {d['summarizer']}" + (f" in {d['chunks']} chunk(s)" if d['chunks'] else ""))
-            con.print("  removed ids: " + output.escape(", ".join(r.removed_ids)), soft_wrap=True)
-            con.print("  kept ids: " + output.escape(", ".join(r.kept_ids) or "(none)"), soft_wrap=True)
-        else:
-            con.print(f"  tier 2: not needed ({output.escape(t2.detail.get('reason', ''))})")
-        t3 = r.tier3
-        if t3.ran:
-            d = t3.detail
-            state = ("already noted (rerun)" if d["duplicate"] else "written" if d["written"] else
-                     "would be written" if dry_run and d["chars"] else "nothing to note")
-            con.print(f"  tier 3: {d['path']}: {state}")
+        for line, id_list in _tier_lines(r, dry_run):
+            con.print(line, soft_wrap=id_list)  # an id list is never wrapped mid-id
         con.print(f"  context tokens {r.context_tokens_before:,} → {r.context_tokens_after:,}"
                   + (f"; original kept at {r.backup}" if r.backup else ""))
+
+
+def _tier_lines(r: CompactReport, dry_run: bool) -> list[tuple[str, bool]]:
+    """(line, whether it is an id list) per tier, from the typed tier reports."""
+    verb = "would " if dry_run else ""
+    lines: list[tuple[str, bool]] = []
+    t1, d1 = r.tier1, r.tier1.detail
+    if t1.ran and isinstance(d1, PruneDetail) and (d1.outputs_cut or d1.outputs_recut):
+        lines.append((f"  tier 1: {verb}cut {d1.outputs_cut} tool output(s), re-cut {d1.outputs_recut} "
+                     f"({d1.bytes_removed:,} bytes; full texts in {len(d1.offload_files)} new offload file(s)); "
+                     f"message tokens {t1.tokens_before:,} → {t1.tokens_after:,}", False))
+    d2 = r.tier2.detail
+    if r.tier2.ran and isinstance(d2, ScrollDetail):  # QwenPaw 2.x scroll: evicted, rows in history.db
+        lines.append((f"  scroll: {'would evict' if dry_run else 'evicted'} {d2.removed_messages} message(s) "
+                     f"(seq {d2.evicted_seq[0]}–{d2.evicted_seq[1]}, rows in history.db), kept "
+                     f"{d2.kept_messages} + placeholder", False))
+    elif r.tier2.ran and isinstance(d2, (SummaryDetail, NativeDetail)):
+        lines.append((f"  tier 2: {'would remove' if dry_run else 'removed'} {d2.removed_messages} message(s) to "
+                     f"{', '.join(d2.dialog_files) or 'dialog/ (already there)'}, kept {d2.kept_messages}; "
+                     f"summary by {d2.summarizer}" + (f" in {d2.chunks} chunk(s)" if d2.chunks else ""), False))
+        lines.append(("  removed ids: " + output.escape(", ".join(r.removed_ids)), True))
+        lines.append(("  kept ids: " + output.escape(", ".join(r.kept_ids) or "(none)"), True))
+    else:
+        reason = d2.reason if isinstance(d2, (SummaryDetail, Gen2Decision)) else ""
+        lines.append((f"  tier 2: not needed ({output.escape(reason)})", False))
+    d3 = r.tier3.detail
+    if r.tier3.ran and isinstance(d3, LongtermDetail):
+        state = ("already noted (rerun)" if d3.duplicate else "written" if d3.written else
+                 "would be written" if dry_run and d3.chars else "nothing to note")
+        lines.append((f"  tier 3: {d3.path}: {state}", False))
+    return lines

@@ -19,3 +19,8 @@ def main(argv: list[str] | None = None) -> None:
         app_main(argv)
     except KeyboardInterrupt as exc:  # arrived before (or outside) the runner's own error mapping
         sys.exit(signals.report(exc))
+    finally:
+        # The outcome is decided (its output written, its exit code chosen). Python's finalisation puts SIGINT and
+        # SIGTERM back to their default action, so one arriving now would kill the process with -15/-2 and hide
+        # that code; blocked, it stays pending and goes with the process. (SIGKILL still ends a hung exit.)
+        signals.block_for_exit()

@@ -11,8 +11,11 @@ from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.errors import ExitCode
 from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
-from qwenmem.cli.result import CommandResult, status_for
+from qwenmem.cli.result import CommandResult, document_of, status_for
 from qwenmem.cli.runner import command
+
+#: salvage notices travel in the envelope's warnings (a source's own stay beside its counts)
+SALVAGE_OMITTED_FIELDS = frozenset({"notices"})
 
 app = typer.Typer(no_args_is_help=True, help="Check and salvage QwenPaw 2.x's history database (history.db).\n\n"
                   "Examples:\n\n  qwenmem history check\n\n  qwenmem history salvage --dry-run")
@@ -85,7 +88,9 @@ def salvage_cmd(
 ) -> CommandResult:
     """Recover every readable row of a corrupt history.db, or of the history.db.corrupt-<ts> copies QwenPaw set
     aside, and write them into the live store (one transaction; already-present rows are skipped). The originals
-    are kept in <workspace>/.qwenmem/quarantine/ first. Page-level recovery uses the sqlite3 tool's `.recover`.
+    are kept in <workspace>/.qwenmem/quarantine/ first. Page-level recovery uses a sqlite3 shell's `.recover`
+    ($QWENMEM_SQLITE3, else qwenmem-sqlite3 from scripts/build_sqlite3.sh, else sqlite3); without one, the rows the
+    b-tree still reaches. The output names the method used.
 
     Exit 4 if QwenPaw keeps the store locked past SQLite's busy timeout, or holds a corrupt store open.
 
@@ -99,7 +104,8 @@ def salvage_cmd(
 
     ws = open_workspace(ctx, workspace, agent)
     result = salvage(ws, from_file, dry_run)
-    return CommandResult(result, warnings=list(result.notices) + [n for s in result.sources for n in s.notices],
+    return CommandResult(document_of(result, SALVAGE_OMITTED_FIELDS),
+                         warnings=list(result.notices) + [n for s in result.sources for n in s.notices],
                          render=None if quiet else lambda: _render_salvage(result))
 
 
@@ -107,7 +113,8 @@ def _render_salvage(result: Any) -> None:
     say = output.out().print
     for s in result.sources:
         extra = f" ({s.from_lost_and_found} from unlinked pages)" if s.from_lost_and_found else ""
-        say(output.escape(f"read {s.rows_read:,} row(s){extra} from {s.path} ({s.method})"), soft_wrap=True)
+        how = f"{s.method} with {s.tool}" if s.tool else s.method
+        say(output.escape(f"read {s.rows_read:,} row(s){extra} from {s.path} ({how})"), soft_wrap=True)
     if result.action == "nothing to salvage":
         say("nothing to salvage")
         return

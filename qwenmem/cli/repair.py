@@ -55,6 +55,10 @@ def repair_cmd(
     from_file: Annotated[Optional[Path], typer.Option("--from", help="Rebuild the one named session from this file "
                                                       "inside the workspace: a backup or copy of it, or a "
                                                       "dialog/YYYY-MM-DD.jsonl offload.", show_default=False)] = None,
+    convert_1x: Annotated[bool, typer.Option("--convert-1x", help="In a QwenPaw 2.x workspace, convert 1.x session "
+                                             "files to the 2.x shape exactly as QwenPaw 2.x loads them (messages "
+                                             "marked compressed come back into the live context); without it they "
+                                             "are only reported.")] = False,
     json_out: JsonFlag = False,
     output_format: FormatOpt = OutputFormat.TABLE,
     quiet: QuietFlag = False,
@@ -76,6 +80,8 @@ def repair_cmd(
       qwenmem sessions repair console/default_1775286565823 --fix-tool-pairs
 
       qwenmem sessions repair telegram/77_telegram--77 --from-backup --json
+
+      qwenmem sessions repair --all --convert-1x --dry-run
     """
     from qwenmem.core.errors import UsageError
     from qwenmem.core.repair import CHECK, DRY_RUN, REPAIR, run_repair
@@ -91,7 +97,7 @@ def repair_cmd(
     ws = open_workspace(ctx, workspace, agent)
     refs = [find_session(ws, s) for s in sessions] if sessions else list(iter_session_refs(ws))
     source = ws.resolve_inside(from_file) if from_file is not None else None
-    result = run_repair(ws, refs, mode, fix_tool_pairs, from_backup, source)
+    result = run_repair(ws, refs, mode, fix_tool_pairs, from_backup, source, convert_gen1=convert_1x)
     status = status_for(bool(result.needs_attention or result.changed_underneath))
     data = RepairResult(result.workspace, result.mode, result.run_id, result.quarantine, result.counts,
                         result.statuses, result.files)

@@ -46,6 +46,12 @@ def install() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, installed)
 
 
+def block_for_exit() -> None:
+    """Block SIGINT and SIGTERM for the rest of the process's life (its outcome is decided: see entry.main)."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
 def signal_of(exc: BaseException) -> int:
     """SIGTERM or SIGINT for a KeyboardInterrupt (or click's Abort wrapping one)."""
     for e in (exc, exc.__cause__, exc.__context__):

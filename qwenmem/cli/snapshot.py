@@ -14,7 +14,7 @@ from qwenmem.cli.result import CommandResult, document_of
 from qwenmem.cli.runner import QwenmemGroup, command, runs
 
 #: snapshot's documents still carry their warnings inside `result` too (pinned by tests/test_snapshot_cli.py)
-OMITTED_FIELDS: frozenset[str] = frozenset()
+OMITTED_FIELDS = frozenset({"warnings"})  # the envelope carries them, once
 
 KeepOpt = Annotated[Optional[int], typer.Option("--keep", min=1, help="Afterwards, delete snapshots beyond the "
                                                 "newest N and the stored files only they used (default: keep all).")]

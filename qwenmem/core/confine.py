@@ -20,25 +20,28 @@ import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from qwenmem.core.errors import UnsafeLinkError
 
 MAX_LINKS = 40  # as Linux's MAXSYMLINKS: more than this is a loop
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
+# on_new_dir(dir_fd, name, path): called for each directory parent_of creates
+NewDirHook = Callable[[int, str, Path], None]
+
 _roots: set[Path] = set()
 _refused: list[str] = []
 _lock = threading.Lock()
 
 
-def register_root(path: os.PathLike | str) -> None:
+def register_root(path: os.PathLike[str] | str) -> None:
     """Confine every later open under `path` (an already resolved workspace directory) to it."""
     with _lock:
         _roots.add(Path(path))
 
 
-def root_for(path: os.PathLike | str) -> Path | None:
+def root_for(path: os.PathLike[str] | str) -> Path | None:
     """The deepest registered workspace that lexically contains `path`, or None."""
     p = Path(os.path.abspath(path))
     best = None
@@ -100,8 +103,8 @@ def _inside_parts(root: Path, absolute: str) -> list[str] | None:
 
 
 @contextlib.contextmanager
-def parent_of(path: os.PathLike | str, *, follow_last: bool = True, create_dirs: bool = False,
-              on_new_dir=None) -> Iterator[Resolved]:
+def parent_of(path: os.PathLike[str] | str, *, follow_last: bool = True, create_dirs: bool = False,
+              on_new_dir: NewDirHook | None = None) -> Iterator[Resolved]:
     """Yield the resolved parent directory of `path` as an open descriptor, plus the final name.
 
     With `follow_last`, a final component that is a symlink inside the workspace is followed (so writing a
@@ -131,8 +134,39 @@ def parent_of(path: os.PathLike | str, *, follow_last: bool = True, create_dirs:
             os.close(fd)
 
 
+def _make_missing_dir(comp: str, here: Path, dir_fd: int, create_dirs: bool, on_new_dir: NewDirHook | None) -> None:
+    """A directory component that does not exist: FileNotFoundError, or with `create_dirs` make it (0700; someone
+    else making it first is fine: the walk looks at it again either way)."""
+    if not create_dirs:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(here)) from None
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(comp, 0o700, dir_fd=dir_fd)
+        if on_new_dir is not None:
+            on_new_dir(dir_fd, comp, here)
+
+
+def _link_target_parts(root: Path, real: list[str], comp: str, here: Path, dir_fd: int) -> list[str]:
+    """The (normalised) target of the link `comp` as parts below `root`; UnsafeLinkError if it leads out."""
+    target = os.readlink(comp, dir_fd=dir_fd)
+    joined = target if os.path.isabs(target) else os.path.join(str(root.joinpath(*real)), target)
+    parts = _inside_parts(root, joined)
+    if parts is None:
+        raise _outside(here, target)
+    return parts
+
+
+def _open_dir(comp: str, dir_fd: int) -> int | None:
+    """A descriptor of the directory `comp`, or None when it became a link since the stat (ELOOP: look again)."""
+    try:
+        return os.open(comp, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
+        raise
+
+
 def _walk(root: Path, pending: list[str], fds: list[int], follow_last: bool, create_dirs: bool,
-          on_new_dir) -> Resolved:
+          on_new_dir: NewDirHook | None) -> Resolved:
     real: list[str] = []
     links = 0
     pending = list(reversed(pending))  # a stack: pending[-1] is the next component
@@ -145,23 +179,14 @@ def _walk(root: Path, pending: list[str], fds: list[int], follow_last: bool, cre
         except FileNotFoundError:
             if last:
                 return Resolved(fds[-1], comp, here)
-            if not create_dirs:
-                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(here)) from None
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(comp, 0o700, dir_fd=fds[-1])
-                if on_new_dir is not None:
-                    on_new_dir(fds[-1], comp, here)
+            _make_missing_dir(comp, here, fds[-1], create_dirs, on_new_dir)
             pending.append(comp)  # look at it again: someone may have raced a link in
             continue
         if stat.S_ISLNK(st.st_mode) and (follow_last or not last):
             links += 1
             if links > MAX_LINKS:
                 raise _loop(here)
-            target = os.readlink(comp, dir_fd=fds[-1])
-            joined = target if os.path.isabs(target) else os.path.join(str(root.joinpath(*real)), target)
-            parts = _inside_parts(root, joined)
-            if parts is None:
-                raise _outside(here, target)
+            parts = _link_target_parts(root, real, comp, here, fds[-1])
             # restart from the root along the link's (normalised) target, then the rest of the path
             for fd in fds[1:]:
                 os.close(fd)
@@ -175,20 +200,18 @@ def _walk(root: Path, pending: list[str], fds: list[int], follow_last: bool, cre
             return Resolved(fds[-1], comp, here)
         if not stat.S_ISDIR(st.st_mode):
             raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(here))
-        try:
-            fds.append(os.open(comp, _DIR_FLAGS, dir_fd=fds[-1]))
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:  # it became a link since the stat: look again
-                pending.append(comp)
-                links += 1
-                if links > MAX_LINKS:
-                    raise _loop(here) from None
-                continue
-            raise
+        opened = _open_dir(comp, fds[-1])
+        if opened is None:  # it became a link since the stat: look again
+            pending.append(comp)
+            links += 1
+            if links > MAX_LINKS:
+                raise _loop(here)
+            continue
+        fds.append(opened)
         real.append(comp)
 
 
-def check(path: os.PathLike | str) -> Path:
+def check(path: os.PathLike[str] | str) -> Path:
     """Refuse (UnsafeLinkError) a path whose any component is a link leaving the workspace, or a loop; return
     the path it really is. A missing tail is fine. For directories handed to code that opens files itself."""
     try:
@@ -198,7 +221,7 @@ def check(path: os.PathLike | str) -> Path:
         return Path(path)
 
 
-def open_fd(path: os.PathLike | str, flags: int, mode: int = 0o600) -> int:
+def open_fd(path: os.PathLike[str] | str, flags: int, mode: int = 0o600) -> int:
     """os.open, confined: the final component is opened with O_NOFOLLOW relative to its checked directory."""
     with parent_of(path) as r:
         if root_for(path) is None:
@@ -206,12 +229,12 @@ def open_fd(path: os.PathLike | str, flags: int, mode: int = 0o600) -> int:
         return os.open(r.name, flags | getattr(os, "O_NOFOLLOW", 0), mode, dir_fd=r.dir_fd)
 
 
-def open_binary(path: os.PathLike | str):
+def open_binary(path: os.PathLike[str] | str) -> BinaryIO:
     """A confined `open(path, "rb")` that never blocks on a FIFO."""
     return os.fdopen(open_fd(path, os.O_RDONLY | os.O_NONBLOCK), "rb")
 
 
-def read_bytes(path: os.PathLike | str) -> bytes:
+def read_bytes(path: os.PathLike[str] | str) -> bytes:
     """A confined `Path.read_bytes()` (UnsafeLinkError for a link that leaves the workspace)."""
     with open_binary(path) as fh:
         return fh.read()

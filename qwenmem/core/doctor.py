@@ -18,8 +18,13 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 from qwenmem.core.workspace import Workspace, discover_workspace
+
+if TYPE_CHECKING:
+    from qwenmem.core.settings import Settings
+    from qwenmem.core.settings2 import GenerationSummary
 
 ATTENTION = "attention"  # exit 1: something is wrong or will go wrong
 NOTE = "note"  # worth knowing; nothing to do yet
@@ -34,6 +39,12 @@ class Finding:
     message: str
 
 
+class NearThreshold(TypedDict):
+    key: str
+    tokens: int  # the session's tokens plus its summary's
+    threshold: int
+
+
 @dataclass
 class SessionsHealth:
     total: int = 0
@@ -42,7 +53,7 @@ class SessionsHealth:
     needs_flag: list[str] = field(default_factory=list)  # repair needs --fix-tool-pairs / --from-backup
     unrecoverable: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # reported problems with nothing safe to change
-    near_threshold: list[dict] = field(default_factory=list)  # {key, tokens, threshold}
+    near_threshold: list[NearThreshold] = field(default_factory=list)
     compact_threshold: int = 0
 
 
@@ -142,7 +153,7 @@ class DoctorReport:
 # ---- where the agents are
 
 
-def _targets(workspace: str | os.PathLike | None, agent: str | None) -> tuple[Path, list[tuple[str, str | None]]]:
+def _targets(workspace: str | os.PathLike[str] | None, agent: str | None) -> tuple[Path, list[tuple[str, str | None]]]:
     """(root shown, [(path, agent) to open]). A root means every agent in it; an agent directory, or --agent, one."""
     from qwenmem.core.fleet.targets import _is_root, agents_of_root
 
@@ -156,7 +167,7 @@ def _targets(workspace: str | os.PathLike | None, agent: str | None) -> tuple[Pa
     return ws.root, [(str(ws.path), None)]
 
 
-def run_doctor(workspace: str | os.PathLike | None = None, agent: str | None = None,
+def run_doctor(workspace: str | os.PathLike[str] | None = None, agent: str | None = None,
                now: datetime | None = None) -> DoctorReport:
     started = time.monotonic()
     now = now or datetime.now(timezone.utc)
@@ -190,7 +201,7 @@ def check_agent(path: str, agent_id: str | None, now: datetime) -> AgentReport:
 # ---- sessions
 
 
-def _sessions(ws: Workspace, settings, report: AgentReport) -> None:
+def _sessions(ws: Workspace, settings: Settings, report: AgentReport) -> None:
     from qwenmem.core.listing import list_sessions
     from qwenmem.core.repair import CHECK, run_repair
     from qwenmem.core.sessions import iter_session_refs
@@ -222,7 +233,8 @@ def _sessions(ws: Workspace, settings, report: AgentReport) -> None:
     _session_findings(health, report.findings)
 
 
-def _generation(ws: Workspace, workspace_generation, sessions: int) -> str:
+def _generation(ws: Workspace, workspace_generation: Callable[[Workspace, int, int], GenerationSummary],
+                sessions: int) -> str:
     """From the marker files (history.db, file_store, ...); a workspace with only sessions is 1.x."""
     generation = workspace_generation(ws, 0, 0).generation
     return "1.x" if generation == "unknown" and sessions else generation
@@ -361,7 +373,7 @@ def _storage(ws: Workspace, report: AgentReport, now: datetime) -> None:
 # ---- QwenPaw's own dream job
 
 
-def _schedule(settings, report: AgentReport) -> None:
+def _schedule(settings: Settings, report: AgentReport) -> None:
     sched = report.schedule
     sched.dream_cron = str(settings.dream_cron or "")
     sched.source = settings.source_of("dream_cron")
@@ -422,7 +434,7 @@ def _temporaries(ws: Workspace, report: AgentReport) -> None:
                                        f"({t.bytes:,} bytes; the next locked run removes them)"))
 
 
-def to_json(report: DoctorReport) -> dict:
+def to_json(report: DoctorReport) -> dict[str, Any]:
     """The `doctor --json` result (keys pinned by tests/test_json_contract.py)."""
     from dataclasses import asdict
 
@@ -430,4 +442,5 @@ def to_json(report: DoctorReport) -> dict:
     doc["needs_attention"] = report.needs_attention
     for agent, data in zip(report.agents, doc["agents"]):
         data["needs_attention"] = agent.needs_attention
-    return json.loads(json.dumps(doc, default=str))
+    plain: dict[str, Any] = json.loads(json.dumps(doc, default=str))  # a JSON object: asdict of a dataclass
+    return plain

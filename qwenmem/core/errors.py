@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 class QwenmemError(Exception):
     """Base class: a problem the user can act on. Shown as one line, never a traceback."""
@@ -14,7 +16,8 @@ class WorkspaceError(QwenmemError):
 class ConfigError(QwenmemError):
     """A configuration file (agent.json, config.json, …) cannot be parsed."""
 
-    def __init__(self, path, message: str, line: int | None = None, column: int | None = None):
+    def __init__(self, path: str | os.PathLike[str], message: str, line: int | None = None,
+                 column: int | None = None):
         self.path = path
         self.line = line
         self.column = column

@@ -18,7 +18,7 @@ import stat
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 from qwenmem.core import confine, interrupts, modes
 from qwenmem.core.tempnames import remove_stale_temporaries, temp_name_for
@@ -284,7 +284,7 @@ def write_new_bytes(data: bytes, candidates: Iterable[Path], mode: int | None = 
         raise _unwritable(first, exc) if exc.errno in _NO_SPACE else exc
 
 
-def _write_new(directory: Path, candidates: Iterable[Path], fill, mode: int | None,
+def _write_new(directory: Path, candidates: Iterable[Path], fill: Callable[[BinaryIO], object], mode: int | None,
                times_from: os.stat_result | None) -> Path:
     with interrupts.deferred(), \
             confine.parent_of(directory / "_", create_dirs=True, on_new_dir=modes.adopt_new_dir) as where:
@@ -317,7 +317,7 @@ def timestamp_slug(now: datetime | None = None) -> str:
 
 
 @contextlib.contextmanager
-def exclusive_lock(lock_path: Path, what: str = "workspace"):
+def exclusive_lock(lock_path: Path, what: str = "workspace") -> Iterator[None]:
     """Hold a non-blocking exclusive flock for the duration of the block; BusyError if someone else has it.
 
     The lock file is created 0600 with its directory's owner (a root cron run must not lock its user out); one
@@ -378,7 +378,7 @@ def _drop_crash_leftovers(workspace: Path) -> None:
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a JSONL line (one message) is kilobytes; a 1 GB "line" is damage, not data
 
 
-def iter_lines_bounded(fh, max_line: int = MAX_LINE_BYTES, skipped: list[int] | None = None) -> Iterator[bytes]:
+def iter_lines_bounded(fh: BinaryIO, max_line: int = MAX_LINE_BYTES, skipped: list[int] | None = None) -> Iterator[bytes]:
     """The lines of a binary file in bounded memory: a line longer than `max_line` (a sparse or corrupt file that is
     one giant line of NULs) is read past in pieces and not yielded; its length goes to `skipped`."""
     while True:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+from typing import Iterator
 
 _state = threading.local()
 _pending: list[int] = []
@@ -35,7 +36,7 @@ def hold(signum: int) -> None:
 
 
 @contextlib.contextmanager
-def deferred():
+def deferred() -> Iterator[None]:
     _state.depth = getattr(_state, "depth", 0) + 1
     try:
         yield

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 _LIMIT = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
 
@@ -43,9 +44,9 @@ def lenient_int(literal: str) -> int | float:
 SESSION_DECODER = json.JSONDecoder(parse_int=strict_int)
 
 
-def loads_session(text: str):
+def loads_session(text: str) -> Any:
     return SESSION_DECODER.decode(text)
 
 
-def loads_config(text: str):
+def loads_config(text: str) -> Any:
     return json.loads(text, parse_int=lenient_int)

@@ -14,9 +14,11 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from qwenmem.core.index import store
 from qwenmem.core.tempnames import find_stale_temporaries
+from qwenmem.core.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ def _tree_size(p: Path) -> int:
 
 
 @contextlib.contextmanager
-def _index_unlocked(ws):
+def _index_unlocked(ws: Workspace) -> Iterator[bool]:
     """Yield True while holding the index lock (no reindex is running), False if a reindex holds it. An absent
     lock file is not created: finding leftovers writes nothing."""
     path = store.lock_path(ws)
@@ -62,7 +64,7 @@ def _index_unlocked(ws):
         os.close(fd)
 
 
-def _stale_generations(ws) -> list[Leftover]:
+def _stale_generations(ws: Workspace) -> list[Leftover]:
     try:
         root = store.index_dir(ws)
         live = store.current_generation(ws)
@@ -78,7 +80,7 @@ def _stale_generations(ws) -> list[Leftover]:
     return out
 
 
-def find_stale_leftovers(ws) -> list[Leftover]:
+def find_stale_leftovers(ws: Workspace) -> list[Leftover]:
     """Everything a killed run left behind in workspace `ws` (a qwenmem.core.workspace.Workspace); writes nothing."""
     found = [Leftover(t.path, "temporary", t.size, f"its process {t.pid} is gone")
              for t in find_stale_temporaries(ws.path)]
@@ -88,7 +90,7 @@ def find_stale_leftovers(ws) -> list[Leftover]:
     return found
 
 
-def remove_stale_leftovers(ws, dry_run: bool = False) -> list[Leftover]:
+def remove_stale_leftovers(ws: Workspace, dry_run: bool = False) -> list[Leftover]:
     """Remove (or with `dry_run` only list) what find_stale_leftovers finds. Takes the workspace lock (BusyError if
     another qwenmem holds it); index generations are left alone while a reindex runs. Returns what was removed."""
     from qwenmem.core.fsio import exclusive_lock

@@ -7,14 +7,29 @@ from datetime import datetime, timedelta, timezone
 import multiprocessing as mp
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable, TypedDict
 
 from qwenmem.core.errors import UsageError
-from qwenmem.core.sessions import LoadedSession, backed_up_name, is_session_backup, iter_session_refs, load_session
+from qwenmem.core.sessions import LoadedSession, SessionRef, backed_up_name, is_session_backup, iter_session_refs, load_session
 from qwenmem.core.tokens import EstimateCounter, TokenCounter, get_counter, message_tokens
 from qwenmem.core.workspace import Workspace
 
+if TYPE_CHECKING:  # overview imports settings2 and the history reader: only when a listing is annotated
+    from qwenmem.core.history.overview import ListingHistory
+
 SORT_KEYS = ("modified", "name", "size", "messages", "tokens", "health")
+
+
+class BackupCopy(TypedDict):
+    """A session's `*.json.backup_*` sibling, folded under its row (`repair --from-backup` reads it)."""
+
+    key: str
+    path: str
+    messages: int
+    size: int
+    modified: str | None
+    health: str
+    problems: list[str]
 
 
 @dataclass
@@ -41,10 +56,10 @@ class SessionRow:
     generation: str | None = None  # "1.x" | "2.x" | None (not readable as a session)
     history_rows: int | None = None  # rows of this session in history.db (2.x workspaces; None: no store/unknown)
     at_risk: list[str] = field(default_factory=list)  # 1.x files whose turns QwenPaw 2.x will not import
-    backups: list[dict] = field(default_factory=list)  # this session's *.json.backup_* siblings (BACKUP_FIELDS)
+    backups: list[BackupCopy] = field(default_factory=list)  # this session's *.json.backup_* siblings
 
 
-BACKUP_FIELDS = ("key", "path", "messages", "size", "modified", "health", "problems")
+BACKUP_FIELDS = tuple(BackupCopy.__annotations__)  # ("key", "path", "messages", …), in that order
 
 
 def fold_backups(rows: list[SessionRow]) -> list[SessionRow]:
@@ -62,7 +77,8 @@ def fold_backups(rows: list[SessionRow]) -> list[SessionRow]:
             row.problems = row.problems + [f"a backup copy of {backed_up_name(name)}, which does not exist"]
             out.append(row)
         else:
-            owner.backups.append({k: getattr(row, k) for k in BACKUP_FIELDS})
+            owner.backups.append(BackupCopy(key=row.key, path=row.path, messages=row.messages, size=row.size,
+                                            modified=row.modified, health=row.health, problems=row.problems))
     for row in out:
         row.backups.sort(key=lambda b: b["path"])
     return out
@@ -132,13 +148,13 @@ def _init_worker(counter_name: str, divisor: float) -> None:
     _worker_counter = get_counter(counter_name, divisor)
 
 
-def _row_in_worker(ref) -> SessionRow:
+def _row_in_worker(ref: SessionRef) -> SessionRow:
     if _worker_counter is None:
         raise RuntimeError("_init_worker did not run in this worker")
     return row_for(load_session(ref), _worker_counter)
 
 
-def _rows(refs: list, counter: TokenCounter) -> list[SessionRow]:
+def _rows(refs: list[SessionRef], counter: TokenCounter) -> list[SessionRow]:
     """Parse sessions one at a time; on a multi-core machine, in a small fork pool (JSON parsing is CPU-bound)."""
     workers = min(os.cpu_count() or 1, 4)
     if len(refs) < PARALLEL_MIN_FILES or workers < 2 or "fork" not in mp.get_all_start_methods():
@@ -168,12 +184,12 @@ def parse_since(value: str, now: datetime | None = None) -> datetime:
     return parsed if parsed.tzinfo else parsed.astimezone()
 
 
-def matches_user(ref, user: str) -> bool:
+def matches_user(ref: SessionRef, user: str) -> bool:
     """The user id, or any user id an ambiguous file name could split into (`ou_x_y.json` may be user `ou_x`)."""
     return ref.user_id == user or any(u == user for u, _ in ref.alternatives)
 
 
-def _names(values) -> str:
+def _names(values: Iterable[str | None]) -> str:
     names = sorted(v for v in set(values) if v)
     shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
     return shown or "none"
@@ -206,7 +222,8 @@ def list_sessions(ws: Workspace, counter: TokenCounter, channel: str | None = No
 
 def list_sessions_with_history(ws: Workspace, counter: TokenCounter, channel: str | None = None,
                                user: str | None = None, since: datetime | None = None, sort: str = "modified",
-                               reverse: bool = False, limit: int | None = None):
+                               reverse: bool = False, limit: int | None = None
+                               ) -> tuple[list[SessionRow], ListingHistory]:
     """(rows, ListingHistory): the rows with their history.db row counts and at-risk flags, plus the workspace's
     generation, the store's state and the sessions that exist only in history.db."""
     from qwenmem.core.history.overview import annotate

@@ -14,7 +14,7 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from qwenmem.core.errors import LLMError, UsageError
 from qwenmem.core import redact
@@ -95,11 +95,11 @@ class ChatClient:
         self._client: Any = None  # openai.OpenAI, built on first use (importing openai is slow)
         self._async_client: Any = None
 
-    def _kwargs(self) -> dict:
+    def _kwargs(self) -> dict[str, Any]:
         return dict(base_url=self.config.base_url, api_key=self.config.api_key, timeout=self.config.timeout,
                     max_retries=self.config.max_retries)
 
-    def _request(self, system: str, user: str, max_tokens: int | None) -> dict:
+    def _request(self, system: str, user: str, max_tokens: int | None) -> dict[str, Any]:
         return dict(model=self.config.model,
                     messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                     **({"max_tokens": max_tokens} if max_tokens else {}))
@@ -124,7 +124,7 @@ class ChatClient:
 
 
 @contextmanager
-def _as_llm_error(config: LLMConfig):
+def _as_llm_error(config: LLMConfig) -> Iterator[None]:
     """Every way a request can fail becomes one LLMError line (exit 5), never an openai traceback."""
     import openai
 
@@ -142,7 +142,7 @@ def _as_llm_error(config: LLMConfig):
         raise LLMError(f"LLM at {config.base_url} returned a malformed (non-JSON) reply") from None
 
 
-def _extract_text(reply, base_url: str) -> str:
+def _extract_text(reply: Any, base_url: str) -> str:
     try:
         text = reply.choices[0].message.content
     except (AttributeError, IndexError, TypeError):

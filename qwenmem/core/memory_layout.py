@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from qwenmem.core.workspace import Workspace
 
@@ -39,7 +39,7 @@ class MemoryLayout:
         return self.generation == GEN2
 
 
-def _plain_relative(value) -> str | None:
+def _plain_relative(value: object) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return None
     p = PurePosixPath(value.strip().replace("\\", "/"))
@@ -48,7 +48,7 @@ def _plain_relative(value) -> str | None:
     return p.as_posix()
 
 
-def _reme_dirs(ws: Workspace, agent_doc: dict | None, notes: list[str]) -> tuple[str, str]:
+def _reme_dirs(ws: Workspace, agent_doc: dict[str, object] | None, notes: list[str]) -> tuple[str, str]:
     doc = agent_doc
     if doc is None:
         from qwenmem.core.errors import QwenmemError
@@ -61,9 +61,10 @@ def _reme_dirs(ws: Workspace, agent_doc: dict | None, notes: list[str]) -> tuple
                 doc = loaded if isinstance(loaded, dict) else {}
             except QwenmemError:  # settings.py reports a malformed agent.json; the defaults do here
                 doc = {}
-    cfg = ((doc.get("running") or {}) if isinstance(doc.get("running"), dict) else {}).get("reme_light_memory_config")
+    running = doc.get("running")
+    cfg = running.get("reme_light_memory_config") if isinstance(running, dict) else None
     cfg = cfg if isinstance(cfg, dict) else {}
-    out = []
+    out: list[str] = []
     for key, default in (("daily_dir", "memory"), ("digest_dir", "digest")):
         raw = cfg.get(key)
         chosen = _plain_relative(raw)
@@ -74,7 +75,7 @@ def _reme_dirs(ws: Workspace, agent_doc: dict | None, notes: list[str]) -> tuple
     return out[0], out[1]
 
 
-def _has_dated_folder(path) -> bool:
+def _has_dated_folder(path: Path) -> bool:
     try:
         with os.scandir(path) as it:
             return any(DATED.match(e.name) and e.is_dir(follow_symlinks=False) for e in it)
@@ -82,7 +83,7 @@ def _has_dated_folder(path) -> bool:
         return False
 
 
-def memory_layout(ws: Workspace, agent_doc: dict | None = None) -> MemoryLayout:
+def memory_layout(ws: Workspace, agent_doc: dict[str, object] | None = None) -> MemoryLayout:
     notes: list[str] = []
     daily, digest = _reme_dirs(ws, agent_doc, notes)
     reasons = [m + ("/" if "." not in m.rsplit("/", 1)[-1] else "") for m in GEN2_MARKERS

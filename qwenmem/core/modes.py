@@ -21,7 +21,7 @@ PRIVATE_AREAS = frozenset({".qwenmem", "sessions", "dialog", "tool_results", "ba
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def is_private(path: os.PathLike | str) -> bool:
+def is_private(path: os.PathLike[str] | str) -> bool:
     root = confine.root_for(path)
     if root is None:
         return False
@@ -29,7 +29,7 @@ def is_private(path: os.PathLike | str) -> bool:
     return bool(rel) and rel[0] in PRIVATE_AREAS
 
 
-def new_file_mode(path: os.PathLike | str, dir_st: os.stat_result) -> int:
+def new_file_mode(path: os.PathLike[str] | str, dir_st: os.stat_result) -> int:
     if is_private(path):
         return 0o600
     return dir_st.st_mode & 0o664
@@ -63,7 +63,7 @@ def adopt_new_dir(dir_fd: int, name: str, path: Path) -> None:
         os.close(fd)
 
 
-def adopt_tree(top: os.PathLike | str) -> None:
+def adopt_tree(top: os.PathLike[str] | str) -> None:
     """Give files another library wrote under `top` (Whoosh's index segments) qwenmem's owner and mode rules:
     the owner of `top`'s parent, files 0600 and directories 0700 in a private area. Links are not followed."""
     top = Path(top)
@@ -90,7 +90,7 @@ def adopt_tree(top: os.PathLike | str) -> None:
             os.chown(top, parent.st_uid, parent.st_gid, follow_symlinks=False)
 
 
-def free_bytes(directory: os.PathLike | str) -> int | None:
+def free_bytes(directory: os.PathLike[str] | str) -> int | None:
     """Bytes free for an unprivileged writer on the filesystem of `directory` (or its nearest existing parent)."""
     d = Path(directory)
     while not d.exists() and d != d.parent:

@@ -15,6 +15,8 @@ import stat
 import tempfile
 from collections.abc import Set as AbstractSet
 from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO
 
 from qwenmem.core.errors import WorkspaceError
 from qwenmem.core.fsio import fsync_dir
@@ -97,7 +99,8 @@ class Batch:
     def __enter__(self) -> "Batch":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is None:
             self.commit()
         else:
@@ -117,7 +120,7 @@ class Batch:
         self.pending[digest] = tmp
         return digest, len(data)
 
-    def put_file(self, fh) -> tuple[str, int, int]:
+    def put_file(self, fh: BinaryIO) -> tuple[str, int, int]:
         """Copy an open binary file (from its current offset), hashing as it goes.
         Returns (sha256 of what was copied, its size, bytes newly written)."""
         tmp = self._temp()
@@ -181,7 +184,7 @@ def _syncfs(path: Path) -> bool:
         return False
     fd = os.open(path, os.O_RDONLY)
     try:
-        return fn(fd) == 0
+        return bool(fn(fd) == 0)  # a ctypes call returns an untyped int
     finally:
         os.close(fd)
 

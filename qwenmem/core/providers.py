@@ -74,8 +74,8 @@ def effective_context_size(model_id: str, info: Mapping[str, Any] | None, local:
         value, source = info["max_input_length_auto_detected"], "detected from the provider API"
     elif configured and configured != DEFAULT_CONTEXT_WINDOW:
         value, source = configured, "provider max_input_length"
-    elif not local and known_context_size(model_id):
-        value, source = known_context_size(model_id), "QwenPaw's context-window catalog"  # type: ignore[assignment]
+    elif not local and (known := known_context_size(model_id)):
+        value, source = known, "QwenPaw's context-window catalog"
     else:
         value, source = DEFAULT_CONTEXT_WINDOW, "QwenPaw default (128k)"
     limit = _positive_int(info.get("input_token_limit"))
@@ -100,7 +100,7 @@ class ProviderModel:
     active_source: str = "default"
     notes: tuple[str, ...] = ()
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"provider_id": self.provider_id, "model_id": self.model_id, "context_size": self.context_size,
                 "context_source": self.context_source, "provider_file": self.provider_file, "api_key": self.api_key,
                 "active_source": self.active_source}
@@ -112,7 +112,7 @@ def api_key_state(value: Any) -> str:
     return "encrypted (ENC:…, not shown)" if value.startswith("ENC:") else "set (plain text, not shown)"
 
 
-def _read(path: Path) -> dict | None:
+def _read(path: Path) -> dict[str, Any] | None:
     try:
         doc = read_json_file(path)
     except Exception:  # a damaged provider file must not stop `info`; QwenPaw falls back to defaults too

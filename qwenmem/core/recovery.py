@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from qwenmem.core.salvage_documents import pick_best, salvage_document, split_documents
 from qwenmem.core.session_model.gen1_doc import ROLES, SessionDoc, message_problems
@@ -68,9 +69,7 @@ def has_lone_surrogates(text: str) -> bool:
     return _LONE_SURROGATE.search(text) is not None
 
 
-def content_warnings(session: SessionDoc, text: str | None = None) -> list[str]:
-    """Problems in a structurally valid session that QwenPaw would trip over. One pass, no re-serialising
-    (this runs for every file in `sessions list`)."""
+def _layout_warnings(session: SessionDoc) -> list[str]:
     warnings: list[str] = []
     if session.layout == "memory":
         warnings.append("no \"agent\" object around the agent state (QwenPaw loads this as an empty session; "
@@ -80,22 +79,47 @@ def content_warnings(session: SessionDoc, text: str | None = None) -> list[str]:
                                           and type(toolkit.get("active_groups", [])) is list):
         warnings.append("agent.toolkit is not {\"active_groups\": [...]} (QwenPaw's loader rejects it; "
                         "`qwenmem sessions repair` fixes it)")
+    return warnings
+
+
+def _item_message(item: Any, i: int, warnings: list[str]) -> dict[str, Any] | None:
+    """The message of content item `i` (`[message, marks]` or a bare message), or None with a warning."""
+    if type(item) is list:
+        if len(item) != 2:
+            warnings.append(f"item {i}: a content item has {len(item)} elements, not [message, marks]")
+            return None
+        msg = item[0]
+    else:
+        msg = item
+    if type(msg) is not dict:
+        warnings.append(f"message {i}: message is a {type(msg).__name__}, not an object")
+        return None
+    return msg
+
+
+def _note_tool_blocks(content: Any, i: int, uses: dict[str, int], results: dict[str, int]) -> None:
+    """The first message of each tool_use / tool_result id."""
+    if type(content) is not list:
+        return
+    for block in content:
+        if type(block) is dict:
+            kind = block.get("type")
+            if kind == "tool_use":
+                uses.setdefault(str(block.get("id")), i)
+            elif kind == "tool_result":
+                results.setdefault(str(block.get("id")), i)
+
+
+def _message_warnings(session: SessionDoc, warnings: list[str]) -> tuple[dict[str, int], dict[str, int]]:
+    """Per message, in order: shape problems and duplicate ids (into `warnings`); returns the tool ids seen."""
     seen: dict[str, int] = {}
     uses: dict[str, int] = {}
     results: dict[str, int] = {}
-    roles = ROLES
     for i, item in enumerate(session.content):
-        if type(item) is list:
-            if len(item) != 2:
-                warnings.append(f"item {i}: a content item has {len(item)} elements, not [message, marks]")
-                continue
-            msg = item[0]
-        else:
-            msg = item
-        if type(msg) is not dict:
-            warnings.append(f"message {i}: message is a {type(msg).__name__}, not an object")
+        msg = _item_message(item, i, warnings)
+        if msg is None:
             continue
-        if not all(k in msg for k in _REQUIRED) or msg["role"] not in roles or type(msg["id"]) is not str \
+        if not all(k in msg for k in _REQUIRED) or msg["role"] not in ROLES or type(msg["id"]) is not str \
                 or not isinstance(msg["content"], (str, list)):
             warnings.extend(f"message {i}: {p}" for p in message_problems(msg))
         mid = msg.get("id")
@@ -104,15 +128,15 @@ def content_warnings(session: SessionDoc, text: str | None = None) -> list[str]:
                 warnings.append(f"message {i}: duplicate id {mid!r} (first at {seen[mid]})")
             else:
                 seen[mid] = i
-        content = msg.get("content")
-        if type(content) is list:
-            for block in content:
-                if type(block) is dict:
-                    kind = block.get("type")
-                    if kind == "tool_use":
-                        uses.setdefault(str(block.get("id")), i)
-                    elif kind == "tool_result":
-                        results.setdefault(str(block.get("id")), i)
+        _note_tool_blocks(msg.get("content"), i, uses, results)
+    return uses, results
+
+
+def content_warnings(session: SessionDoc, text: str | None = None) -> list[str]:
+    """Problems in a structurally valid session that QwenPaw would trip over. One pass, no re-serialising
+    (this runs for every file in `sessions list`)."""
+    warnings = _layout_warnings(session)
+    uses, results = _message_warnings(session, warnings)
     for tid, i in uses.items():
         if tid not in results:
             warnings.append(f"message {i}: tool_use {tid!r} has no tool_result")
@@ -122,4 +146,3 @@ def content_warnings(session: SessionDoc, text: str | None = None) -> list[str]:
     if has_lone_surrogates(text if text is not None else json.dumps(session.doc, ensure_ascii=False)):
         warnings.append("lone surrogate characters (QwenPaw's next save would truncate this file to 0 bytes)")
     return warnings
-

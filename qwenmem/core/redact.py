@@ -15,7 +15,8 @@ import os
 import sys
 import threading
 import traceback
-from typing import Iterable, Mapping
+from types import TracebackType
+from typing import Any, Iterable, Iterator, Mapping, TextIO, cast
 
 SECRET_ENV_VARS = ("EMBEDDING_API_KEY", "OPENAI_API_KEY", "QWENMEM_LLM_API_KEY")
 SECRET_OPTIONS = ("--llm-api-key",)
@@ -71,22 +72,22 @@ def redact(text: str) -> str:
 class MaskingStream:
     """A text stream that masks registered secrets in everything written through it (all else is delegated)."""
 
-    def __init__(self, inner):
+    def __init__(self, inner: TextIO):
         self._inner = inner
 
     def write(self, text: str) -> int:
         self._inner.write(redact(text))
         return len(text)
 
-    def writelines(self, lines) -> None:
+    def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.write(line)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:  # any attribute of a text stream: the inner one's
         return getattr(self._inner, name)
 
 
-def _masking_excepthook(exc_type, exc, tb) -> None:
+def _masking_excepthook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
     """--debug lets a traceback through: it is printed masked too (the key can be in an exception's message)."""
     text = "".join(traceback.format_exception(exc_type, exc, tb))
     with contextlib.suppress(Exception):
@@ -96,13 +97,14 @@ def _masking_excepthook(exc_type, exc, tb) -> None:
 
 
 @contextlib.contextmanager
-def masked_output(env: Mapping[str, str] | None = None, argv: Iterable[str] = ()):
+def masked_output(env: Mapping[str, str] | None = None, argv: Iterable[str] = ()) -> Iterator[None]:
     """For one CLI run: register the environment's and the command line's keys, and mask stdout, stderr and any
     uncaught traceback. The streams are put back afterwards."""
     register_from(os.environ if env is None else env, argv)
     out, err = sys.stdout, sys.stderr
     sys.excepthook = _masking_excepthook
-    sys.stdout, sys.stderr = MaskingStream(out), MaskingStream(err)
+    # a MaskingStream is a TextIO by delegation (__getattr__), which the checker cannot see
+    sys.stdout, sys.stderr = cast(TextIO, MaskingStream(out)), cast(TextIO, MaskingStream(err))
     try:
         yield
     finally:

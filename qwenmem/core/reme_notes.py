@@ -46,7 +46,8 @@ class AutoBlock:
 
 @dataclass
 class Note:
-    meta: dict = field(default_factory=dict)  # the parsed front matter, unknown keys included
+    # the parsed front matter, unknown keys included (YAML: keys and values of any type)
+    meta: dict[object, object] = field(default_factory=dict)
     front_matter_lines: int = 0  # lines 1..N are front matter (fences included); 0 when there is none
     body: str = ""  # the text after the front matter, exactly as in the file
     problem: str | None = None  # why a fenced block at the top was not taken as front matter
@@ -77,14 +78,14 @@ class Note:
         return path_date(rel) if rel else None
 
 
-def _text(value) -> str | None:
+def _text(value: object) -> str | None:
     if isinstance(value, (str, int, float, date)) and not isinstance(value, bool):
         text = str(value).strip()
         return text or None
     return None
 
 
-def _as_date(value) -> str | None:
+def _as_date(value: object) -> str | None:
     if isinstance(value, datetime):
         return value.date().isoformat()
     if isinstance(value, date):
@@ -99,9 +100,9 @@ def _as_date(value) -> str | None:
     return None
 
 
-def parse_tags(value) -> list[str]:
+def parse_tags(value: object) -> list[str]:
     """A YAML list, or a string of comma/space separated tags; '#' prefixes dropped, order kept, no duplicates."""
-    items: list = []
+    items: list[object] = []
     if isinstance(value, str):
         items = re.split(r"[,\s]+", value)
     elif isinstance(value, (list, tuple)):
@@ -152,7 +153,7 @@ def parse_note(text: str) -> Note:
     return Note(body=text, problem="front matter fence is never closed")
 
 
-def _load_yaml(yaml_text: str) -> tuple[dict, str | None]:
+def _load_yaml(yaml_text: str) -> tuple[dict[object, object], str | None]:
     import yaml
 
     if len(yaml_text) > MAX_FRONT_MATTER_CHARS:

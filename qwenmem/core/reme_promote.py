@@ -20,6 +20,7 @@ from pathlib import Path
 from qwenmem.core import reme_notes as notes
 from qwenmem.core.errors import WorkspaceError
 from qwenmem.core.fsio import read_with_snapshot
+from qwenmem.core.workspace import Workspace
 
 MAX_NOTE_BYTES = 10 * 1024 * 1024  # ReMe's own limit for what it indexes
 LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
@@ -38,7 +39,7 @@ class DayLog:
         return ", ".join(self.sources) if self.sources else None
 
 
-def _read(ws, path: Path, rel: str, log: DayLog) -> str | None:
+def _read(path: Path, rel: str, log: DayLog) -> str | None:
     try:
         data, _ = read_with_snapshot(path, max_bytes=MAX_NOTE_BYTES)
     except WorkspaceError as exc:
@@ -75,7 +76,7 @@ def _digest_lines(body: str) -> list[str]:
     paragraph: list[str] = []
     in_sources, fence = False, None
 
-    def flush():
+    def flush() -> None:
         if paragraph:
             out.append("- " + " ".join(p.strip() for p in paragraph))
             paragraph.clear()
@@ -115,13 +116,13 @@ def _cites_day(body: str, daily_dir: str, date: str) -> bool:
     return any(link == f"{day}.md" or link.startswith(day + "/") for link in notes.wikilinks(body))
 
 
-def day_log(ws, date: str, daily_dir: str = "memory", digest_dir: str = "digest") -> DayLog:
+def day_log(ws: Workspace, date: str, daily_dir: str = "memory", digest_dir: str = "digest") -> DayLog:
     log = DayLog(None)
     parts: list[str] = [f"# {date}", ""]
     day_page = ws.path / daily_dir / f"{date}.md"
     if day_page.is_file():
         rel = f"{daily_dir}/{date}.md"
-        text = _read(ws, day_page, rel, log)
+        text = _read(day_page, rel, log)
         if text is not None:
             body = _without_blocks(notes.parse_note(text).body)
             if body.strip():
@@ -133,7 +134,7 @@ def day_log(ws, date: str, daily_dir: str = "memory", digest_dir: str = "digest"
             rel = path.relative_to(ws.path).as_posix()
             if any(p.startswith(".") for p in path.relative_to(folder).parts) or not path.is_file():
                 continue
-            text = _read(ws, path, rel, log)
+            text = _read(path, rel, log)
             if text is None:
                 continue
             log.sources.append(rel)
@@ -144,7 +145,7 @@ def day_log(ws, date: str, daily_dir: str = "memory", digest_dir: str = "digest"
             rel = path.relative_to(ws.path).as_posix()
             if any(p.startswith(".") for p in path.relative_to(digest).parts) or not path.is_file():
                 continue
-            text = _read(ws, path, rel, log)
+            text = _read(path, rel, log)
             body = notes.parse_note(text).body if text is not None else ""
             if not _cites_day(body, daily_dir, date):
                 continue

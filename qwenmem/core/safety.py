@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from qwenmem.core.fsio import Snapshot, atomic_write_bytes, copy_preserving, ensure_unchanged, timestamp_slug
 from qwenmem.core.errors import WorkspaceError
@@ -22,12 +23,16 @@ def preserve_original(ws: Workspace, path: Path, area: str = "quarantine", stamp
 
 
 def replace_preserving(ws: Workspace, path: Path, data: bytes, expected: Snapshot, area: str = "backups",
-                       stamp: str | None = None) -> Path | None:
+                       stamp: str | None = None, kept_hook: Callable[[], None] | None = None,
+                       mode: int | None = None) -> Path | None:
     """Refuse if `path` changed since `expected` was taken, copy its original bytes aside, then replace it atomically.
 
-    Returns where the original went (None if the file did not exist before).
+    Returns where the original went (None if the file did not exist before). `kept_hook` runs between the copy and
+    the replace (crash-injection tests kill the process there); `mode` replaces the file's own mode.
     """
     ensure_unchanged(expected)
     kept = preserve_original(ws, path, area, stamp) if expected.exists else None
-    atomic_write_bytes(path, data, expected)
+    if kept_hook is not None:
+        kept_hook()
+    atomic_write_bytes(path, data, expected, mode)
     return kept

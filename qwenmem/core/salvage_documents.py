@@ -15,7 +15,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from qwenmem.core.jsonsafe import SESSION_DECODER
 from qwenmem.core.session_model.gen1_doc import SessionDoc, message_problems
@@ -291,14 +291,18 @@ def _rewrapped(obj: Any, span: DocSpan) -> Salvaged | None:
     return result
 
 
-def salvage_document(span: DocSpan) -> Salvaged:
-    text = span.text
-    parsed: Parsed | None = None if span.complete else span.value
-    obj = span.value if parsed is None else parsed.value
-    base: dict[str, Any] = dict(complete=span.complete, start=span.start, end=span.end)
-    if not isinstance(obj, dict):
-        kind = "cut off before anything could be read" if isinstance(obj, _Partial) else f"a JSON {type(obj).__name__}"
-        return _rewrapped(obj, span) or Salvaged(None, reason=f"{kind}, not a session object", **base)
+class _Spine(NamedTuple):
+    """Where the conversation sits in a document: `holder` is the object that holds `memory`."""
+
+    layout: str  # "agent" | "memory" (the agent state without its {"agent": ...} wrapper)
+    holder: dict[str, Any]
+    prefix: tuple[str, ...]  # the path of `holder` in the document
+    memory: dict[str, Any]
+
+
+def _spine(obj: dict[str, Any], span: DocSpan, base: dict[str, Any]) -> _Spine | Salvaged:
+    """The spine of a session object, or the Salvaged of one that has none (rebuilt around its messages if it
+    holds a conversation elsewhere)."""
     prefix: tuple[str, ...]  # where memory sits in the document
     if isinstance(obj.get("agent"), dict):
         layout, holder, prefix = "agent", obj["agent"], ("agent",)
@@ -311,44 +315,101 @@ def salvage_document(span: DocSpan) -> Salvaged:
     if not isinstance(memory, dict) or not isinstance(memory.get("content"), list):
         what = "cut off before the conversation" if not span.complete else "agent.memory.content is missing or not a list"
         return Salvaged(None, reason=what, **base)
-    result = Salvaged(obj, layout, **base)
+    return _Spine(layout, holder, prefix, memory)
+
+
+def _resync_after_damage(text: str, parsed: Parsed, memory: dict[str, Any], pairs: bool, result: Salvaged) -> int:
+    """The conversation was cut: add the messages found after the damage point (and the compressed summary, if it
+    was lost); returns where the text after them starts."""
     content = memory["content"]
-    pairs = not content or isinstance(content[0], list)
+    known = {m["id"] for m in (i[0] if isinstance(i, list) and i else i for i in content)
+             if isinstance(m, dict) and isinstance(m.get("id"), str)}
+    # damage can swallow the start of the next message into a string, so the parse may stop past it:
+    # resume from the last message start before the stop (already-kept ids are skipped)
+    resume = text.rfind('{"id":', 0, parsed.end)
+    resume = resume - 1 if resume > 0 and text[resume - 1] == "[" else parsed.end if resume < 0 else resume
+    extra, tail_from = resync_items(text, resume, known, pairs, parsed.end)
+    tail_from = max(tail_from, parsed.end)
+    content.extend(extra)
+    result.resynced_items = len(extra)
+    if "_compressed_summary" not in memory:
+        for m in list(_SUMMARY_KEY.finditer(text, tail_from))[-1:]:
+            try:
+                memory["_compressed_summary"] = _DECODER.raw_decode(text, m.end())[0]
+                result.summary = "resynced"
+                tail_from = m.end()
+            except json.JSONDecodeError:
+                pass
+    return tail_from
+
+
+def _salvage_damaged(text: str, span: DocSpan, parsed: Parsed, spine: _Spine, result: Salvaged) -> None:
+    """A damaged document: drop the cut-off message, note where the damage is, and recover what follows it."""
+    content = spine.memory["content"]
+    pairs = not content or isinstance(content[0], list)  # before the cut item goes
+    content_path = spine.prefix + ("memory", "content")
+    inside = [p for p in _points_at(parsed.partial_paths, content_path) if len(p) > len(content_path)]
+    if any(p[len(content_path)] == len(content) - 1 for p in inside) and content:
+        content.pop()
+        result.partial_items = 1
+    result.damage_at = span.offset + parsed.end
+    if _points_at(parsed.partial_paths, spine.prefix + ("memory", "_compressed_summary")):
+        result.summary = "cut"
+    tail_from = parsed.end
+    if _points_at(parsed.partial_paths, content_path):
+        tail_from = _resync_after_damage(text, parsed, spine.memory, pairs, result)
+    if spine.layout == "agent":
+        for m in list(_AGENT_TAIL.finditer(text, tail_from))[-1:]:
+            for key, value in _members(text, m.end()).items():
+                if key not in spine.holder and key != "memory":
+                    spine.holder[key] = value
+
+
+def _fill_summary(memory: dict[str, Any], span: DocSpan, result: Salvaged) -> None:
+    if "_compressed_summary" not in memory:
+        if result.summary == "intact":
+            result.summary = "absent" if span.complete else "lost"
+        memory["_compressed_summary"] = ""
+        result.filled_keys.append("memory._compressed_summary")
+    elif not isinstance(memory["_compressed_summary"], str):
+        result.notes.append("the compressed summary is not a string")
+
+
+def _fill_agent(obj: dict[str, Any], holder: dict[str, Any], result: Salvaged) -> None:
+    """The agent keys QwenPaw's loader needs, with their defaults; a toolkit or plan notebook it rejects is reset."""
+    defaults = {"toolkit": {"active_groups": []}, "name": assistant_name(SessionDoc(obj, "agent").messages()),
+                "_sys_prompt": ""}
+    for key, value in defaults.items():
+        if key not in holder:
+            holder[key] = value
+            result.filled_keys.append(key)
+    toolkit = holder.get("toolkit")
+    if not (isinstance(toolkit, dict) and isinstance(toolkit.get("active_groups"), list)
+            and set(toolkit) <= {"active_groups"}):
+        result.notes.append(f"toolkit {json.dumps(toolkit)[:80]} replaced by an empty one")
+        holder["toolkit"] = {"active_groups": []}
+        result.filled_keys.append("toolkit")
+    plan = holder.get("plan_notebook")
+    if "plan_notebook" in holder and not (isinstance(plan, dict) and "storage" in plan and "current_plan" in plan):
+        holder["plan_notebook"] = {"storage": {"plans": {}}, "current_plan": None}
+        result.filled_keys.append("plan_notebook")
+
+
+def salvage_document(span: DocSpan) -> Salvaged:
+    text = span.text
+    parsed: Parsed | None = None if span.complete else span.value
+    obj = span.value if parsed is None else parsed.value
+    base: dict[str, Any] = dict(complete=span.complete, start=span.start, end=span.end)
+    if not isinstance(obj, dict):
+        kind = "cut off before anything could be read" if isinstance(obj, _Partial) else f"a JSON {type(obj).__name__}"
+        return _rewrapped(obj, span) or Salvaged(None, reason=f"{kind}, not a session object", **base)
+    spine = _spine(obj, span, base)
+    if isinstance(spine, Salvaged):
+        return spine
+    layout, holder = spine.layout, spine.holder
+    result = Salvaged(obj, layout, **base)
     if parsed is not None:  # the document is damaged
-        content_path = prefix + ("memory", "content")
-        inside = [p for p in _points_at(parsed.partial_paths, content_path) if len(p) > len(content_path)]
-        if any(p[len(content_path)] == len(content) - 1 for p in inside) and content:
-            content.pop()
-            result.partial_items = 1
-        result.damage_at = span.offset + parsed.end
-        if _points_at(parsed.partial_paths, prefix + ("memory", "_compressed_summary")):
-            result.summary = "cut"
-        known = {m["id"] for m in (i[0] if isinstance(i, list) and i else i for i in content)
-                 if isinstance(m, dict) and isinstance(m.get("id"), str)}
-        tail_from = parsed.end
-        content_was_cut = bool(_points_at(parsed.partial_paths, content_path))
-        if content_was_cut:
-            # damage can swallow the start of the next message into a string, so the parse may stop past it:
-            # resume from the last message start before the stop (already-kept ids are skipped)
-            resume = text.rfind('{"id":', 0, parsed.end)
-            resume = resume - 1 if resume > 0 and text[resume - 1] == "[" else parsed.end if resume < 0 else resume
-            extra, tail_from = resync_items(text, resume, known, pairs, parsed.end)
-            tail_from = max(tail_from, parsed.end)
-            content.extend(extra)
-            result.resynced_items = len(extra)
-            if "_compressed_summary" not in memory:
-                for m in list(_SUMMARY_KEY.finditer(text, tail_from))[-1:]:
-                    try:
-                        memory["_compressed_summary"] = _DECODER.raw_decode(text, m.end())[0]
-                        result.summary = "resynced"
-                        tail_from = m.end()
-                    except json.JSONDecodeError:
-                        pass
-        if layout == "agent":
-            for m in list(_AGENT_TAIL.finditer(text, tail_from))[-1:]:
-                for key, value in _members(text, m.end()).items():
-                    if key not in holder and key != "memory":
-                        holder[key] = value
+        _salvage_damaged(text, span, parsed, spine, result)
     if layout == "memory":
         # an agent state that lost its {"agent": ...} wrapper (QwenPaw's unit tests write a bare {"memory": ...});
         # the runner finds no "agent" in it, starts an empty conversation and saves that over the file
@@ -357,30 +418,9 @@ def salvage_document(span: DocSpan) -> Salvaged:
         result.doc, result.layout = obj, layout
         result.filled_keys.append("agent")
         result.rewrapped = result.rewrapped or "an agent state without its \"agent\" wrapper"
-    if "_compressed_summary" not in memory:
-        if result.summary == "intact":
-            result.summary = "absent" if span.complete else "lost"
-        memory["_compressed_summary"] = ""
-        result.filled_keys.append("memory._compressed_summary")
-    elif not isinstance(memory["_compressed_summary"], str):
-        result.notes.append("the compressed summary is not a string")
+    _fill_summary(spine.memory, span, result)
     if layout == "agent":
-        defaults = {"toolkit": {"active_groups": []}, "name": assistant_name(SessionDoc(obj, layout).messages()),
-                    "_sys_prompt": ""}
-        for key, value in defaults.items():
-            if key not in holder:
-                holder[key] = value
-                result.filled_keys.append(key)
-        toolkit = holder.get("toolkit")
-        if not (isinstance(toolkit, dict) and isinstance(toolkit.get("active_groups"), list)
-                and set(toolkit) <= {"active_groups"}):
-            result.notes.append(f"toolkit {json.dumps(toolkit)[:80]} replaced by an empty one")
-            holder["toolkit"] = {"active_groups": []}
-            result.filled_keys.append("toolkit")
-        plan = holder.get("plan_notebook")
-        if "plan_notebook" in holder and not (isinstance(plan, dict) and "storage" in plan and "current_plan" in plan):
-            holder["plan_notebook"] = {"storage": {"plans": {}}, "current_plan": None}
-            result.filled_keys.append("plan_notebook")
+        _fill_agent(obj, holder, result)
     return result
 
 

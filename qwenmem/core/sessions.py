@@ -15,7 +15,7 @@ import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterable, Iterator
 
 from qwenmem.core.errors import AmbiguousError, NotFoundError, UnsafePathError, WorkspaceError
 from qwenmem.core.fsio import Snapshot, read_with_snapshot
@@ -25,7 +25,8 @@ from qwenmem.core.session_model import gen2
 from qwenmem.core.session_model.detect import sniff_generation
 from qwenmem.core.session_model.gen1_doc import ROLES as ROLES
 from qwenmem.core.session_model.gen1_doc import Entry as Entry
-from qwenmem.core.session_model.gen1_doc import NotASessionError, SessionDoc, session_from_obj
+from qwenmem.core.session_model.gen1_doc import NotASessionError, session_from_obj
+from qwenmem.core.session_model.gen1_doc import SessionDoc as SessionDoc
 from qwenmem.core.session_model.gen1_doc import blocks as blocks
 from qwenmem.core.session_model.gen1_doc import dumps_session as dumps_session
 from qwenmem.core.session_model.gen1_doc import encode_session as encode_session
@@ -253,7 +254,7 @@ def find_session(ws: Workspace, query: str) -> SessionRef:
             raise UnsafePathError(f"{query}: session names may not leave the workspace {ws.path}")
     safe = sanitize_filename(query)
 
-    def matching(refs):
+    def matching(refs: Iterable[SessionRef]) -> list[SessionRef]:
         return [r for r in refs if query in (r.key, r.path.name, r.path.stem) or r.session_id == query
                 or r.path.stem == safe or r.path.stem.endswith("_" + safe)]
 
@@ -290,7 +291,7 @@ class LoadedSession:
     salvaged: bool = False  # `session` was rebuilt from a damaged file, not parsed as-is
     lost_hint: str = ""
     raw: bytes | None = None
-    gen2_doc: dict | None = None  # a 2.x document (its `session` is None: repair/compaction read 1.x only)
+    gen2_doc: dict[str, Any] | None = None  # a 2.x document (its `session` is None: repair/compaction read 1.x only)
     model: Session | None = None  # the generation-neutral view, built by as_model()
 
     @property
@@ -342,7 +343,7 @@ class ParsedSession:
     model: Session | None  # generation-neutral view (built on demand: LoadedSession.as_model)
     problems: list[str]
     corrupt: bool
-    gen2_doc: dict | None = None  # a 2.x document (agent.state)
+    gen2_doc: dict[str, Any] | None = None  # a 2.x document (agent.state)
 
 
 def _parse_gen2(text: str, problems: list[str]) -> ParsedSession | None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields
+from datetime import tzinfo
 from pathlib import Path
 from typing import Any, Mapping
 
 from qwenmem.core import redact
-from qwenmem.core.redact import mask_secret  # QwenPaw's _mask_key, one definition; re-exported
+from qwenmem.core.redact import mask_secret as mask_secret  # QwenPaw's _mask_key, one definition; re-exported
 from qwenmem.core.workspace import Workspace, dict_at, is_file, read_json_file
 
 DEFAULT_MAX_INPUT_LENGTH = 131072
@@ -186,7 +187,7 @@ def _in_range(name: str, value: Any) -> bool:
     return check is None or bool(check(value))  # NaN fails every comparison, so it is ignored too
 
 
-def _apply_paths(settings: Settings, doc: dict, paths: dict[str, str], label: str) -> None:
+def _apply_paths(settings: Settings, doc: dict[str, Any], paths: dict[str, str], label: str) -> None:
     for name, dotted in paths.items():
         value = _dig(doc, *dotted.split("."))
         target, attr = _target(settings, name)
@@ -227,7 +228,7 @@ def load_settings(ws: Workspace, env: Mapping[str, str] | None = None) -> Settin
     env = os.environ if env is None else env
     settings = Settings()
     agent_json = ws.path / "agent.json"
-    doc: dict = {}
+    doc: dict[str, Any] = {}
     if agent_json.is_file():
         loaded = read_json_file(agent_json)
         doc = loaded if isinstance(loaded, dict) else {}
@@ -278,7 +279,7 @@ def timezone_problem(settings: Settings) -> str | None:
     return None
 
 
-def user_tz(settings: Settings, env: Mapping[str, str] | None = None):
+def user_tz(settings: Settings, env: Mapping[str, str] | None = None) -> tzinfo | None:
     """The user's timezone: config.json user_timezone, else $TZ, else the local zone."""
     from datetime import datetime
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError

@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, TypedDict
 
-from qwenmem.core.history.state import history_db_path
+from qwenmem.core.history.state import HistoryState, history_db_path
 from qwenmem.core.providers import ProviderModel, resolve_provider_model
+from qwenmem.core.settings import Settings
 from qwenmem.core.workspace import Workspace, read_json_file
 
 SCROLL, NATIVE, LIGHT = "scroll", "native", "light"
@@ -64,14 +65,20 @@ class Gen2Settings:
     def history_retention_days(self) -> int:
         return int(self.scroll["history_retention_days"])
 
-    def to_json(self) -> dict:
+    def history_db_file(self) -> Path:
+        """`history_db`, which load_gen2_settings always sets (TypeError for a bare Gen2Settings(), as before)."""
+        if self.history_db is None:
+            raise TypeError("Gen2Settings.history_db is not set: build the settings with load_gen2_settings")
+        return self.history_db
+
+    def to_json(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "strategy_source": self.strategy_source, "scroll": dict(self.scroll),
                 "history_db": str(self.history_db) if self.history_db else None, "reme_dirs": dict(self.reme_dirs),
                 "embedding_api_key": self.embedding_api_key,
                 "provider": self.provider.to_json() if self.provider else None}
 
 
-def read_agent_json(ws: Workspace) -> dict:
+def read_agent_json(ws: Workspace) -> dict[str, Any]:
     path = ws.path / "agent.json"
     if not path.is_file():
         return {}
@@ -79,7 +86,7 @@ def read_agent_json(ws: Workspace) -> dict:
     return doc if isinstance(doc, dict) else {}
 
 
-def load_gen2_settings(ws: Workspace, agent_doc: dict | None = None, env: Mapping[str, str] | None = None,
+def load_gen2_settings(ws: Workspace, agent_doc: dict[str, Any] | None = None, env: Mapping[str, str] | None = None,
                        legacy_agent_json: bool = False) -> Gen2Settings:
     """2.x settings of `ws`. `legacy_agent_json`: the agent.json has only 1.x keys, so a 1.x QwenPaw would run
     `light`; a 2.x QwenPaw reading the same file runs its default `scroll`, which is what we report when the
@@ -116,7 +123,7 @@ class GenerationSummary:
     files_2x: int
     markers: list[str]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"generation": self.generation, "files_1x": self.files_1x, "files_2x": self.files_2x,
                 "markers": self.markers}
 
@@ -137,38 +144,18 @@ def workspace_generation(ws: Workspace, files_1x: int, files_2x: int) -> Generat
     return GenerationSummary(gen, files_1x, files_2x, markers2 + markers1)
 
 
-_MAX_SNIFF_BYTES = 256 << 20  # a larger file is left to the loader, which names its own limit
-
-
 def count_file_generations(ws: Workspace) -> tuple[int, int]:
-    """(1.x files, 2.x files) under sessions/, from each file's first bytes (a full parse only when they are
-    unusual). Dot-files and CoPaw backups are not sessions; neither is anything but a regular file (a FIFO named
-    like a session must not hang this), a link leaving the workspace, or a file too large to sniff."""
-    import json
-    import os
-    import stat
-
-    from qwenmem.core.confine import open_binary
-    from qwenmem.core.errors import QwenmemError
-    from qwenmem.core.session_model.detect import classify_document, sniff_generation
+    """(1.x files, 2.x files) under sessions/, each from its first bytes (a full parse only when they are unusual).
+    Dot-files and CoPaw backups are not sessions; neither is anything detect.generation_of_file cannot tell safely
+    (a FIFO named like a session must not hang this, a link leaving the workspace, a file too large to sniff)."""
+    from qwenmem.core.session_model.detect import GEN1, GEN2, generation_of_file
     from qwenmem.core.sessions import iter_session_files
 
     n1 = n2 = 0
     for path in iter_session_files(ws):
-        try:
-            with open_binary(path) as fh:  # non-blocking and confined
-                st = os.fstat(fh.fileno())
-                if not stat.S_ISREG(st.st_mode):
-                    continue
-                head = fh.read(256)
-                kind = sniff_generation(head)
-                if kind is None and head.lstrip()[:1] == b"{" and st.st_size <= _MAX_SNIFF_BYTES:
-                    fh.seek(0)
-                    kind = classify_document(json.loads(fh.read().decode("utf-8", "replace")))
-        except (OSError, ValueError, RecursionError, QwenmemError):
-            continue
-        n1 += kind == "1.x"
-        n2 += kind == "2.x"
+        kind = generation_of_file(path)
+        n1 += kind == GEN1
+        n2 += kind == GEN2
     return n1, n2
 
 
@@ -199,18 +186,23 @@ def rows_for_2x(rows: list[tuple[str, Any, str]], gen2: Gen2Settings) -> list[tu
     return out
 
 
+class ReMeDirState(TypedDict):
+    path: str
+    exists: bool
+
+
 @dataclass
 class Qwenpaw2Info:
     """Everything `info` shows about the 2.x side of a workspace."""
 
     generation: GenerationSummary
     settings: Gen2Settings
-    history: Any  # history.state.HistoryState
-    reme_dirs: dict[str, dict]
+    history: HistoryState
+    reme_dirs: dict[str, ReMeDirState]
     rows: list[tuple[str, Any, str]]
     derived: dict[str, int]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"strategy": self.settings.strategy, "strategy_source": self.settings.strategy_source,
                 "scroll": dict(self.settings.scroll), "history_retention_days": self.settings.history_retention_days,
                 "history": self.history.to_json(), "reme_dirs": self.reme_dirs,
@@ -218,7 +210,7 @@ class Qwenpaw2Info:
                 "embedding_api_key": self.settings.embedding_api_key}
 
 
-def qwenpaw2_info(ws: Workspace, settings: Any, env: Mapping[str, str] | None = None) -> Qwenpaw2Info:
+def qwenpaw2_info(ws: Workspace, settings: Settings, env: Mapping[str, str] | None = None) -> Qwenpaw2Info:
     """`settings` is settings.load_settings(ws). For a 1.x workspace the rows stay as they are."""
     from qwenmem.core.history.state import history_state
 
@@ -226,8 +218,8 @@ def qwenpaw2_info(ws: Workspace, settings: Any, env: Mapping[str, str] | None = 
     generation = workspace_generation(ws, n1, n2)
     is2 = generation.generation in ("2.x", "mixed")
     gen2 = load_gen2_settings(ws, env=env, legacy_agent_json=settings.generation == "legacy" and not is2)
-    history = history_state(gen2.history_db, check=True) if is2 else history_state(gen2.history_db, check=False)
-    reme = {key: {"path": str(ws.path / name), "exists": (ws.path / name).is_dir()}
+    history = history_state(gen2.history_db_file(), check=is2)
+    reme = {key: ReMeDirState(path=str(ws.path / name), exists=(ws.path / name).is_dir())
             for key, name in gen2.reme_dirs.items() if key in ("metadata_dir", "digest_dir", "session_dir")}
     rows = settings.as_rows()
     derived = {"compact_threshold": settings.compact_threshold, "reserve_tokens": settings.reserve_tokens}
@@ -241,10 +233,11 @@ def qwenpaw2_info(ws: Workspace, settings: Any, env: Mapping[str, str] | None = 
     return Qwenpaw2Info(generation, gen2, history, reme, rows, derived)
 
 
-def workspace_history_state(ws: Workspace, check: bool = True, env: Mapping[str, str] | None = None):
+def workspace_history_state(ws: Workspace, check: bool = True, env: Mapping[str, str] | None = None
+                            ) -> HistoryState:
     """The history.db summary of a workspace for `doctor`: path (from agent.json scroll_config.db_filename), size,
     rows, sessions and `status` ok / corrupt / locked / unreadable / not_history / missing (see
     history.state.history_state). Never raises for a damaged store; an unreadable agent.json raises ConfigError."""
     from qwenmem.core.history.state import history_state
 
-    return history_state(load_gen2_settings(ws, env=env).history_db, check=check)
+    return history_state(load_gen2_settings(ws, env=env).history_db_file(), check=check)

@@ -22,11 +22,12 @@ import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, Literal, NotRequired, TypedDict
 
 from qwenmem.core.errors import ChangedUnderneathError, NotFoundError, UsageError, WorkspaceError
 from qwenmem.core.fsio import (Snapshot, atomic_write_bytes, ensure_unchanged, exclusive_lock, fsync_dir,
                                write_new_bytes)
-from qwenmem.core.objectstore import CHUNK, ObjectStore
+from qwenmem.core.objectstore import CHUNK, Batch, ObjectStore
 from qwenmem.core.workspace import Workspace
 
 FORMAT = 1
@@ -45,6 +46,17 @@ class Entry:
     size: int
     mode: int
     mtime_ns: int
+
+
+class ListingEntry(TypedDict):
+    """One name in a stored directory listing (a file's size and mtime_ns are absent for a directory)."""
+
+    name: str
+    type: Literal["dir", "file"]
+    sha256: str  # the file's content, or the directory's own listing
+    mode: int
+    size: NotRequired[int]
+    mtime_ns: NotRequired[int]
 
 
 @dataclass
@@ -94,7 +106,7 @@ def _store(ws: Workspace) -> ObjectStore:
     return ObjectStore(snapshots_dir(ws) / "objects")
 
 
-def _listing_bytes(entries: list[dict]) -> bytes:
+def _listing_bytes(entries: list[ListingEntry]) -> bytes:
     """A directory listing as stored: canonical JSON, zlib-compressed (a year of day folders is ~700 entries, and
     each snapshot after a change stores that listing again). ensure_ascii: a file name that is not UTF-8
     (surrogate-escaped by os) survives as a \\udcXX escape."""
@@ -102,9 +114,11 @@ def _listing_bytes(entries: list[dict]) -> bytes:
     return zlib.compress(text.encode("ascii"), 9)
 
 
-def _read_listing(store: ObjectStore, digest: str, verified: bool = True) -> list[dict]:
+def _read_listing(store: ObjectStore, digest: str, verified: bool = True) -> list[ListingEntry]:
+    """A stored listing; one that is not of this shape raises KeyError or TypeError where it is read."""
     raw = store.read_verified(digest) if verified else store.path_of(digest).read_bytes()
-    return json.loads(zlib.decompress(raw))["entries"]
+    entries: list[ListingEntry] = json.loads(zlib.decompress(raw))["entries"]
+    return entries
 
 
 # --- walking the live tree -------------------------------------------------------------------------------------
@@ -113,10 +127,9 @@ def _read_listing(store: ObjectStore, digest: str, verified: bool = True) -> lis
 class _Walk:
     """Hash (and, unless dry, store) every regular file in scope; build the directory listings bottom-up."""
 
-    def __init__(self, ws: Workspace, store: ObjectStore, sink=None):
-        """With a sink (an objectstore.Batch), files and listings are stored; without, only hashed (dry run)."""
+    def __init__(self, ws: Workspace, store: ObjectStore, sink: Batch | None = None):
+        """With a sink, files and listings are stored; without, only hashed (dry run)."""
         self.ws, self.store, self.sink = ws, store, sink
-        self.dry = sink is None
         self.files: dict[str, Entry] = {}
         self.dirs: set[str] = set()
         self.skipped: list[str] = []
@@ -124,13 +137,13 @@ class _Walk:
         self.pending_trees: dict[str, bytes] = {}
 
     def run(self) -> str:
-        names = []
+        names: list[str] = []
         with contextlib.suppress(OSError):
             names = sorted(e.name for e in os.scandir(self.ws.path) if e.name in SCOPE)
         return self._tree(self.ws.path, "", names)
 
     def _tree(self, directory: Path, prefix: str, names: list[str]) -> str:
-        entries = []
+        entries: list[ListingEntry] = []
         for name in names:
             path = directory / name
             rel = prefix + name
@@ -159,7 +172,7 @@ class _Walk:
                 self.skipped.append(f"{rel}: {kind}; not backed up")
         data = _listing_bytes(entries)
         digest = hashlib.sha256(data).hexdigest()
-        if self.dry:
+        if self.sink is None:  # dry
             self.added += 0 if self.store.has(digest) else len(data)
         else:
             self.added += self.sink.put_bytes(data)[1]
@@ -181,7 +194,7 @@ class _Walk:
                 while block := fh.read(CHUNK):
                     h.update(block)
                 digest, size = h.hexdigest(), fh.tell()
-                if self.dry:
+                if self.sink is None:  # dry
                     self.added += 0 if self.store.has(digest) else size
                 elif not self.sink.has(digest):
                     fh.seek(0)
@@ -199,7 +212,7 @@ class _Walk:
 # --- manifests --------------------------------------------------------------------------------------------------
 
 
-def _info(doc: dict, path: Path) -> SnapshotInfo:
+def _info(doc: dict[str, Any], path: Path) -> SnapshotInfo:  # a manifest's JSON object
     return SnapshotInfo(doc["id"], doc["created"], doc.get("reason", ""), doc["root"], int(doc["files"]),
                         int(doc["dirs"]), int(doc["bytes"]), int(doc.get("added_bytes", 0)), str(path),
                         list(doc.get("skipped") or []))
@@ -404,14 +417,15 @@ def restore(ws: Workspace, ident: str | None, dry_run: bool = False, exact: bool
         return _restore_locked(ws, ident, False, exact, paths, keep, now)
 
 
-def _restore_locked(ws, ident, dry_run, exact, paths, keep, now) -> RestoreResult:
+def _restore_locked(ws: Workspace, ident: str | None, dry_run: bool, exact: bool, paths: list[str],
+                    keep: int | None, now: datetime | None) -> RestoreResult:
     source = resolve_snapshot(ws, ident)
     wanted_files, wanted_dirs = flatten(ws, source.root)
     result = RestoreResult("unchanged", source.id, None)
     walk = _Walk(ws, _store(ws))
     walk.run()
     result.warnings.extend(walk.skipped)
-    plan = _plan(ws, wanted_files, walk.files, walk.dirs, paths, exact, result)
+    plan = _plan(wanted_files, walk.files, walk.dirs, paths, exact, result)
     missing_dirs = sorted(d for d in wanted_dirs if _matches(d, paths) and not (ws.path / d).is_dir())
     if not plan and not missing_dirs:
         return result
@@ -448,8 +462,9 @@ def _restore_locked(ws, ident, dry_run, exact, paths, keep, now) -> RestoreResul
     return result
 
 
-def _plan(ws, wanted, current, current_dirs, paths, exact, result) -> list[tuple[str, Entry | None, Entry | None]]:
-    plan = []
+def _plan(wanted: dict[str, Entry], current: dict[str, Entry], current_dirs: set[str], paths: list[str], exact: bool,
+          result: RestoreResult) -> list[tuple[str, Entry | None, Entry | None]]:
+    plan: list[tuple[str, Entry | None, Entry | None]] = []
     for rel, want in sorted(wanted.items()):
         if not _matches(rel, paths):
             continue
@@ -470,9 +485,9 @@ def _plan(ws, wanted, current, current_dirs, paths, exact, result) -> list[tuple
         else:
             result.extra.append(rel)
     # a file of the snapshot whose parent directory is a file now cannot be written either
-    for rel, want, _ in plan:
+    for rel, to_write, _ in plan:
         parent = Path(rel).parent
-        while want is not None and parent.as_posix() != ".":
+        while to_write is not None and parent.as_posix() != ".":
             if parent.as_posix() in current:
                 raise WorkspaceError(f"cannot restore {rel}: {parent.as_posix()} is a file now; nothing was written")
             parent = parent.parent
@@ -502,7 +517,7 @@ def _verify_objects(ws: Workspace, wanted: list[Entry]) -> None:
             raise WorkspaceError(f"snapshot object {path} for {e.rel} is damaged; nothing was restored")
 
 
-def _remove_empty_dirs(ws, extra_dirs: set[str], paths, result) -> None:
+def _remove_empty_dirs(ws: Workspace, extra_dirs: set[str], paths: list[str], result: RestoreResult) -> None:
     for rel in sorted(extra_dirs, key=lambda d: -d.count("/")):
         if _matches(rel, paths):
             with contextlib.suppress(OSError):  # not empty (a file appeared, or one we could not read): keep it

@@ -52,7 +52,7 @@ class StaleTemp:
     size: int
 
 
-def _walk(top: Path) -> Iterator[os.DirEntry]:
+def _walk(top: Path) -> Iterator[os.DirEntry[str]]:
     try:
         entries = list(os.scandir(top))
     except OSError:
@@ -68,11 +68,11 @@ def _walk(top: Path) -> Iterator[os.DirEntry]:
             continue
 
 
-def find_stale_temporaries(workspace: os.PathLike | str) -> list[StaleTemp]:
+def find_stale_temporaries(workspace: os.PathLike[str] | str) -> list[StaleTemp]:
     """Every qwenmem temporary in the workspace whose writer is dead. Links are never followed."""
     root = Path(workspace)
     found = []
-    candidates: list[os.DirEntry] = []
+    candidates: list[os.DirEntry[str]] = []
     try:
         candidates.extend(e for e in os.scandir(root) if not e.is_dir(follow_symlinks=False))
     except OSError:
@@ -94,7 +94,7 @@ def find_stale_temporaries(workspace: os.PathLike | str) -> list[StaleTemp]:
     return sorted(found, key=lambda t: str(t.path))
 
 
-def remove_stale_temporaries(workspace: os.PathLike | str) -> list[StaleTemp]:
+def remove_stale_temporaries(workspace: os.PathLike[str] | str) -> list[StaleTemp]:
     """Remove what find_stale_temporaries finds (call it holding the workspace lock); returns what went."""
     removed = []
     for temp in find_stale_temporaries(workspace):

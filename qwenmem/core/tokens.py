@@ -49,7 +49,7 @@ class TiktokenCounter:
 
 
 @lru_cache(maxsize=2)
-def _load_encoding(which: str):
+def _load_encoding(which: str) -> Any:
     import base64
     import gzip
     import hashlib
@@ -90,7 +90,7 @@ def get_counter(name: str = "estimate", divisor: float = 4) -> TokenCounter:
     raise UsageError(f"unknown tokenizer {name!r}; choose one of {', '.join(TOKENIZERS)}")
 
 
-def _media_tokens(block: dict, count: Callable[[str], int]) -> int:
+def _media_tokens(block: dict[str, Any], count: Callable[[str], int]) -> int:
     source = block.get("source")
     if isinstance(source, dict):
         if source.get("type") == "base64":

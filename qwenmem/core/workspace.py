@@ -17,7 +17,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from qwenmem.core import confine
 from qwenmem.core.errors import ConfigError, UnsafePathError, WorkspaceError
@@ -68,7 +68,7 @@ class Workspace:
     def lock_path(self) -> Path:
         return self.data_dir / "lock"
 
-    def resolve_inside(self, candidate: str | os.PathLike) -> Path:
+    def resolve_inside(self, candidate: str | os.PathLike[str]) -> Path:
         return resolve_inside(self.path, candidate)
 
     def relative(self, p: Path) -> str:
@@ -78,7 +78,7 @@ class Workspace:
             return str(p)
 
 
-def resolve_inside(base: Path, candidate: str | os.PathLike) -> Path:
+def resolve_inside(base: Path, candidate: str | os.PathLike[str]) -> Path:
     """Resolve `candidate` (relative to `base`, or absolute) and refuse anything that leaves `base`.
 
     Symlinks are followed before the check, so a link that points outside the workspace is refused too.
@@ -108,7 +108,7 @@ def qwenpaw_root(env: Mapping[str, str], home: Path) -> tuple[Path, str]:
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
 
 
-def _probe(check, path) -> bool:
+def _probe(check: Callable[[Path], bool], path: str | os.PathLike[str]) -> bool:
     """A file test on a path that came from a config file: one too long for the file system (ENAMETOOLONG), with a
     NUL byte or otherwise unusable is simply not there."""
     try:
@@ -117,15 +117,15 @@ def _probe(check, path) -> bool:
         return False
 
 
-def path_exists(path) -> bool:
+def path_exists(path: str | os.PathLike[str]) -> bool:
     return _probe(Path.exists, path)
 
 
-def is_dir(path) -> bool:
+def is_dir(path: str | os.PathLike[str]) -> bool:
     return _probe(Path.is_dir, path)
 
 
-def is_file(path) -> bool:
+def is_file(path: str | os.PathLike[str]) -> bool:
     return _probe(Path.is_file, path)
 
 
@@ -170,7 +170,7 @@ def _select_agent(root: Path, agent: str | None) -> tuple[Path, str | None, list
     if agent is not None and not _plain_id(agent):
         raise UnsafePathError(f"--agent {agent!r}: an agent id is a plain name (see workspaces/ or config.json)")
     config_path = root / "config.json"
-    config: dict = {}
+    config: dict[str, Any] = {}
     if config_path.is_file():
         loaded = read_json_file(config_path)
         config = loaded if isinstance(loaded, dict) else {}
@@ -203,7 +203,7 @@ def _select_agent(root: Path, agent: str | None) -> tuple[Path, str | None, list
 
 
 def discover_workspace(
-    workspace: str | os.PathLike | None = None,
+    workspace: str | os.PathLike[str] | None = None,
     agent: str | None = None,
     env: Mapping[str, str] | None = None,
     home: Path | None = None,

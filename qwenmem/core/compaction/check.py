@@ -1,40 +1,30 @@
-"""Options, report types and the read-only `--check`: tokens per part, threshold, room, and the planned split."""
+"""Report types and the read-only `--check`: tokens per part, threshold, room, and the planned split."""
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from qwenmem.core.compaction.prune import PruneLimits, prune_tool_results
+from qwenmem.core.compaction.context import CompactRun
+from qwenmem.core.compaction.options import (Check2Options, CompactOptions, effective_numbers, prune_limits,
+                                             settings_dir, summary_budget)
+from qwenmem.core.compaction.prune import prune_tool_results
 from qwenmem.core.compaction.threshold import Budget, Plan, compute_budget, plan_compaction
-from qwenmem.core.errors import UsageError, WorkspaceError
-from qwenmem.core.sessions import CORRUPT, SessionDoc, SessionRef, load_session
-from qwenmem.core.settings import LEGACY, Settings
-from qwenmem.core.tokens import TokenCounter, get_counter, message_tokens, tool_output_tokens
+from qwenmem.core.compaction.tiers import (Tier1Detail, Tier2Detail, Tier3Detail, TierReport, tier1_not_reported,
+                                           tier2_not_reported, tier3_not_reported)
+from qwenmem.core.errors import WorkspaceError
+from qwenmem.core.sessions import CORRUPT, LoadedSession, SessionDoc, Entry, SessionRef, load_session
+from qwenmem.core.settings import Settings
+from qwenmem.core.tokens import message_tokens, tool_output_tokens
 from qwenmem.core.workspace import Workspace
 
+if TYPE_CHECKING:
+    from qwenmem.core.compaction2.check import Check2Report
 
-@dataclass
-class CompactOptions:
-    max_input_length: int | None = None
-    threshold_ratio: float | None = None
-    reserve_ratio: float | None = None
-    tokenizer: str = "estimate"
-    force: bool = False
-    dry_run: bool = False
-    prune: bool = True
-    summarize: bool = True
-    longterm: bool | None = None  # None: agent.json summarize_when_compact
-    summarizer: str = "auto"  # auto | llm | extractive
-    recent_n: int | None = None
-    old_max_bytes: int | None = None
-    recent_max_bytes: int | None = None
-    extra_instruction: str = ""
-    llm: Any = None  # core.llm.LLMConfig
-    now: datetime | None = None
-    gen2_check: Any = None  # compaction2.check.Check2Options (2.x files: C override, system/tools tokens)
+__all__ = ["Check2Options", "CheckReport", "CompactOptions", "CompactReport", "TierReport", "Tokens",
+           "check_loaded", "check_session", "effective_numbers", "in_context", "message_id", "plan_for",
+           "prune_limits", "settings_dir", "summary_budget", "unusable_reason"]
 
 
 @dataclass
@@ -74,22 +64,14 @@ class CheckReport:
 
 
 @dataclass
-class TierReport:
-    ran: bool = False
-    tokens_before: int = 0
-    tokens_after: int = 0
-    detail: dict = field(default_factory=dict)
-
-
-@dataclass
 class CompactReport:
     key: str
     path: str
     status: str  # compacted | pruned | unchanged | dry-run | skipped | failed
-    check: CheckReport | None = None
-    tier1: TierReport = field(default_factory=TierReport)
-    tier2: TierReport = field(default_factory=TierReport)
-    tier3: TierReport = field(default_factory=TierReport)
+    check: CheckReport | Check2Report | None = None
+    tier1: TierReport[Tier1Detail] = field(default_factory=tier1_not_reported)
+    tier2: TierReport[Tier2Detail] = field(default_factory=tier2_not_reported)
+    tier3: TierReport[Tier3Detail] = field(default_factory=tier3_not_reported)
     kept_ids: list[str] = field(default_factory=list)
     removed_ids: list[str] = field(default_factory=list)
     context_tokens_before: int = 0
@@ -103,45 +85,7 @@ class CompactReport:
 # --------------------------------------------------------------------------------------------- helpers
 
 
-def effective_numbers(settings: Settings, opts: CompactOptions) -> tuple[int, float, float]:
-    m = opts.max_input_length or settings.max_input_length
-    t = opts.threshold_ratio if opts.threshold_ratio is not None else settings.compact_threshold_ratio
-    r = opts.reserve_ratio if opts.reserve_ratio is not None else settings.reserve_threshold_ratio
-    if m <= 0 or not 0 < t <= 1 or not 0 <= r < 1:
-        raise UsageError(f"max input length must be > 0 and ratios in (0, 1]: got {m}, {t}, {r}")
-    return m, t, r
-
-
-def settings_dir(ws: Workspace, configured: str):
-    """A directory named in agent.json (dialog_path, tool_results_cache), refused if it leaves the workspace."""
-    from qwenmem.core.errors import ConfigError, UnsafePathError
-
-    try:
-        return ws.resolve_inside(configured)
-    except UnsafePathError:
-        raise ConfigError(ws.path / "agent.json", f"{configured!r} points outside the workspace; "
-                          "qwenmem will not write there") from None
-
-
-def prune_limits(settings: Settings, opts: CompactOptions, ws: Workspace) -> PruneLimits:
-    return PruneLimits(
-        recent_n=opts.recent_n if opts.recent_n is not None else settings.pruning_recent_n,
-        old_max_bytes=opts.old_max_bytes if opts.old_max_bytes is not None else settings.pruning_old_msg_max_bytes,
-        recent_max_bytes=(opts.recent_max_bytes if opts.recent_max_bytes is not None
-                          else settings.pruning_recent_msg_max_bytes),
-        exempt_extensions=tuple(settings.exempt_file_extensions),
-        exempt_tools=tuple(settings.exempt_tool_names),
-        cache_dir=str(settings_dir(ws, settings.tool_results_cache).relative_to(ws.path.resolve())),
-    )
-
-
-def summary_budget(settings: Settings, opts: CompactOptions) -> int:
-    m, t, _ = effective_numbers(settings, opts)
-    # Q@HEAD formats the summarizer input within T; ReMe (Q@PRE) within int(M * ratio * 0.95)
-    return int(m * t * 0.95) if settings.generation == LEGACY else int(m * t)
-
-
-def in_context(doc: SessionDoc) -> tuple[list, list[int]]:
+def in_context(doc: SessionDoc) -> tuple[list[Entry], list[int]]:
     entries = doc.entries()
     return entries, [i for i, e in enumerate(entries) if not e.compressed]
 
@@ -150,7 +94,7 @@ def message_id(msg: Any) -> str:
     return str(msg.get("id")) if isinstance(msg, dict) and msg.get("id") is not None else "?"
 
 
-def unusable_reason(loaded) -> str:
+def unusable_reason(loaded: LoadedSession) -> str:
     if loaded.session is None or loaded.health == CORRUPT:
         return "damaged (" + "; ".join(loaded.problems[:2]) + "); run `qwenmem sessions repair` first"
     if any("lone surrogate" in p for p in loaded.problems):
@@ -158,32 +102,31 @@ def unusable_reason(loaded) -> str:
     return ""
 
 
-def plan_for(doc: SessionDoc, msgs: list, settings: Settings, opts: CompactOptions, counter: TokenCounter
-              ) -> tuple[Budget, Plan, list[int]]:
-    m, t, r = effective_numbers(settings, opts)
-    budget = compute_budget(settings.generation, m, t, r, doc.sys_prompt, doc.summary, counter)
-    tokens = [message_tokens(x, counter) for x in msgs]
-    return budget, plan_compaction(msgs, tokens, budget, opts.force), tokens
+def plan_for(run: CompactRun, doc: SessionDoc, msgs: list[Any]) -> tuple[Budget, Plan, list[int]]:
+    m, t, r = run.numbers
+    budget = compute_budget(run.settings.generation, m, t, r, doc.sys_prompt, doc.summary, run.counter)
+    tokens = [message_tokens(x, run.counter) for x in msgs]
+    return budget, plan_compaction(msgs, tokens, budget, run.opts.force), tokens
 
 
 # --------------------------------------------------------------------------------------------- check
 
 
-def check_session(ws: Workspace, ref: SessionRef, settings: Settings, opts: CompactOptions) -> CheckReport:
-    counter = get_counter(opts.tokenizer, settings.token_count_estimate_divisor)
-    loaded = load_session(ref)
+def check_loaded(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> CheckReport:
+    """The check of a session already read (raises WorkspaceError when it cannot be compacted)."""
     problem = unusable_reason(loaded)
     if problem:
         raise WorkspaceError(f"{ref.rel}: {problem}")
     doc = loaded.session
     assert doc is not None  # unusable_reason refuses a session that did not load
+    counter = run.counter
     entries, active = in_context(doc)
     msgs = [entries[i].msg for i in active]
-    budget, plan, tokens = plan_for(doc, msgs, settings, opts, counter)
+    budget, plan, tokens = plan_for(run, doc, msgs)
     pruned_msgs = copy.deepcopy(msgs)
-    pruned = prune_tool_results(pruned_msgs, prune_limits(settings, opts, ws), ws.path)
+    pruned = prune_tool_results(pruned_msgs, run.prune_limits, run.ws.path)
     return CheckReport(
-        key=ref.key, path=ref.rel, generation=settings.generation, tokenizer=counter.name,
+        key=ref.key, path=ref.rel, generation=run.settings.generation, tokenizer=counter.name,
         tokens=Tokens(budget.system_tokens, budget.summary_tokens, sum(tokens),
                       sum(tool_output_tokens(x, counter) for x in msgs)),
         budget=budget, message_count=len(msgs), legacy_compressed=len(entries) - len(active),
@@ -193,3 +136,8 @@ def check_session(ws: Workspace, ref: SessionRef, settings: Settings, opts: Comp
         prunable_outputs=len(pruned.changes),
         tokens_after_prune=sum(message_tokens(x, counter) for x in pruned_msgs),
         health=loaded.health, problems=loaded.problems)
+
+
+def check_session(ws: Workspace, ref: SessionRef, settings: Settings, opts: CompactOptions) -> CheckReport:
+    """The check of one 1.x session on its own (a run over several sessions shares one CompactRun)."""
+    return check_loaded(CompactRun(ws, settings, opts), ref, load_session(ref))

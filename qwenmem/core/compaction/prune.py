@@ -173,7 +173,7 @@ def prune_tool_results(messages: Sequence[Any], limits: PruneLimits, workspace: 
             tool_id = str(block.get("id") or "")
             max_bytes = limits.recent_max_bytes if tool_id in exempt else limit
             output = block["output"]
-            targets: list[tuple[dict, str]] = []
+            targets: list[tuple[dict[str, Any], str]] = []
             if isinstance(output, str):
                 targets.append((block, "output"))
             elif isinstance(output, list):

@@ -1,260 +1,395 @@
-"""Orchestration of the three tiers for one session (the read-only --check lives in check.py).
+"""Orchestration of the three tiers for one 1.x session, and of a run over several sessions of either generation
+(the read-only --check lives in check.py, QwenPaw 2.x files in qwenmem.core.compaction2).
 
 Order of events for a real run (under the workspace lock):
-  1. read the session with a snapshot; refuse corrupt files (repair them first) and lone surrogates;
+  1. read each session once, with a snapshot; refuse corrupt files (repair them first) and lone surrogates;
   2. tier 1 on a copy: cut tool outputs (offload texts kept in memory for now);
   3. threshold decision on the pruned messages (or --force); if it compacts:
-     tier 2 (summary) runs while tier 3 (daily-log note) runs as a background asyncio task; a tier-2 failure
-     cancels tier 3 and nothing at all is written;
+     tier 2 (summary) runs while tier 3 (daily-log note) runs concurrently; a tier-2 failure cancels tier 3 and
+     nothing at all is written;
   4. writes, each durable, in an order where a crash at any point loses nothing and a rerun duplicates nothing:
      offload files → dialog/*.jsonl (deduplicated by message id) → memory/<date>.md (marker-deduplicated)
      → the session file (original bytes backed up, refused if it changed since step 1).
+Steps 1-3 make no write and are the only ones that wait (for an LLM): with a remote LLM, up to
+`CompactOptions.llm_concurrency` sessions are at steps 1-3 at once; step 4 runs one session at a time, in the
+order the sessions were given, so the files written do not depend on which LLM reply came first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-from datetime import datetime
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from qwenmem.core.compaction import dialog as dialog_mod
 from qwenmem.core.compaction import longterm
-from qwenmem.core.compaction.check import (CheckReport, CompactOptions, CompactReport, TierReport, check_session,
-                                           in_context, message_id, plan_for, prune_limits, settings_dir,
-                                           summary_budget, unusable_reason)
+from qwenmem.core.compaction.longterm import DailyNote
+from qwenmem.core.compaction.check import (CheckReport, CompactOptions, CompactReport, check_loaded, check_session,
+                                           in_context, message_id, plan_for, unusable_reason)
+from qwenmem.core.compaction.context import CompactRun
 from qwenmem.core.compaction.prune import PruneResult, prune_tool_results
 from qwenmem.core.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, SummaryOutcome
-from qwenmem.core.compaction.threshold import tool_ids_aligned
-from qwenmem.core.errors import LLMError, QwenmemError, UsageError
-from qwenmem.core.errors import ChangedUnderneathError
-from qwenmem.core.fsio import atomic_write_bytes, ensure_unchanged, exclusive_lock, timestamp_slug
+from qwenmem.core.compaction.threshold import Budget, Plan, tool_ids_aligned
+from qwenmem.core.compaction.tiers import LongtermDetail, PruneDetail, SummaryDetail, TierReport
+from qwenmem.core.errors import (ChangedUnderneathError, LLMError, QwenmemError, ValidationError, WorkspaceError)
+from qwenmem.core.fsio import ensure_unchanged, exclusive_lock
+from qwenmem.core.fsio import atomic_write_bytes
 from qwenmem.core.safety import replace_preserving
-from qwenmem.core.sessions import CORRUPT, SessionDoc, SessionRef, encode_session, load_session
-from qwenmem.core.settings import Settings, user_tz
-from qwenmem.core.tokens import TokenCounter, get_counter, message_tokens
+from qwenmem.core.session_model.detect import GEN2, HEAD_BYTES, sniff_generation
+from qwenmem.core.sessions import Entry, LoadedSession, SessionDoc, SessionRef, encode_session, load_session
+from qwenmem.core.sessions import parse_any_session
+from qwenmem.core.settings import Settings
+from qwenmem.core.tokens import message_tokens
 from qwenmem.core.workspace import Workspace
 
-__all__ = ["CheckReport", "CompactOptions", "CompactReport", "check_session", "compact_session_async",
-           "compact_sessions", "choose_summarizer"]
+if TYPE_CHECKING:
+    from qwenmem.core.compaction2.check import Check2Report
+
+__all__ = ["CheckReport", "CompactOptions", "CompactReport", "CompactRun", "check_one", "check_session",
+           "compact_sessions", "load_once"]
 
 
-# --------------------------------------------------------------------------------------------- compaction
+# --------------------------------------------------------------------------------------------- one 1.x session
 
 
-def choose_summarizer(opts: CompactOptions, counter: TokenCounter, language: str):
-    """(summarizer, announcement). The announcement says why the offline summarizer is used, if it is."""
-    if opts.summarizer not in ("auto", "llm", "extractive"):
-        raise UsageError(f"unknown summarizer {opts.summarizer!r}; choose auto, llm or extractive")
-    if opts.summarizer == "extractive":
-        return ExtractiveSummarizer(counter), ""
-    if opts.llm is None:
-        if opts.summarizer == "llm":
-            raise UsageError("--summarizer llm needs an LLM: pass --llm-base-url/--llm-model or set "
-                             "QWENMEM_LLM_BASE_URL and QWENMEM_LLM_MODEL")
-        return ExtractiveSummarizer(counter), ("no LLM configured: using the offline extractive summarizer "
-                                               "(--summarizer extractive)")
-    from qwenmem.core.llm import ChatClient
+@dataclass
+class _Session1:
+    """One 1.x session being compacted: the file as read, a working copy, and what each tier decided."""
 
-    return LLMSummarizer(ChatClient(opts.llm), counter, language), ""
+    ref: SessionRef
+    loaded: LoadedSession
+    report: CompactReport
+    work: SessionDoc
+    entries: list[Entry]
+    msgs: list[Any]  # the in-context messages of `work` (tier 1 cuts them in place)
+    summary_before: int  # tokens of the summary as read
+    pruned: PruneResult = field(default_factory=PruneResult)
+    after_prune: int = 0
+    budget: Budget | None = None
+    plan: Plan | None = None
+    removed: list[Any] = field(default_factory=list)
+    longterm: bool = False
+    outcome: SummaryOutcome | None = None
+    note_body: str | None = None  # tier 3's text, before it is placed in the day's log
+    note: DailyNote | None = None
+    dialog: dialog_mod.DialogPlan = field(default_factory=dialog_mod.DialogPlan)
+
+    @property
+    def compacting(self) -> bool:
+        return bool(self.removed)
 
 
-async def _daily_note_text(summarizer, removed: list, budget: int, thinking: bool, counter: TokenCounter
-                           ) -> tuple[str, str]:
-    """(note body, warning). An LLM failure here must not sink tier 2: fall back to the extractive note."""
-    try:
-        text = await summarizer.daily_note(removed, budget, thinking)
-        return text.encode("utf-8", "replace").decode("utf-8"), ""  # a lone surrogate from the LLM becomes "?"
-    except QwenmemError as exc:
-        text = await ExtractiveSummarizer(counter).daily_note(removed, budget, thinking)
-        return text, f"tier 3: the LLM failed ({exc}); wrote the extractive note instead"
-
-
-async def compact_session_async(ws: Workspace, ref: SessionRef, settings: Settings, opts: CompactOptions,
-                                summarizer=None, stamp: str | None = None) -> CompactReport:
-    """Run the tiers on one session. Raises QwenmemError (nothing written) on tier-2 failure or a changed file."""
-    counter = get_counter(opts.tokenizer, settings.token_count_estimate_divisor)
-    if summarizer is None:
-        summarizer, _ = choose_summarizer(opts, counter, settings.language)
-    stamp = stamp or timestamp_slug()
+def _start(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> _Session1 | CompactReport:
+    """The working copy of a usable session, or the report of one that is skipped."""
     report = CompactReport(ref.key, ref.rel, "unchanged")
-    loaded = load_session(ref)
     problem = unusable_reason(loaded)
     if problem:
         report.status, report.error, report.error_kind = "skipped", problem, "damaged"
         return report
     assert loaded.session is not None and loaded.snapshot is not None  # unusable_reason refused the others
-    report.check = check_session(ws, ref, settings, opts)
+    report.check = check_loaded(run, ref, loaded)
     work = SessionDoc(copy.deepcopy(loaded.session.doc), loaded.session.layout)
     entries, active = in_context(work)
-    msgs = [entries[i].msg for i in active]
-    before_msgs = sum(message_tokens(x, counter) for x in msgs)
-    budget0 = report.check.budget
-    report.context_tokens_before = budget0.system_tokens + budget0.summary_tokens + before_msgs
+    s = _Session1(ref, loaded, report, work, entries, [entries[i].msg for i in active],
+                  run.counter.count(loaded.session.summary))
+    budget = report.check.budget
+    report.context_tokens_before = budget.system_tokens + budget.summary_tokens + _tokens(run, s.msgs)
+    return s
 
-    # tier 1
-    pruned = PruneResult()
-    prune_enabled = opts.prune and (settings.pruning_enabled or opts.recent_max_bytes or opts.old_max_bytes)
-    if prune_enabled:
-        pruned = prune_tool_results(msgs, prune_limits(settings, opts, ws), ws.path)
-    after_prune = sum(message_tokens(x, counter) for x in msgs)
-    report.tier1 = TierReport(bool(prune_enabled), before_msgs, after_prune, {
-        "outputs_cut": sum(c.kind == "truncated" for c in pruned.changes),
-        "outputs_recut": sum(c.kind == "re-truncated" for c in pruned.changes),
-        "bytes_removed": sum(c.bytes_before - c.bytes_after for c in pruned.changes),
-        "offload_files": [ws.relative(o.path) for o in pruned.offloads],
-        "skipped": pruned.skipped})
 
-    # tier 2 decision on the pruned messages
-    budget, plan, tokens = plan_for(work, msgs, settings, opts, counter)
-    report.kept_ids = [message_id(msgs[i]) for i in plan.keep]
-    compacting = opts.summarize and plan.would_compact
-    removed = [msgs[i] for i in plan.remove] if compacting else []
-    report.removed_ids = [message_id(m) for m in removed]
-    report.tier2 = TierReport(False, after_prune, after_prune, {
-        "reason": plan.reason if opts.summarize else "tier 2 disabled (--prune-only)", "threshold": budget.left,
-        "reserve": budget.reserve, "summarizer": None, "chunks": 0,
-        "llm_calls": 0, "summary_tokens_before": counter.count(loaded.session.summary), "summary_tokens_after": None,
-        "removed_messages": 0, "kept_messages": len(msgs), "aligned": tool_ids_aligned(msgs),
-        "fallback": plan.fallback})
-    if not compacting:
-        report.kept_ids = [message_id(m) for m in msgs]
-    outcome: SummaryOutcome | None = None
-    note: longterm.DailyNote | None = None
-    do_longterm = compacting and (opts.longterm if opts.longterm is not None else settings.summarize_when_compact)
-    if compacting:
-        sbudget = summary_budget(settings, opts)
-        thinking = settings.compact_with_thinking_block
-        if opts.dry_run and isinstance(summarizer, LLMSummarizer):
-            outcome = None  # an LLM call costs money and time; a dry run only shows the split
-        else:
-            note_task = (asyncio.create_task(_daily_note_text(summarizer, removed, sbudget, thinking, counter))
-                         if do_longterm else None)
-            try:
-                outcome = await summarizer.summarize(removed, work.summary, sbudget, thinking, opts.extra_instruction)
-            except BaseException:
-                if note_task:
-                    note_task.cancel()
-                    await asyncio.gather(note_task, return_exceptions=True)
-                raise
-            if note_task:
-                body, warning = await note_task
-                if warning:
-                    report.warnings.append(warning)
-                now = (opts.now or datetime.now(tz=user_tz(settings))).astimezone(user_tz(settings))
-                note = longterm.plan_note(ws, now, ref.key, message_id(removed[0]), message_id(removed[-1]),
-                                          len(removed), body)
-        removed_ids = {id(m) for m in removed}
-        # legacy "compressed"-marked items are not in context; they stay where they are, untouched
-        work.set_entries([e for e in entries if id(e.msg) not in removed_ids])
-        if outcome is not None:
-            work.summary = outcome.text
-        kept_msgs = [msgs[i] for i in plan.keep]
-        kept_tokens = sum(message_tokens(x, counter) for x in kept_msgs)
-        report.tier2 = TierReport(True, after_prune, kept_tokens, {
-            "reason": plan.reason, "threshold": budget.left, "reserve": budget.reserve,
-            "summarizer": outcome.summarizer if outcome else f"{summarizer.name} (not called in a dry run)",
-            "chunks": outcome.chunks if outcome else 0, "llm_calls": outcome.calls if outcome else 0,
-            "summary_tokens_before": counter.count(loaded.session.summary),
-            "summary_tokens_after": outcome.output_tokens if outcome else None,
-            "removed_messages": len(removed), "kept_messages": len(kept_msgs), "aligned": tool_ids_aligned(kept_msgs),
-            "fallback": plan.fallback})
-        if not tool_ids_aligned(kept_msgs):
-            report.warnings.append("the kept messages are not tool-aligned (the session was already unpaired)")
-    system_after = counter.count(work.sys_prompt)
-    report.context_tokens_after = system_after + counter.count(work.summary) + sum(
-        message_tokens(e.msg, counter) for e in work.entries() if not e.compressed)
-    dplan = dialog_mod.plan_dialog(settings_dir(ws, settings.dialog_path), removed) if removed else dialog_mod.DialogPlan()
-    report.tier3 = TierReport(False, 0, 0, {"path": None, "duplicate": False, "written": False, "chars": 0})
-    if do_longterm:
-        report.tier3 = TierReport(True, 0, 0, {
-            "path": ws.relative(note.path) if note else None,
-            "duplicate": bool(note and note.duplicate), "written": False,
-            "chars": len(note.text) if note else 0})
-    report.tier2.detail["dialog_files"] = [ws.relative(p) for p in dplan.files]
-    report.tier2.detail["dialog_lines"] = dplan.count
-    report.tier2.detail["dialog_already_present"] = dplan.already_present
+def _tokens(run: CompactRun, msgs: list[Any]) -> int:
+    return sum(message_tokens(x, run.counter) for x in msgs)
 
-    changed = bool(pruned.changes) or compacting
-    if opts.dry_run:
+
+def tier1_prune(run: CompactRun, s: _Session1) -> None:
+    """Tier 1: cut large tool outputs of the working copy (the full texts are written later, before the session)."""
+    opts, settings = run.opts, run.settings
+    before = _tokens(run, s.msgs)
+    enabled = bool(opts.prune and (settings.pruning_enabled or opts.recent_max_bytes or opts.old_max_bytes))
+    if enabled:
+        s.pruned = prune_tool_results(s.msgs, run.prune_limits, run.ws.path)
+    s.after_prune = _tokens(run, s.msgs)
+    changes = s.pruned.changes
+    s.report.tier1 = TierReport(enabled, before, s.after_prune, PruneDetail(
+        outputs_cut=sum(c.kind == "truncated" for c in changes),
+        outputs_recut=sum(c.kind == "re-truncated" for c in changes),
+        bytes_removed=sum(c.bytes_before - c.bytes_after for c in changes),
+        offload_files=[run.ws.relative(o.path) for o in s.pruned.offloads], skipped=s.pruned.skipped))
+
+
+def tier2_decide(run: CompactRun, s: _Session1) -> None:
+    """Tier 2's decision on the pruned messages: what leaves the context (nothing below the threshold)."""
+    s.budget, s.plan, _ = plan_for(run, s.work, s.msgs)
+    if run.opts.summarize and s.plan.would_compact:
+        s.removed = [s.msgs[i] for i in s.plan.remove]
+        s.report.kept_ids = [message_id(s.msgs[i]) for i in s.plan.keep]
+    else:
+        s.report.kept_ids = [message_id(m) for m in s.msgs]
+    s.report.removed_ids = [message_id(m) for m in s.removed]
+    wanted = run.opts.longterm if run.opts.longterm is not None else run.settings.summarize_when_compact
+    s.longterm = s.compacting and wanted
+
+
+async def tier2_summary(run: CompactRun, s: _Session1) -> None:
+    """Tier 2's summary of what leaves the context, and tier 3's note text. An LLM is asked for both at once (a
+    tier-2 failure cancels tier 3 and propagates: nothing is written); a dry run does not call it."""
+    if not s.compacting:
+        return
+    summarizer, budget, thinking = run.summarizer, run.summary_budget, run.settings.compact_with_thinking_block
+    if isinstance(summarizer, ExtractiveSummarizer):
+        s.outcome = summarizer.summarize(s.removed, s.work.summary, budget, thinking, run.opts.extra_instruction)
+        if s.longterm:
+            s.note_body = _utf8(summarizer.daily_note(s.removed, budget, thinking))
+        return
+    if run.opts.dry_run:
+        return  # an LLM call costs money and time; a dry run only shows the split
+    note_task = asyncio.create_task(tier3_note_text(run, summarizer, s)) if s.longterm else None
+    try:
+        s.outcome = await summarizer.summarize(s.removed, s.work.summary, budget, thinking, run.opts.extra_instruction)
+    except BaseException:
+        if note_task:
+            note_task.cancel()
+            await asyncio.gather(note_task, return_exceptions=True)
+        raise
+    if note_task:
+        await note_task
+
+
+def _utf8(text: str) -> str:
+    return text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate from the LLM becomes "?"
+
+
+async def tier3_note_text(run: CompactRun, summarizer: LLMSummarizer, s: _Session1) -> None:
+    """Tier 3's text from the LLM. A failure here must not sink tier 2: fall back to the extractive note."""
+    budget, thinking = run.summary_budget, run.settings.compact_with_thinking_block
+    try:
+        s.note_body = _utf8(await summarizer.daily_note(s.removed, budget, thinking))
+    except QwenmemError as exc:
+        s.note_body = ExtractiveSummarizer(run.counter).daily_note(s.removed, budget, thinking)
+        s.report.warnings.append(f"tier 3: the LLM failed ({exc}); wrote the extractive note instead")
+
+
+def tier2_apply(run: CompactRun, s: _Session1) -> None:
+    """Tier 2 on the working copy: the removed messages leave it and the new summary replaces the old one.
+    Legacy "compressed"-marked items are not in context; they stay where they are, untouched."""
+    assert s.plan is not None and s.budget is not None  # tier2_decide ran
+    if s.compacting:
+        removed = {id(m) for m in s.removed}
+        s.work.set_entries([e for e in s.entries if id(e.msg) not in removed])
+        if s.outcome is not None:
+            s.work.summary = s.outcome.text
+        kept = [s.msgs[i] for i in s.plan.keep]
+        if not tool_ids_aligned(kept):
+            s.report.warnings.append("the kept messages are not tool-aligned (the session was already unpaired)")
+    else:
+        kept = s.msgs
+    counter = run.counter
+    s.report.context_tokens_after = counter.count(s.work.sys_prompt) + counter.count(s.work.summary) + _tokens(
+        run, [e.msg for e in s.work.entries() if not e.compressed])
+    s.report.tier2 = TierReport(s.compacting, s.after_prune, _tokens(run, kept) if s.compacting else s.after_prune,
+                                _summary_detail(run, s, kept))
+
+
+def _summary_detail(run: CompactRun, s: _Session1, kept: list[Any]) -> SummaryDetail:
+    assert s.plan is not None and s.budget is not None
+    reason = s.plan.reason if run.opts.summarize else "tier 2 disabled (--prune-only)"
+    out = s.outcome
+    if s.compacting:
+        summarizer: str | None = out.summarizer if out else f"{run.summarizer.name} (not called in a dry run)"
+    else:
+        summarizer = None
+    return SummaryDetail(
+        reason=reason, threshold=s.budget.left, reserve=s.budget.reserve, summarizer=summarizer,
+        chunks=out.chunks if out else 0, llm_calls=out.calls if out else 0, summary_tokens_before=s.summary_before,
+        summary_tokens_after=out.output_tokens if out else None, removed_messages=len(s.removed),
+        kept_messages=len(kept), aligned=tool_ids_aligned(kept), fallback=s.plan.fallback)
+
+
+def tier3_plan(run: CompactRun, s: _Session1) -> None:
+    """Tier 3: the note placed in the day's log (not written yet; a rerun finds its marker and adds nothing)."""
+    if s.longterm and s.note_body is not None:
+        now = run.now()
+        s.note = longterm.plan_note(run.ws, now, s.ref.key, message_id(s.removed[0]), message_id(s.removed[-1]),
+                                    len(s.removed), s.note_body)
+    note = s.note
+    s.report.tier3 = TierReport(s.longterm, 0, 0, LongtermDetail(
+        path=run.ws.relative(note.path) if note else None, duplicate=bool(note and note.duplicate),
+        chars=len(note.text) if note else 0))
+
+
+def offload_plan(run: CompactRun, s: _Session1) -> None:
+    """The removed messages' lines for dialog/<date>.jsonl, leaving out those a previous run already wrote."""
+    if s.removed:
+        s.dialog = dialog_mod.plan_dialog(run.dialog_dir, s.removed)
+    detail = s.report.tier2.detail
+    assert isinstance(detail, SummaryDetail)
+    detail.dialog_files = [run.ws.relative(p) for p in s.dialog.files]
+    detail.dialog_lines, detail.dialog_already_present = s.dialog.count, s.dialog.already_present
+
+
+def write_session(run: CompactRun, s: _Session1) -> CompactReport:
+    """Every write of the session, in the order that loses nothing and duplicates nothing on a rerun."""
+    report, ref = s.report, s.ref
+    changed = bool(s.pruned.changes) or s.compacting
+    if run.opts.dry_run:
         report.status = "dry-run" if changed else "unchanged"
         return report
     if not changed:
         return report
-
-    data = encode_session(work.doc)  # before any write: an unencodable document must stop us while nothing changed
-    ensure_unchanged(loaded.snapshot)
-    for off in pruned.offloads:
+    assert s.loaded.snapshot is not None  # a usable session was read with one
+    data = encode_session(s.work.doc)  # before any write: an unencodable document must stop us while nothing changed
+    ensure_unchanged(s.loaded.snapshot)
+    for off in s.pruned.offloads:
         atomic_write_bytes(off.path, off.text.encode("utf-8"))
-    dialog_mod.write_dialog(dplan)
-    if note is not None and note.text:
-        longterm.write_note(ws, note, stamp)
-        report.tier3.detail["written"] = True
+    dialog_mod.write_dialog(s.dialog)
+    if s.note is not None and s.note.text:
+        longterm.write_note(run.ws, s.note, run.stamp)
+        assert isinstance(report.tier3.detail, LongtermDetail)
+        report.tier3.detail.written = True
     try:
-        kept_at = replace_preserving(ws, ref.path, data, loaded.snapshot, area="backups", stamp=stamp)
+        kept_at = replace_preserving(run.ws, ref.path, data, s.loaded.snapshot, area="backups", stamp=run.stamp)
     except ChangedUnderneathError:
         # The offloads above are append-only and de-duplicated on a rerun, so saying so is the whole truth.
         raise ChangedUnderneathError(
             f"{ref.rel}: changed on disk while compacting (is QwenPaw running?); the session was not written. "
             "Removed messages had already been appended to dialog/ (and the daily note to memory/); "
             "a rerun will not duplicate them") from None
-    report.backup = ws.relative(kept_at) if kept_at else ""
-    report.status = "compacted" if compacting else "pruned"
-    _verify(report, ref, ws, settings, removed)
+    report.backup = run.ws.relative(kept_at) if kept_at else ""
+    report.status = "compacted" if s.compacting else "pruned"
+    _verify(run, s, data)
     return report
 
 
-def _verify(report: CompactReport, ref: SessionRef, ws: Workspace, settings: Settings, removed: list) -> None:
-    """Re-read what we wrote: it must parse cleanly and every removed message must be in dialog/."""
-    again = load_session(ref)
-    if again.session is None or again.health == CORRUPT:
-        report.warnings.append(f"verification: the written session does not load ({'; '.join(again.problems)})")
-    missing = dialog_mod.all_in_dialog(settings_dir(ws, settings.dialog_path), removed)
+def _verify(run: CompactRun, s: _Session1, written: bytes) -> None:
+    """What we wrote (the exact bytes, not a second read of the file) must parse cleanly, and every removed message
+    must be in dialog/."""
+    again = parse_any_session(written)
+    if again.session is None or again.corrupt:
+        s.report.warnings.append(f"verification: the written session does not load ({'; '.join(again.problems)})")
+    missing = dialog_mod.all_in_dialog(run.dialog_dir, s.removed) if s.removed else []
     if missing:
-        report.warnings.append(f"verification: {len(missing)} removed message(s) not found in dialog/")
+        s.report.warnings.append(f"verification: {len(missing)} removed message(s) not found in dialog/")
 
 
-def compact_sessions(ws: Workspace, refs: list[SessionRef], settings: Settings, opts: CompactOptions
-                     ) -> tuple[list[CompactReport], str]:
+Commit = Callable[[], CompactReport]
+
+
+async def prepare_gen1(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Commit:
+    """Tiers 1-3 of a 1.x session in memory (the LLM is awaited here); returns the step that writes them."""
+    s = _start(run, ref, loaded)
+    if isinstance(s, CompactReport):
+        skipped = s
+        return lambda: skipped
+    tier1_prune(run, s)
+    tier2_decide(run, s)
+    await tier2_summary(run, s)
+    tier2_apply(run, s)
+
+    def commit() -> CompactReport:
+        tier3_plan(run, s)
+        offload_plan(run, s)
+        return write_session(run, s)
+
+    return commit
+
+
+# --------------------------------------------------------------------------------------------- several sessions
+
+
+def load_once(ref: SessionRef) -> tuple[LoadedSession, bool]:
+    """(the session as read, whether it is a QwenPaw 2.x file): the one read of the file a run makes before it
+    writes. Its generation comes from its first bytes when they are the usual `{"agent": {"state": …`, else from
+    what the loader made of it."""
+    loaded = load_session(ref, keep_raw=True)
+    guess = sniff_generation(loaded.raw[:HEAD_BYTES]) if loaded.raw else None
+    loaded.raw = None  # only the head was needed; the document is parsed
+    return loaded, (guess == GEN2 if guess is not None else loaded.gen2_doc is not None)
+
+
+def check_one(run: CompactRun, ref: SessionRef) -> CheckReport | Check2Report:
+    """The `--check` report of one session of either generation (CheckReport or Check2Report), from one read.
+    Raises WorkspaceError when it cannot be compacted."""
+    loaded, gen2 = load_once(ref)
+    if gen2 and loaded.gen2_doc is not None:
+        from qwenmem.core.compaction2.check import check_gen2_loaded
+
+        return check_gen2_loaded(run, ref, loaded)
+    return check_loaded(run, ref, loaded)
+
+
+async def _prepare(run: CompactRun, ref: SessionRef, refuse_damaged: bool) -> Commit:
+    loaded, gen2 = load_once(ref)
+    if gen2:  # QwenPaw 2.x: its own math and writer (qwenmem.core.compaction2)
+        from qwenmem.core.compaction2.run import prepare_gen2
+
+        return await prepare_gen2(run, ref, loaded)
+    problem = unusable_reason(loaded)
+    if problem and refuse_damaged:
+        raise WorkspaceError(f"{ref.rel}: {problem}")
+    return await prepare_gen1(run, ref, loaded)
+
+
+def _failure(ref: SessionRef, exc: QwenmemError) -> CompactReport:
+    kind = ("llm" if isinstance(exc, (LLMError, ValidationError)) else
+            "changed" if isinstance(exc, ChangedUnderneathError) else "error")
+    return CompactReport(ref.key, ref.rel, "failed", error=str(exc), error_kind=kind)
+
+
+async def _run_all(run: CompactRun, refs: list[SessionRef], refuse_damaged: bool) -> list[CompactReport]:
+    """Prepare up to `llm_concurrency` sessions at once (only an LLM makes that worth it) and commit them one at a
+    time in the given order. With one session a failure propagates; with several it becomes that session's
+    report and the others still run."""
+    alone = len(refs) == 1
+    window = max(1, run.opts.llm_concurrency) if run.chat_client is not None else 1
+
+    async def guarded(step: Awaitable[Commit], ref: SessionRef) -> Commit:
+        try:
+            return await step
+        except QwenmemError as exc:
+            if alone:
+                raise
+            failed = _failure(ref, exc)
+            return lambda: failed
+
+    def commit(step: Commit, ref: SessionRef) -> CompactReport:
+        try:
+            return step()
+        except QwenmemError as exc:
+            if alone:
+                raise
+            return _failure(ref, exc)
+
+    out: list[CompactReport] = []
+    pending: deque[tuple[asyncio.Task[Commit], SessionRef]] = deque()
+    try:
+        for ref in refs:
+            pending.append((asyncio.create_task(guarded(_prepare(run, ref, refuse_damaged and alone), ref)), ref))
+            while len(pending) >= window:
+                task, done_ref = pending.popleft()
+                out.append(commit(await task, done_ref))
+        while pending:
+            task, done_ref = pending.popleft()
+            out.append(commit(await task, done_ref))
+    finally:
+        for task, _ in pending:  # an interrupt or a propagated failure: nothing left half-prepared in flight
+            task.cancel()
+        await asyncio.gather(*(t for t, _ in pending), return_exceptions=True)
+    return out
+
+
+def compact_sessions(ws: Workspace, refs: list[SessionRef], settings: Settings, opts: CompactOptions,
+                     refuse_damaged: bool = False) -> tuple[list[CompactReport], str]:
     """Compact several sessions under one workspace lock. Returns (reports, summarizer announcement).
 
-    With a single session a failure propagates (exit code says why); with several, each failure is recorded in
-    its report and the others still run.
+    With a single session a failure propagates (exit code says why), and `refuse_damaged` makes a damaged 1.x
+    session a WorkspaceError instead of a skipped report; with several, each failure is recorded in its report
+    and the others still run.
     """
-    counter = get_counter(opts.tokenizer, settings.token_count_estimate_divisor)
-    summarizer, announcement = choose_summarizer(opts, counter, settings.language)
-    stamp = timestamp_slug()
-
-    from qwenmem.core.compaction2.check import is_gen2_file
-
-    gen2_settings = None
-
-    async def one(ref: SessionRef) -> CompactReport:
-        nonlocal gen2_settings
-        if is_gen2_file(ref.path):  # QwenPaw 2.x: its own math and writer (qwenmem.core.compaction2)
-            from qwenmem.core.compaction2.run import compact_gen2_async
-            from qwenmem.core.settings2 import load_gen2_settings
-
-            gen2_settings = gen2_settings or load_gen2_settings(ws)
-            return await compact_gen2_async(ws, ref, settings, gen2_settings, opts, stamp)
-        return await compact_session_async(ws, ref, settings, opts, summarizer, stamp)
-
-    async def run_all() -> list[CompactReport]:
-        out = []
-        for ref in refs:
-            if len(refs) == 1:
-                out.append(await one(ref))
-                continue
-            try:
-                out.append(await one(ref))
-            except QwenmemError as exc:
-                from qwenmem.core.errors import ChangedUnderneathError, ValidationError
-
-                kind = ("llm" if isinstance(exc, (LLMError, ValidationError)) else
-                        "changed" if isinstance(exc, ChangedUnderneathError) else "error")
-                out.append(CompactReport(ref.key, ref.rel, "failed", error=str(exc), error_kind=kind))
-        return out
-
+    run = CompactRun(ws, settings, opts)
+    _ = run.summarizer  # a summarizer choice that cannot work is a usage error before anything is read
     if opts.dry_run:
-        return asyncio.run(run_all()), announcement
+        return asyncio.run(_run_all(run, refs, refuse_damaged)), run.announcement
     with exclusive_lock(ws.lock_path):
-        return asyncio.run(run_all()), announcement
+        return asyncio.run(_run_all(run, refs, refuse_damaged)), run.announcement

@@ -15,13 +15,16 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from qwenmem.core.compaction import prompts
 from qwenmem.core.compaction.formatting import chunk_messages
 from qwenmem.core.compaction.prune import MARKER
 from qwenmem.core.errors import LLMError, ValidationError
 from qwenmem.core.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from qwenmem.core.llm import ChatClient
 
 _HEADING = re.compile(r"^##\s+\S", re.M)
 
@@ -51,7 +54,7 @@ def validate_summary(reply: str, input_text: str, counter: TokenCounter) -> None
 
 
 class LLMSummarizer:
-    def __init__(self, client, counter: TokenCounter, language: str = "en", validation_retries: int = 1,
+    def __init__(self, client: ChatClient, counter: TokenCounter, language: str = "en", validation_retries: int = 1,
                  backoff: float = 0.5):
         self.client, self.counter, self.language = client, counter, language
         self.validation_retries, self.backoff = validation_retries, backoff
@@ -127,7 +130,7 @@ def _texts(msg: Any, kinds: tuple[str, ...] = ("text",)) -> list[str]:
     return out
 
 
-def _tool_output(block: dict) -> str:
+def _tool_output(block: dict[str, Any]) -> str:
     output = block.get("output")
     if isinstance(output, list):
         output = "\n".join(str(b.get("text") or "") for b in output if isinstance(b, dict) and b.get("type") == "text")
@@ -156,7 +159,7 @@ def _parse_sections(summary: str) -> dict[str, list[str]]:
 
 
 class _Collector:
-    def __init__(self):
+    def __init__(self) -> None:
         self.items: dict[str, list[str]] = {}
 
     def add(self, section: str, text: str, limit: int = 240) -> None:
@@ -164,6 +167,78 @@ class _Collector:
         bucket = self.items.setdefault(section, [])
         if len(text) >= 4 and text not in bucket:
             bucket.append(text)
+
+
+def _tool_results(messages: Sequence[Any]) -> dict[str, str]:
+    """Each tool_result's output text by its id."""
+    results: dict[str, str] = {}
+    for msg in messages:
+        content: list[Any] = msg["content"] if isinstance(msg, dict) and isinstance(msg.get("content"), list) else []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("id"):
+                results[str(block["id"])] = _tool_output(block)
+    return results
+
+
+def _collect_user(found: _Collector, user_texts: list[str]) -> None:
+    """The goal (first and latest request) and the constraints the user stated."""
+    if user_texts:
+        found.add("Goal", user_texts[0], 300)
+        if len(user_texts) > 1:
+            found.add("Goal", "Latest request: " + user_texts[-1], 300)
+    for text in user_texts:
+        for sentence in _sentences(text):
+            if _CONSTRAINT.search(sentence):
+                found.add("Constraints & Preferences", sentence, 200)
+
+
+def _tool_uses(msg: dict[str, Any]) -> list[dict[str, Any]]:
+    content = msg.get("content")
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"] if isinstance(content, list) else []
+
+
+def _collect_tool_call(found: _Collector, block: dict[str, Any], results: dict[str, str]) -> None:
+    """Done, blocked (an error in a non-reading tool's output) or still in progress."""
+    params = ", ".join(f"{k}={v}" for k, v in (block.get("input") or {}).items()) if isinstance(
+        block.get("input"), dict) else str(block.get("input") or "")
+    call = f"{block.get('name') or 'tool'}({_clip(params, 100)})"
+    output = results.get(str(block.get("id") or ""))
+    if output is None:
+        found.add("Progress/In Progress", f"{call}: no result recorded")
+    elif not _READERS.search(str(block.get("name") or "")) and _ERROR.search(output[:2000]):
+        line = next((ln for ln in output.splitlines() if _ERROR.search(ln)), output)
+        found.add("Progress/Blocked", f"{call}: {_clip(line, 160)}")
+    else:
+        found.add("Progress/Done", call)
+
+
+def _collect_message(found: _Collector, msg: dict[str, Any], results: dict[str, str]) -> str:
+    """Decisions, tool progress and exact paths/URLs of one message; returns its last non-empty assistant text."""
+    last = ""
+    if msg.get("role") == "assistant":
+        for text in _texts(msg):
+            if text.strip():
+                last = text
+            for sentence in _sentences(text):
+                if _DECISION.search(sentence):
+                    found.add("Key Decisions", sentence, 200)
+    uses = _tool_uses(msg)
+    for block in uses:
+        _collect_tool_call(found, block, results)
+    for text in _texts(msg) + [str(b.get("input") or "") for b in uses]:
+        for match in _PATH.findall(text):
+            found.add("Critical Context", match.rstrip(".,;:'\""), 200)
+    return last
+
+
+def _collect_where(found: _Collector, messages: Sequence[Any]) -> None:
+    """Where the removed messages went: their time span and dialog files."""
+    stamps = [str(m.get("timestamp")) for m in messages if isinstance(m, dict) and m.get("timestamp")]
+    if stamps:
+        days = sorted({s.split()[0] for s in stamps if s.split()})
+        where = ", ".join(f"dialog/{d}.jsonl" for d in days[:3]) + (" …" if len(days) > 3 else "")
+        found.add("Critical Context", f"{len(messages)} earlier message(s) ({min(stamps)} to {max(stamps)}) "
+                                      f"are in {where}", 300)
 
 
 class ExtractiveSummarizer:
@@ -175,61 +250,19 @@ class ExtractiveSummarizer:
 
     def build(self, messages: Sequence[Any], previous: str) -> str:
         found = _Collector()
-        results: dict[str, str] = {}
-        for msg in messages:
-            content: list[Any] = msg["content"] if isinstance(msg, dict) and isinstance(msg.get("content"), list) else []
-            for block in content:
-                if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("id"):
-                    results[str(block["id"])] = _tool_output(block)
-        user_texts = [t for m in messages if isinstance(m, dict) and m.get("role") == "user" for t in _texts(m) if t.strip()]
-        if user_texts:
-            found.add("Goal", user_texts[0], 300)
-            if len(user_texts) > 1:
-                found.add("Goal", "Latest request: " + user_texts[-1], 300)
-        for text in user_texts:
-            for sentence in _sentences(text):
-                if _CONSTRAINT.search(sentence):
-                    found.add("Constraints & Preferences", sentence, 200)
+        user_texts = [t for m in messages if isinstance(m, dict) and m.get("role") == "user" for t in _texts(m)
+                      if t.strip()]
+        _collect_user(found, user_texts)
+        results = _tool_results(messages)
         last_assistant = ""
         for msg in messages:
-            if not isinstance(msg, dict):
-                continue
-            if msg.get("role") == "assistant":
-                for text in _texts(msg):
-                    if text.strip():
-                        last_assistant = text
-                    for sentence in _sentences(text):
-                        if _DECISION.search(sentence):
-                            found.add("Key Decisions", sentence, 200)
-            for block in msg["content"] if isinstance(msg.get("content"), list) else []:
-                if not isinstance(block, dict) or block.get("type") != "tool_use":
-                    continue
-                params = ", ".join(f"{k}={v}" for k, v in (block.get("input") or {}).items()) if isinstance(
-                    block.get("input"), dict) else str(block.get("input") or "")
-                call = f"{block.get('name') or 'tool'}({_clip(params, 100)})"
-                output = results.get(str(block.get("id") or ""))
-                if output is None:
-                    found.add("Progress/In Progress", f"{call}: no result recorded")
-                elif not _READERS.search(str(block.get("name") or "")) and _ERROR.search(output[:2000]):
-                    line = next((ln for ln in output.splitlines() if _ERROR.search(ln)), output)
-                    found.add("Progress/Blocked", f"{call}: {_clip(line, 160)}")
-                else:
-                    found.add("Progress/Done", call)
-            for text in _texts(msg) + [str((b or {}).get("input") or "") for b in (msg.get("content") or [])
-                                       if isinstance(msg.get("content"), list) and isinstance(b, dict)
-                                       and b.get("type") == "tool_use"]:
-                for match in _PATH.findall(text):
-                    found.add("Critical Context", match.rstrip(".,;:'\""), 200)
+            if isinstance(msg, dict):
+                last_assistant = _collect_message(found, msg, results) or last_assistant
         if last_assistant:
             found.add("Progress/In Progress", "Last reply: " + last_assistant, 300)
         if user_texts:
             found.add("Next Steps", "Continue from the latest request: " + user_texts[-1], 300)
-        stamps = [str(m.get("timestamp")) for m in messages if isinstance(m, dict) and m.get("timestamp")]
-        if stamps:
-            days = sorted({s.split()[0] for s in stamps if s.split()})
-            where = ", ".join(f"dialog/{d}.jsonl" for d in days[:3]) + (" …" if len(days) > 3 else "")
-            found.add("Critical Context", f"{len(messages)} earlier message(s) ({min(stamps)} to {max(stamps)}) "
-                                          f"are in {where}", 300)
+        _collect_where(found, messages)
         return self._render(_parse_sections(previous) if previous else {}, found.items)
 
     def _render(self, old: dict[str, list[str]], new: dict[str, list[str]]) -> str:
@@ -257,14 +290,14 @@ class ExtractiveSummarizer:
             lines.append("")
         return "\n".join(lines).rstrip() + "\n"
 
-    async def summarize(self, messages: Sequence[Any], previous: str, budget: int, include_thinking: bool = True,
-                        extra: str = "") -> SummaryOutcome:
+    def summarize(self, messages: Sequence[Any], previous: str, budget: int, include_thinking: bool = True,
+                  extra: str = "") -> SummaryOutcome:
         text = self.build(messages, previous)
         chunks = chunk_messages(messages, budget, self.counter, include_thinking)
         inputs = sum(self.counter.count(c) for c in chunks) + self.counter.count(previous)
         return SummaryOutcome(text, self.name, len(chunks), 0, inputs, self.counter.count(text))
 
-    async def daily_note(self, messages: Sequence[Any], budget: int, include_thinking: bool = True) -> str:
+    def daily_note(self, messages: Sequence[Any], budget: int, include_thinking: bool = True) -> str:
         sections = _parse_sections(self.build(messages, ""))
         out: list[str] = []
         # one heading level down: the note sits under its own "## Compacted conversation" heading

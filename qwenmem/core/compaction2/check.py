@@ -6,26 +6,26 @@ from __future__ import annotations
 import os
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from qwenmem.core.compaction.context import CompactRun
+from qwenmem.core.compaction.options import Check2Options, settings_dir
 from qwenmem.core.compaction2 import native, scroll
-from qwenmem.core.compaction2.prompt import (NOT_STORED_NOTICE, system_prompt_estimate, tools_estimate)
-from qwenmem.core.compaction2.tokens import ZERO, message_size, summary_size, tokens_of
+from qwenmem.core.compaction2.evict import HistoryIndex, read_history_index
+from qwenmem.core.compaction2.prompt import NOT_STORED_NOTICE
+from qwenmem.core.compaction2.tokens import ZERO, Size, message_size, summary_size, tokens_of
 from qwenmem.core.errors import UsageError, WorkspaceError
 from qwenmem.core.session_model import gen2
+from qwenmem.core.sessions import CORRUPT, LoadedSession, SessionRef
+from qwenmem.core.settings import Settings
+from qwenmem.core.settings2 import Gen2Settings
 from qwenmem.core.workspace import Workspace
 
+__all__ = ["NATIVE", "SCROLL", "Check2Options", "Check2Report", "Terms", "check_gen2", "check_gen2_loaded",
+           "check_ref", "file_strategy", "history_index", "is_gen2_file", "reply_id_of", "state_of"]
+
 NATIVE, SCROLL = "native", "scroll"
-
-
-@dataclass
-class Check2Options:
-    context_size: int | None = None  # --max-input-length: overrides the provider's effective context
-    trigger_ratio: float | None = None
-    reserve_ratio: float | None = None
-    system_tokens: int | None = None
-    tools_tokens: int | None = None
-    force: bool = False
 
 
 @dataclass
@@ -75,7 +75,7 @@ class Check2Report:
     artifacts_expiring: int = 0  # ... older than offload_retention_days: QwenPaw deletes them at the next close
 
 
-def file_strategy(doc: dict, configured: str) -> tuple[str, str]:
+def file_strategy(doc: dict[str, Any], configured: str) -> tuple[str, str]:
     """Scroll writes `agent.scroll` whenever it is wired; a file without it was compacted natively (QwenPaw falls
     back to native silently when scroll wiring fails, spec §4.1)."""
     has_scroll = isinstance(gen2.agent_of(doc).get("scroll"), dict)  # type: ignore[union-attr]
@@ -86,13 +86,12 @@ def file_strategy(doc: dict, configured: str) -> tuple[str, str]:
     return NATIVE, "the file has no agent.scroll" + (f" (agent.json strategy {configured})" if configured else "")
 
 
-def history_index(db_path, session_id: str | None):
+def history_index(db_path: Path | None, session_id: Any) -> tuple[HistoryIndex | None, str]:
     """(HistoryIndex, "") of this session's rows in history.db, or (None, why) when it cannot be read."""
     if db_path is None or session_id is None:
         return None, "no history.db or no session id"
     if not db_path.is_file():
         return None, f"{db_path.name} does not exist"
-    from qwenmem.core.compaction2.evict import read_history_index
     from qwenmem.core.history.store import HistoryError
 
     try:
@@ -101,7 +100,7 @@ def history_index(db_path, session_id: str | None):
         return None, str(exc)
 
 
-def _ratios(settings: Any, opts: Check2Options) -> tuple[float, float]:
+def _ratios(settings: Settings, opts: Check2Options) -> tuple[float, float]:
     t = opts.trigger_ratio if opts.trigger_ratio is not None else settings.compact_threshold_ratio
     r = opts.reserve_ratio if opts.reserve_ratio is not None else settings.reserve_threshold_ratio
     if not 0 < t <= 1 or not 0 <= r < 1:
@@ -109,70 +108,124 @@ def _ratios(settings: Any, opts: Check2Options) -> tuple[float, float]:
     return t, r
 
 
-def check_gen2(ws: Workspace, ref: Any, loaded: Any, settings: Any, gen2_settings: Any,
-               opts: Check2Options) -> Check2Report:
-    doc = loaded.gen2_doc
-    state = gen2.agent_of(doc)["state"]
+def state_of(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """`agent.state` when it is an object whose context is a list (what compaction needs), else None."""
+    agent = gen2.agent_of(doc)
+    state = agent.get("state") if isinstance(agent, dict) else None
     if not isinstance(state, dict) or not isinstance(state.get("context", []), list):
+        return None
+    return state
+
+
+def reply_id_of(state: dict[str, Any]) -> Any:
+    reply = state.get("reply_context")
+    return reply.get("reply_id") if isinstance(reply, dict) else None
+
+
+@dataclass
+class _Inputs:
+    """What both strategies' checks read from the file and the run."""
+
+    context: list[Any]
+    summary: Any
+    ids: list[str]
+    synthetic: list[bool]
+    fixed: Size
+    c: int
+    t: float
+    r: float
+
+
+@dataclass
+class _Verdict:
+    """The strategy's answer, in the report's terms."""
+
+    trigger_ratio: float
+    reserve_ratio: float
+    trigger: float
+    reserve: float
+    hard_limit: int | None
+    would_compact: bool
+    reason: str
+    kept: list[str]
+    removed: list[str]
+    keep_tokens: int
+    boundary_id: str | None = None
+    boundary_blocks: list[int] | None = None
+    not_in_history: int = 0
+    notices: list[str] = field(default_factory=list)
+
+
+def _native_verdict(x: _Inputs, state: dict[str, Any], force: bool) -> _Verdict:
+    d = native.decide(x.context, x.fixed, x.summary, x.c, x.t, x.r, reply_id_of(state), force)
+    split = d.split
+    kept, removed = (x.ids, []) if split is None else ([str(m.get("id")) for m in split.reserve],
+                                                       [str(m.get("id")) for m in split.compress])
+    keep_tokens = tokens_of(x.fixed + summary_size(x.summary) + sum(
+        (message_size(m) for m in (split.reserve if split else x.context)), ZERO))
+    at = split.boundary if split is not None else None
+    return _Verdict(d.trigger_ratio, d.reserve_ratio, d.trigger, d.reserve, None, d.would_compact, d.reason, kept,
+                    removed, keep_tokens, x.ids[at] if split and at is not None else None,
+                    list(split.boundary_blocks) if split and at is not None else None, notices=list(d.notes))
+
+
+def _scroll_verdict(x: _Inputs, state: dict[str, Any], history_db: Path | None, force: bool) -> _Verdict:
+    hist, why = history_index(history_db, state.get("session_id"))
+    notices = [] if hist is not None else [f"history.db not readable ({why}): nothing may be evicted"]
+    in_history = [hist is not None and hist.has_rows(m) for m in x.context]
+    missing = sum(1 for i, s in zip(in_history, x.synthetic) if not i and not s)
+    if hist is not None and missing:
+        notices.append(f"{missing} live message(s) have no rows in history.db yet: `compact` writes them first "
+                       "(as QwenPaw's write-through does) and evicts only what it then finds there")
+    # compact persists the missing rows before deciding; without a readable history.db nothing may leave
+    d = scroll.decide(x.context, x.synthetic, [hist is not None] * len(x.context), x.fixed, x.c, x.t, x.r, force)
+    keep_tokens = tokens_of(x.fixed + sum((message_size(x.context[i]) for i in d.keep), ZERO))
+    return _Verdict(x.t, x.r, d.trigger, d.reserve, d.hard_limit, d.would_compact, d.reason,
+                    [x.ids[i] for i in d.keep], [x.ids[i] for i in d.evict], keep_tokens, not_in_history=missing,
+                    notices=notices + d.notes)
+
+
+def check_gen2_loaded(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Check2Report:
+    """The check of a 2.x session already read (raises WorkspaceError when it is damaged)."""
+    if loaded.health == CORRUPT:
+        raise WorkspaceError(f"{ref.rel}: damaged ({'; '.join(loaded.problems[:2])}); run `qwenmem sessions repair` "
+                             "first")
+    return check_gen2(run, ref, loaded)
+
+
+def check_gen2(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Check2Report:
+    doc = loaded.gen2_doc or {}
+    state = state_of(doc)
+    if state is None:
         raise WorkspaceError(f"{ref.rel}: agent.state.context is not a list; run `qwenmem sessions repair` first")
+    opts, gen2_settings = run.gen2_options, run.gen2_settings
     context = list(state.get("context") or [])
     summary = state.get("summary") or ""
     strategy, strategy_source = file_strategy(doc, gen2_settings.strategy)
     if opts.context_size:
         c, c_source = opts.context_size, "--max-input-length"
     else:
-        c, c_source = gen2_settings.provider.context_size, gen2_settings.provider.context_source
-    t, r = _ratios(settings, opts)
-    from qwenmem.core.settings2 import read_agent_json
-
-    system = system_prompt_estimate(ws, read_agent_json(ws), opts.system_tokens)
-    tools = tools_estimate(opts.tools_tokens)
-    fixed = system.size + tools.size
-    msgs_size = sum((message_size(m) for m in context), ZERO)
-    notices = [NOT_STORED_NOTICE] if not (system.exact and tools.exact) else []
-    ids = [str(m.get("id")) if isinstance(m, dict) else "?" for m in context]
+        provider = gen2_settings.provider
+        assert provider is not None  # load_gen2_settings always resolves one (a default when nothing is configured)
+        c, c_source = provider.context_size, provider.context_source
+    t, r = _ratios(run.settings, opts)
+    system, tools = run.gen2_fixed_parts
     session = loaded.as_model()
     synthetic = [m.synthetic for m in session.messages] if session else [False] * len(context)
-    if strategy == NATIVE:
-        d = native.decide(context, fixed, summary, c, t, r, (state.get("reply_context") or {}).get("reply_id")
-                          if isinstance(state.get("reply_context"), dict) else None, opts.force)
-        split = d.split
-        notices += d.notes
-        kept, removed = (ids, []) if split is None else ([str(m.get("id")) for m in split.reserve],
-                                                         [str(m.get("id")) for m in split.compress])
-        bid = ids[split.boundary] if split and split.boundary is not None else None
-        bblocks = list(split.boundary_blocks) if split and split.boundary is not None else None
-        keep_tokens = tokens_of(fixed + summary_size(summary) + sum(
-            (message_size(m) for m in (split.reserve if split else context)), ZERO))
-        report_t, report_r, trig, res, hard, would, reason = d.trigger_ratio, d.reserve_ratio, d.trigger, d.reserve, \
-            None, d.would_compact, d.reason
-        not_in = 0
-    else:
-        hist, why = history_index(gen2_settings.history_db, state.get("session_id"))
-        if hist is None:
-            notices.append(f"history.db not readable ({why}): nothing may be evicted")
-        in_history = [hist is not None and hist.has_rows(m) for m in context]
-        missing = sum(1 for i, s in zip(in_history, synthetic) if not i and not s)
-        if hist is not None and missing:
-            notices.append(f"{missing} live message(s) have no rows in history.db yet: `compact` writes them first "
-                           "(as QwenPaw's write-through does) and evicts only what it then finds there")
-        # compact persists the missing rows before deciding; without a readable history.db nothing may leave
-        d = scroll.decide(context, synthetic, [hist is not None] * len(context), fixed, c, t, r, opts.force)
-        notices += d.notes
-        kept = [ids[i] for i in d.keep]
-        removed = [ids[i] for i in d.evict]
-        bid, bblocks = None, None
-        keep_tokens = tokens_of(fixed + sum((message_size(context[i]) for i in d.keep), ZERO))
-        report_t, report_r, trig, res, hard, would, reason = t, r, d.trigger, d.reserve, d.hard_limit, \
-            d.would_compact, d.reason
-        not_in = sum(1 for i, s in zip(in_history, synthetic) if not i and not s)
+    x = _Inputs(context, summary, [str(m.get("id")) if isinstance(m, dict) else "?" for m in context], synthetic,
+                system.size + tools.size, c, t, r)
+    v = (_native_verdict(x, state, opts.force) if strategy == NATIVE
+         else _scroll_verdict(x, state, gen2_settings.history_db, opts.force))
+    msgs_size = sum((message_size(m) for m in context), ZERO)
     terms = Terms(system.tokens, system.source, tools.tokens, tools.source, summary_size(summary).tokens,
                   tokens_of(msgs_size), msgs_size.data + summary_size(summary).data,
-                  tokens_of(fixed + summary_size(summary) + msgs_size))
-    report = Check2Report(ref.key, ref.rel, "2.x", strategy, strategy_source, c, c_source, report_t, report_r,
-                          trig, res, hard, terms, sum(1 for s in synthetic if not s), would, reason, kept, removed,
-                          bid, bblocks, keep_tokens, not_in, notices)
-    _tool_results(ws, settings, context, strategy == SCROLL, fixed, summary, report)
+                  tokens_of(x.fixed + summary_size(summary) + msgs_size))
+    notices = ([NOT_STORED_NOTICE] if not (system.exact and tools.exact) else []) + v.notices
+    report = Check2Report(ref.key, ref.rel, "2.x", strategy, strategy_source, c, c_source, v.trigger_ratio,
+                          v.reserve_ratio, v.trigger, v.reserve, v.hard_limit, terms,
+                          sum(1 for s in synthetic if not s), v.would_compact, v.reason, v.kept, v.removed,
+                          v.boundary_id, v.boundary_blocks, v.keep_tokens, v.not_in_history, notices)
+    _tool_results(run, context, strategy == SCROLL, x.fixed, summary, report)
     return report
 
 
@@ -186,23 +239,21 @@ def _retention_days(ws: Workspace) -> int:
     return value if type(value) is int and value > 0 else 30
 
 
-def _tool_results(ws: Workspace, settings: Any, context: list, scroll_strategy: bool, fixed: Any, summary: Any,
+def _tool_results(run: CompactRun, context: list[Any], scroll_strategy: bool, fixed: Size, summary: Any,
                   report: Check2Report) -> None:
     import copy
     import time
 
-    from qwenmem.core.compaction.check import CompactOptions, settings_dir
-    from qwenmem.core.compaction2.prune import notice_paths, prune, prune_limits_2x, resolve_artifact
+    from qwenmem.core.compaction2.prune import notice_paths, prune, resolve_artifact
 
     work = copy.deepcopy(context)
-    limits = prune_limits_2x(ws, settings, CompactOptions(), scroll_strategy)
-    outcome = prune(work, limits)
+    outcome = prune(work, run.gen2_prune_limits(scroll_strategy, defaults=True))
     report.prunable_outputs = outcome.cut + outcome.recut
     report.tokens_after_prune = tokens_of(fixed + summary_size(summary) + sum((message_size(m) for m in work), ZERO))
-    cache = settings_dir(ws, settings.tool_results_cache)
+    cache = settings_dir(run.ws, run.settings.tool_results_cache)
     paths = notice_paths(context)
     report.artifacts_named = len(paths)
-    cutoff = time.time() - _retention_days(ws) * 86400
+    cutoff = time.time() - _retention_days(run.ws) * 86400
     for path in paths:
         found = resolve_artifact(path, cache)
         if found is None:
@@ -217,46 +268,28 @@ def _tool_results(ws: Workspace, settings: Any, context: list, scroll_strategy: 
 MAX_SNIFF_BYTES = 256 << 20  # larger files are left to the 1.x loader, which names its own size limit
 
 
-def is_gen2_file(path) -> bool:
+def is_gen2_file(path: str | os.PathLike[str]) -> bool:
     """From the first bytes when they are the usual `{"agent": {"state": …`; else by parsing the whole file. A file
     that cannot be read or parsed here (a link leaving the workspace, nesting too deep, too large) is not 2.x: the
     1.x path then loads it and reports what is wrong with it, as one line."""
-    from qwenmem.core.confine import open_binary
-    from qwenmem.core.errors import QwenmemError
-    from qwenmem.core.session_model.detect import GEN2, classify_document, sniff_generation
+    from qwenmem.core.session_model.detect import GEN2, generation_of_file
 
-    try:
-        with open_binary(path) as fh:
-            head = fh.read(256)
-            guess = sniff_generation(head)
-            if guess is not None:
-                return bool(guess == GEN2)
-            if os.fstat(fh.fileno()).st_size > MAX_SNIFF_BYTES:
-                return False
-            fh.seek(0)
-            data = fh.read()
-    except (OSError, QwenmemError):
-        return False
-    try:
-        from qwenmem.core.session_model.codec import loads_document
-
-        return bool(classify_document(loads_document(data)) == GEN2)
-    except (ValueError, RecursionError):
-        return False
+    return generation_of_file(os.fspath(path), max_bytes=MAX_SNIFF_BYTES) == GEN2
 
 
-def check_ref(ws: Workspace, ref: Any, settings: Any, opts: Check2Options, gen2_settings: Any = None
-              ) -> Check2Report | None:
-    """The 2.x check of `ref`, or None when the file is not a 2.x session (the 1.x check applies)."""
+def check_ref(ws: Workspace, ref: SessionRef, settings: Settings, opts: Check2Options,
+              gen2_settings: Gen2Settings | None = None) -> Check2Report | None:
+    """The 2.x check of `ref` on its own, or None when the file is not a 2.x session (the 1.x check applies).
+    A run over several sessions uses compaction.run.check_one instead (one read per session, shared settings)."""
     if not is_gen2_file(ref.path):
         return None
+    from qwenmem.core.compaction.options import CompactOptions
     from qwenmem.core.sessions import load_session
-    from qwenmem.core.settings2 import load_gen2_settings
 
     loaded = load_session(ref)
     if loaded.gen2_doc is None:
         return None
-    if loaded.health == "corrupt":
-        raise WorkspaceError(f"{ref.rel}: damaged ({'; '.join(loaded.problems[:2])}); run `qwenmem sessions repair` "
-                             "first")
-    return check_gen2(ws, ref, loaded, settings, gen2_settings or load_gen2_settings(ws), opts)
+    run = CompactRun(ws, settings, CompactOptions(gen2_check=opts))
+    if gen2_settings is not None:
+        run.gen2_settings = gen2_settings
+    return check_gen2_loaded(run, ref, loaded)

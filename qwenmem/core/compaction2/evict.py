@@ -18,6 +18,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Sequence
 
 from qwenmem.core.compaction2.tokens import blocks_of
@@ -58,14 +59,14 @@ class HistoryIndex:
         return all(str(b.get("id")) in self.result_seq for b in blocks_of(msg)
                    if isinstance(b, dict) and b.get("type") == "tool_result")
 
-    def span(self, msg: dict) -> list[int]:
+    def span(self, msg: dict[str, Any]) -> list[int]:
         seqs = [self.msg_seq[str(msg.get("id"))]]
         seqs += [self.result_seq[str(b.get("id"))] for b in blocks_of(msg)
                  if isinstance(b, dict) and b.get("type") == "tool_result"]
         return seqs
 
 
-def read_history_index(db_path, session_id: str) -> HistoryIndex:
+def read_history_index(db_path: Path, session_id: str) -> HistoryIndex:
     from qwenmem.core.history.store import open_history
 
     out = HistoryIndex()
@@ -83,12 +84,12 @@ def read_history_index(db_path, session_id: str) -> HistoryIndex:
     return out
 
 
-def new_block(lo: int, hi: int, headlines: dict[int, str]) -> dict:
+def new_block(lo: int, hi: int, headlines: dict[int, str]) -> dict[str, Any]:
     lines = [[s, s, h, h] for s, h in sorted(headlines.items()) if lo <= s <= hi]
     return {"seq_lo": lo, "seq_hi": hi, "lines": lines or [[lo, hi, NO_MILESTONE, NO_MILESTONE]]}
 
 
-def add_block(index: dict, block: dict) -> None:
+def add_block(index: dict[str, Any], block: dict[str, Any]) -> None:
     key = "tiers" if "tiers" in index or "levels" not in index else "levels"
     tiers = index.setdefault(key, [])
     if not tiers:
@@ -107,13 +108,13 @@ def add_block(index: dict, block: dict) -> None:
         level += 1
 
 
-def _line(line: list) -> str:
+def _line(line: list[Any]) -> str:
     lo, hi, head, tail = line
     where = f"seq {lo}" if lo == hi else f"seq {lo}–{hi}"
     return f"    · {where}  ⟦ {head} ⟧" if head == tail else f"    · {where}  ⟦ {head} ⟧ … ⟦ {tail} ⟧"
 
 
-def render_index(index: dict) -> str:
+def render_index(index: dict[str, Any]) -> str:
     tiers = index.get("tiers", index.get("levels")) or []
     parts = []
     for level in range(len(tiers) - 1, -1, -1):  # oldest (highest tier) first
@@ -134,7 +135,7 @@ def archived_task_state(old_placeholder_text: str) -> str:
     return old_placeholder_text[start:end if end > 0 else None].rstrip()
 
 
-def placeholder(index: dict, task_state: str, now: datetime) -> dict:
+def placeholder(index: dict[str, Any], task_state: str, now: datetime) -> dict[str, Any]:
     text = _HEADER + render_index(index) + "\n" + _END_INDEX
     if task_state:
         text += "\n" + task_state + "\n\n" + STALE_NOTE + "\n"
@@ -146,7 +147,7 @@ def placeholder(index: dict, task_state: str, now: datetime) -> dict:
             "usage": None, "finished_at": None, "finished_reason": None, "structured_output": None, "error": None}
 
 
-def _live_sets(live: Sequence[dict]) -> tuple[set[str], set[str], set[str]]:
+def _live_sets(live: Sequence[dict[str, Any]]) -> tuple[set[str], set[str], set[str]]:
     ids = {str(m.get("id")) for m in live}
     tcids, block_ids = set(), set()
     for m in live:
@@ -158,7 +159,7 @@ def _live_sets(live: Sequence[dict]) -> tuple[set[str], set[str], set[str]]:
     return ids, tcids, block_ids
 
 
-def prune_scroll_maps(scroll: dict, live: Sequence[dict], synthetic_id: str) -> None:
+def prune_scroll_maps(scroll: dict[str, Any], live: Sequence[dict[str, Any]], synthetic_id: str) -> None:
     ids, tcids, block_ids = _live_sets(live)
     for key, keep in (("persisted_ids", ids), ("persisted_tcids", tcids), ("seen_tool_result_ids", tcids),
                       ("seen_thinking_block_ids", block_ids), ("folded_thinking_block_ids", block_ids)):
@@ -171,7 +172,8 @@ def prune_scroll_maps(scroll: dict, live: Sequence[dict], synthetic_id: str) -> 
     scroll["synthetic_ids"] = [synthetic_id]
 
 
-def evict(doc: dict, evict_idx: Sequence[int], hist: HistoryIndex, session_id: str, now: datetime) -> tuple[dict, list]:
+def evict(doc: dict[str, Any], evict_idx: Sequence[int], hist: HistoryIndex, session_id: str, now: datetime
+          ) -> tuple[dict[str, Any], list[Any]]:
     """Apply the eviction to `doc` (in place). Returns (the new block, the evicted messages)."""
     agent = doc["agent"]
     state, scroll = agent["state"], agent.setdefault("scroll", {})

@@ -41,7 +41,7 @@ def _text_of(blocks: Sequence[Any], media: bool) -> str:
     return "\n".join(parts)
 
 
-def rows_for_message(msg: dict, session_id: str, agent_id: str | None) -> list[tuple]:
+def rows_for_message(msg: dict[str, Any], session_id: str, agent_id: str | None) -> list[tuple[Any, ...]]:
     blocks = [b for b in blocks_of(msg) if isinstance(b, dict)]
     meta = msg.get("metadata")
     tag = meta.get("qwenpaw_tag") if isinstance(meta, dict) else None
@@ -68,7 +68,7 @@ def rows_for_message(msg: dict, session_id: str, agent_id: str | None) -> list[t
     return rows
 
 
-def write_rows(db: Path, rows: list[tuple]) -> int:
+def write_rows(db: Path, rows: list[tuple[Any, ...]]) -> int:
     """Insert in one IMMEDIATE transaction (busy timeout 5 s like QwenPaw). Returns how many rows were new."""
     conn = sqlite3.connect(str(db), timeout=5.0, isolation_level=None)
     try:

@@ -33,7 +33,7 @@ def offload_reminder(path: str) -> str:
             "needed.</system-reminder>")
 
 
-def render_summary(fields: dict) -> str:
+def render_summary(fields: dict[str, str]) -> str:
     return SUMMARY_TEMPLATE.format(**{k: fields.get(k, "") for k in SUMMARY_FIELDS})
 
 
@@ -44,8 +44,8 @@ def effective_ratios(trigger_ratio: float, reserve_ratio: float) -> tuple[float,
 
 @dataclass
 class Split:
-    compress: list  # Msg dicts (the boundary message may be a copy holding its first blocks)
-    reserve: list  # Msg dicts (the boundary message may be a copy holding its last blocks)
+    compress: list[Any]  # Msg dicts (the boundary message may be a copy holding its first blocks)
+    reserve: list[Any]  # Msg dicts (the boundary message may be a copy holding its last blocks)
     boundary: int | None = None  # index of the split message in the context
     boundary_blocks: tuple[int, int] = (0, 0)  # (blocks compressed, blocks in the message)
     reserve_used: float = 0.0  # the reserve the split was computed with (0 after the fallback)
@@ -82,7 +82,57 @@ def unfinished_tool_call_ids(context: Sequence[Any], reply_id: Any) -> set[str]:
         return set()
     blocks = [b for b in blocks_of(last) if isinstance(b, dict)]
     results = {b.get("id") for b in blocks if b.get("type") == "tool_result"}
-    return {b.get("id") for b in blocks if b.get("type") == "tool_call" and b.get("id") not in results}
+    return {str(b.get("id")) for b in blocks if b.get("type") == "tool_call" and b.get("id") not in results}
+
+
+def _is_call(b: Any) -> bool:
+    return isinstance(b, dict) and b.get("type") == "tool_call"
+
+
+def _boundary_message(sizes_suffix: list[Size], base: Size, reserve_tokens: float) -> int:
+    """The newest message whose suffix from it reaches the reserve (-1: the whole context fits)."""
+    msg_index = len(sizes_suffix) - 2
+    while msg_index >= 0:
+        if tokens_of(base + sizes_suffix[msg_index]) >= reserve_tokens:
+            break
+        msg_index -= 1
+    return msg_index
+
+
+def _boundary_block(content: list[Any], base: Size, after: Size, reserve_tokens: float) -> int:
+    """The last block of the boundary message that goes to the compressed side: blocks are kept newest first
+    while the count stays within the reserve."""
+    block_index = len(content) - 1
+    kept = ZERO
+    while block_index >= 0:
+        kept = kept + block_size(content[block_index])
+        if tokens_of(base + kept + after) > reserve_tokens:
+            break
+        block_index -= 1
+    return block_index
+
+
+def _no_result_without_call(content: list[Any], block_index: int, unfinished: set[Any]) -> int:
+    """Move the cut so no kept tool result is without its call (repeat: a move can split another pair), never
+    moving an unfinished call of the reply in progress to the compressed side."""
+    unfinished_idx = [i for i, b in enumerate(content) if _is_call(b) and b.get("id") in unfinished]
+    if unfinished_idx:
+        block_index = min(block_index, min(unfinished_idx) - 1)
+    while True:
+        remain: dict[Any, int] = {}
+        for i in range(len(content) - 1, block_index, -1):
+            b = content[i]
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                remain[b.get("id")] = i
+            elif _is_call(b):
+                remain.pop(b.get("id"), None)
+        if not remain:
+            return block_index
+        new_index = max(remain.values())
+        if unfinished_idx and new_index >= min(unfinished_idx):
+            block_index = min(i for i, b in enumerate(content) if _is_call(b) and b.get("id") in remain) - 1
+        else:
+            block_index = new_index
 
 
 def split_context(context: Sequence[Any], fixed: Size, summary: Any, reserve_tokens: float,
@@ -92,53 +142,20 @@ def split_context(context: Sequence[Any], fixed: Size, summary: Any, reserve_tok
     suffix = [ZERO] * (len(context) + 1)
     for i in range(len(context) - 1, -1, -1):
         suffix[i] = sizes[i] + suffix[i + 1]
-    msg_index = len(context) - 1
-    while msg_index >= 0:
-        if tokens_of(base + suffix[msg_index]) >= reserve_tokens:
-            break
-        msg_index -= 1
+    msg_index = _boundary_message(suffix, base, reserve_tokens)
     if msg_index < 0:
         return Split([], [copy.deepcopy(m) for m in context], reserve_used=reserve_tokens)
     unfinished = unfinished_tool_call_ids(context, reply_id)
     for index, msg in enumerate(context[:msg_index + 1]):
-        if any(isinstance(b, dict) and b.get("type") == "tool_call" and b.get("id") in unfinished
-               for b in blocks_of(msg)):
+        if any(_is_call(b) and b.get("id") in unfinished for b in blocks_of(msg)):
             msg_index = index
             break
     compress = list(context[:msg_index])
     reserve = list(context[msg_index + 1:])
     boundary = context[msg_index]
     content = blocks_of(boundary)
-    after = suffix[msg_index + 1]
-    block_index = len(content) - 1
-    kept = ZERO
-    while block_index >= 0:
-        kept = kept + block_size(content[block_index])
-        if tokens_of(base + kept + after) > reserve_tokens:
-            break
-        block_index -= 1
-
-    def is_call(b: Any) -> bool:
-        return isinstance(b, dict) and b.get("type") == "tool_call"
-
-    unfinished_idx = [i for i, b in enumerate(content) if is_call(b) and b.get("id") in unfinished]
-    if unfinished_idx:
-        block_index = min(block_index, min(unfinished_idx) - 1)
-    while True:  # no kept tool result without its call (repeat: a move can split another pair)
-        remain: dict[Any, int] = {}
-        for i in range(len(content) - 1, block_index, -1):
-            b = content[i]
-            if isinstance(b, dict) and b.get("type") == "tool_result":
-                remain[b.get("id")] = i
-            elif is_call(b):
-                remain.pop(b.get("id"), None)
-        if not remain:
-            break
-        new_index = max(remain.values())
-        if unfinished_idx and new_index >= min(unfinished_idx):
-            block_index = min(i for i, b in enumerate(content) if is_call(b) and b.get("id") in remain) - 1
-        else:
-            block_index = new_index
+    block_index = _boundary_block(content, base, suffix[msg_index + 1], reserve_tokens)
+    block_index = _no_result_without_call(content, block_index, unfinished)
     head, tail = copy.deepcopy(boundary), copy.deepcopy(boundary)
     if isinstance(boundary, dict):
         head["content"] = copy.deepcopy(content[:block_index + 1])

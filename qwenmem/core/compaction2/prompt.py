@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from qwenmem.core.compaction2.tokens import ZERO, Size, text_bytes
 from qwenmem.core.workspace import Workspace
@@ -35,14 +36,14 @@ def strip_front_matter(text: str) -> str:
     return _FRONT_MATTER.sub("", text, count=1)
 
 
-def prompt_files(agent_doc: dict) -> list[str]:
+def prompt_files(agent_doc: dict[str, Any]) -> list[str]:
     files = agent_doc.get("system_prompt_files") if isinstance(agent_doc, dict) else None
     if isinstance(files, list) and all(isinstance(f, str) for f in files):
         return list(files)
     return list(DEFAULT_PROMPT_FILES)
 
 
-def system_prompt_estimate(ws: Workspace, agent_doc: dict, tokens: int | None = None) -> FixedPart:
+def system_prompt_estimate(ws: Workspace, agent_doc: dict[str, Any], tokens: int | None = None) -> FixedPart:
     if tokens is not None:
         return FixedPart(Size(4 * tokens), f"--system-tokens {tokens}", exact=True)
     parts, used = [], []

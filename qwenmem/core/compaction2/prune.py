@@ -97,7 +97,7 @@ def _next_line(kept: str, start: int, total: int) -> int | None:
     return None if newlines == 0 or nxt > total else nxt
 
 
-def _cut(text: str, max_bytes: int, limits: Limits, out: PruneOutcome) -> tuple[str, dict | None]:
+def _cut(text: str, max_bytes: int, limits: Limits, out: PruneOutcome) -> tuple[str, dict[str, Any] | None]:
     if MARKER in text:
         return _recut(text, max_bytes, out)
     size = len(text.encode("utf-8"))
@@ -119,7 +119,7 @@ def _cut(text: str, max_bytes: int, limits: Limits, out: PruneOutcome) -> tuple[
     return kept + note, meta
 
 
-def _recut(text: str, max_bytes: int, out: PruneOutcome) -> tuple[str, dict | None]:
+def _recut(text: str, max_bytes: int, out: PruneOutcome) -> tuple[str, dict[str, Any] | None]:
     head, _, old = text.partition(MARKER)
     if len(head.encode("utf-8")) <= max_bytes:
         return text, None
@@ -208,7 +208,7 @@ def resolve_artifact(path: str, cache_dir: Path) -> Path | None:
 
 def prune_limits_2x(ws: Any, settings: Any, opts: Any, scroll_strategy: bool) -> Limits:
     """The limits from agent.json (`settings`) and the command's overrides (`opts`, a CompactOptions)."""
-    from qwenmem.core.compaction.check import settings_dir
+    from qwenmem.core.compaction.options import settings_dir
 
     return Limits(
         recent_n=opts.recent_n if opts.recent_n is not None else settings.pruning_recent_n,

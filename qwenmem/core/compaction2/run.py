@@ -2,7 +2,7 @@
 
 Under the workspace lock (taken by the caller), in this order, so that a crash anywhere loses nothing and a rerun
 duplicates nothing:
-  1. read with a snapshot; refuse damaged files and lone surrogates (repair first);
+  1. read with a snapshot (once: the caller's read); refuse damaged files and lone surrogates (repair first);
   2. AgentScope's decision and split (compaction2.native), the summary fields (LLM or offline extractive) rendered
      with AgentScope's summary_template, plus QwenPaw's offload reminder naming the dialog file;
   3. the compressed messages appended to dialog/<date>.jsonl in the 2.0 Msg shape (de-duplicated);
@@ -10,180 +10,200 @@ duplicates nothing:
 Tier 1 (tool-result pruning, compaction2.prune) runs first for both strategies; its artifacts are written before
 the session names them. Scroll sessions: missing history.db rows are written first (compaction2.history_write), then
 compaction2.evict; only messages whose rows are in history.db leave the file, re-checked with SQL just before the
-session is written.
+session is written. Steps 1-2 of a native session write nothing (the LLM is awaited there); a scroll session needs
+no LLM and does all its work in the commit step, since writing history.db rows is a write.
 """
 
 from __future__ import annotations
 
 import copy
 import sqlite3
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
-from qwenmem.core.compaction.check import CompactOptions, CompactReport, TierReport, settings_dir
+from qwenmem.core.compaction.check import CompactReport
+from qwenmem.core.compaction.context import CompactRun
+from qwenmem.core.compaction.tiers import (Gen2Decision, LongtermDetail, NativeDetail, PruneDetail, ScrollDetail,
+                                           TierReport)
 from qwenmem.core.compaction2 import native
-from qwenmem.core.compaction2.check import NATIVE, Check2Options, check_gen2, file_strategy
-from qwenmem.core.compaction2.dialog import missing_from_dialog, plan_dialog, write_dialog
-from qwenmem.core.compaction2.prompt import system_prompt_estimate, tools_estimate
-from qwenmem.core.compaction2.prune import PruneOutcome, prune, prune_limits_2x
-from qwenmem.core.compaction2.summary import extractive_fields, llm_fields
-from qwenmem.core.compaction2.tokens import count_tokens
-from qwenmem.core.errors import ChangedUnderneathError, UsageError
+from qwenmem.core.compaction2.check import NATIVE, Check2Report, check_gen2, file_strategy, reply_id_of, state_of
+from qwenmem.core.compaction2.dialog import DialogPlan, missing_from_dialog, plan_dialog, write_dialog
+from qwenmem.core.compaction2.evict import HistoryIndex
+from qwenmem.core.compaction2.prune import PruneOutcome, prune
+from qwenmem.core.compaction2.summary import Fields, extractive_fields, llm_fields
+from qwenmem.core.compaction2.tokens import Size, count_tokens
+from qwenmem.core.errors import ChangedUnderneathError
 from qwenmem.core.fsio import atomic_write_bytes, ensure_unchanged
 from qwenmem.core.safety import preserve_original
 from qwenmem.core.session_model import encode_document, gen2
-from qwenmem.core.sessions import CORRUPT, load_session
-from qwenmem.core.settings import user_tz
-from qwenmem.core.workspace import Workspace
+from qwenmem.core.sessions import CORRUPT, LoadedSession, SessionRef, parse_any_session
 
 SESSION_MODE = 0o600
 
+Commit = Callable[[], CompactReport]
 
-def unusable_2x(loaded: Any) -> str:
-    if loaded.gen2_doc is None or loaded.health == CORRUPT:
-        return "damaged (" + "; ".join(loaded.problems[:2]) + "); run `qwenmem sessions repair` first"
-    if any("lone surrogate" in p for p in loaded.problems):
+
+def unusable_parts(doc: dict[str, Any] | None, corrupt: bool, problems: list[str]) -> str:
+    if doc is None or corrupt:
+        return "damaged (" + "; ".join(problems[:2]) + "); run `qwenmem sessions repair` first"
+    if any("lone surrogate" in p for p in problems):
         return "holds lone surrogate characters; run `qwenmem sessions repair` first"
-    agent = gen2.agent_of(loaded.gen2_doc)
-    state = agent["state"] if agent else None
-    if not isinstance(state, dict) or not isinstance(state.get("context", []), list):
+    if state_of(doc) is None:
         return "agent.state.context is not a list; run `qwenmem sessions repair` first"
     return ""
 
 
-def _llm_client(opts: CompactOptions):
-    if opts.summarizer not in ("auto", "llm", "extractive"):
-        raise UsageError(f"unknown summarizer {opts.summarizer!r}; choose auto, llm or extractive")
-    if opts.summarizer == "extractive" or opts.llm is None:
-        if opts.summarizer == "llm":
-            raise UsageError("--summarizer llm needs an LLM: pass --llm-base-url/--llm-model or set "
-                             "QWENMEM_LLM_BASE_URL and QWENMEM_LLM_MODEL")
-        return None
-    from qwenmem.core.llm import ChatClient
-
-    return ChatClient(opts.llm)
+def unusable_2x(loaded: LoadedSession) -> str:
+    return unusable_parts(loaded.gen2_doc, loaded.health == CORRUPT, loaded.problems)
 
 
-async def compact_gen2_async(ws: Workspace, ref: Any, settings: Any, gen2_settings: Any, opts: CompactOptions,
-                             stamp: str) -> CompactReport:
-    opts2: Check2Options = getattr(opts, "gen2_check", None) or Check2Options(
-        opts.max_input_length, opts.threshold_ratio, opts.reserve_ratio, force=opts.force)
+def _written_loads(data: bytes) -> str:
+    """Why the bytes just written would not load ("" when they do): the exact bytes, not a second read."""
+    again = parse_any_session(data)
+    return unusable_parts(again.gen2_doc, again.corrupt, again.problems)
+
+
+@dataclass
+class _Session2:
+    """One 2.x session being compacted: the file as read, a working copy of its document, and the tiers' results."""
+
+    ref: SessionRef
+    loaded: LoadedSession
+    report: CompactReport
+    check: Check2Report
+    doc: dict[str, Any]
+    state: dict[str, Any]
+    context: list[Any]  # a copy of state.context (tier 1 cuts it in place)
+    summary: Any
+    strategy: str
+    fixed: Size
+    pruned: PruneOutcome = field(default_factory=PruneOutcome)
+
+
+def _start(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> _Session2 | CompactReport:
     report = CompactReport(ref.key, ref.rel, "unchanged")
-    loaded = load_session(ref)
     problem = unusable_2x(loaded)
     if problem:
         report.status, report.error, report.error_kind = "skipped", problem, "damaged"
         return report
-    check = check_gen2(ws, ref, loaded, settings, gen2_settings, opts2)
-    report.check = check  # type: ignore[assignment]
-    doc: dict = copy.deepcopy(loaded.gen2_doc or {})
-    state = gen2.agent_of(doc)["state"]  # type: ignore[index]  # unusable_2x checked it
+    check = check_gen2(run, ref, loaded)
+    report.check = check
+    doc: dict[str, Any] = copy.deepcopy(loaded.gen2_doc or {})
+    state = state_of(doc)
+    assert state is not None  # unusable_2x checked it
     context = list(state.get("context") or [])
-    summary = state.get("summary") or ""
     report.context_tokens_before = report.context_tokens_after = check.terms.total
     report.kept_ids = list(check.kept_ids) if check.would_compact else [str(m.get("id")) for m in context]
-    strategy, _ = file_strategy(doc, gen2_settings.strategy)
-    from qwenmem.core.settings2 import read_agent_json
+    strategy, _ = file_strategy(doc, run.gen2_settings.strategy)
+    return _Session2(ref, loaded, report, check, doc, state, context, state.get("summary") or "", strategy,
+                     run.gen2_fixed)
 
-    fixed = (system_prompt_estimate(ws, read_agent_json(ws), opts2.system_tokens).size
-             + tools_estimate(opts2.tools_tokens).size)
-    pruned = _tier1(ws, settings, opts, context, strategy != NATIVE, fixed, summary, report)
-    if strategy != NATIVE:
-        return _compact_scroll(ws, ref, loaded, doc, check, fixed, gen2_settings, settings, opts, stamp, report,
-                               pruned)
-    reply = state.get("reply_context") if isinstance(state.get("reply_context"), dict) else {}
-    d = native.decide(context, fixed, summary, check.context_size, check.trigger_ratio, check.reserve_ratio,
-                      reply.get("reply_id"), opts.force)
-    report.tier2 = TierReport(False, d.tokens, d.tokens, {"reason": d.reason, "summarizer": None, "chunks": 0,
-                                                          "removed_messages": 0, "kept_messages": len(context),
-                                                          "dialog_files": [], "strategy": NATIVE})
-    if not opts.summarize:
-        report.tier2.detail["reason"] = "tier 2 disabled (--prune-only)"
-    if not opts.summarize or not d.would_compact or d.split is None:
-        return _write_pruned_only(ws, ref, loaded, doc, stamp, pruned, report, opts.dry_run)
+
+def tier1_prune(run: CompactRun, s: _Session2) -> None:
+    """Cut large tool outputs in place in the context copy, as QwenPaw's pruning middleware does."""
+    opts = run.opts
+    if not (opts.prune and (run.settings.pruning_enabled or opts.recent_max_bytes or opts.old_max_bytes)):
+        return
+    before = count_tokens(s.context, s.fixed, s.summary)
+    s.pruned = pruned = prune(s.context, run.gen2_prune_limits(s.strategy != NATIVE))
+    after = count_tokens(s.context, s.fixed, s.summary)
+    s.report.tier1 = TierReport(True, before, after, PruneDetail(
+        outputs_cut=pruned.cut, outputs_recut=pruned.recut, bytes_removed=pruned.bytes_removed,
+        offload_files=[run.ws.relative(a.path) for a in pruned.artifacts], skipped=pruned.skipped))
+    s.report.context_tokens_after = after
+
+
+def _not_compacted(run: CompactRun, s: _Session2, tokens: int, reason: str) -> None:
+    # scroll reports its own reason under --prune-only too (its eviction is not a summary)
+    why = reason if run.opts.summarize or s.strategy != NATIVE else "tier 2 disabled (--prune-only)"
+    s.report.tier2 = TierReport(False, tokens, tokens, Gen2Decision(why, s.strategy, kept_messages=len(s.context)))
+
+
+async def tier2_native(run: CompactRun, s: _Session2) -> Commit:
+    """AgentScope's decision and split, and the summary fields (the LLM is awaited here; nothing is written)."""
+    d = native.decide(s.context, s.fixed, s.summary, s.check.context_size, s.check.trigger_ratio,
+                      s.check.reserve_ratio, reply_id_of(s.state), run.opts.force)
+    _not_compacted(run, s, d.tokens, d.reason)
+    if not run.opts.summarize or not d.would_compact or d.split is None:
+        return lambda: write_pruned_only(run, s)
     split = d.split
-    client = _llm_client(opts)
-    now = (opts.now or datetime.now(tz=user_tz(settings))).astimezone(user_tz(settings))
-    if client is not None and opts.dry_run:
+    client = run.chat_client
+    now = run.now()
+    fields: Fields | None
+    if client is not None and run.opts.dry_run:
         fields = None  # an LLM call costs money and time; a dry run shows the split only
     elif client is not None:
-        fields = await llm_fields(client, split.compress, summary, now, opts.extra_instruction)
+        fields = await llm_fields(client, split.compress, s.summary, now, run.opts.extra_instruction)
     else:
-        fields = extractive_fields(split.compress, summary)
-    dialog_dir = settings_dir(ws, settings.dialog_path)
-    dplan = plan_dialog(dialog_dir, split.compress, now.date())
-    new_summary = native.render_summary(fields.values) if fields else summary
+        fields = extractive_fields(split.compress, s.summary)
+
+    def commit() -> CompactReport:
+        dplan = plan_dialog(run.dialog_dir, split.compress, now.date())
+        _apply_native(run, s, d, split, fields, dplan)
+        if run.opts.dry_run:
+            s.report.status = "dry-run"
+            return s.report
+        return write_native(run, s, dplan, split, now)
+
+    return commit
+
+
+def _apply_native(run: CompactRun, s: _Session2, d: native.NativeDecision, split: native.Split,
+                  fields: Fields | None, dplan: DialogPlan) -> None:
+    """The new summary (with QwenPaw's reminder naming the dialog file) and the reserved messages, in the copy."""
+    new_summary = native.render_summary(fields.values) if fields else s.summary
     if dplan.last_path is not None and fields is not None:
         reminder = native.offload_reminder(str(dplan.last_path))
         if reminder not in new_summary:
             new_summary += "\n" + reminder
-    state["summary"] = new_summary
-    state["context"] = split.reserve
-    after = count_tokens(split.reserve, fixed, new_summary)
+    s.state["summary"] = new_summary
+    s.state["context"] = split.reserve
+    after = count_tokens(split.reserve, s.fixed, new_summary)
+    report = s.report
     report.kept_ids = [str(m.get("id")) for m in split.reserve]
     report.removed_ids = [str(m.get("id")) for m in split.compress]
     report.context_tokens_after = after
-    report.tier2 = TierReport(True, d.tokens, after, {
-        "reason": d.reason, "strategy": NATIVE,
-        "summarizer": fields.summarizer if fields else "llm (not called in a dry run)", "chunks": 0,
-        "llm_calls": fields.calls if fields else 0, "removed_messages": len(split.compress),
-        "kept_messages": len(split.reserve), "boundary_blocks": list(split.boundary_blocks),
-        "reserve_fallback": split.fallback, "dialog_files": [ws.relative(p) for p in dplan.files],
-        "dialog_lines": dplan.count, "dialog_already_present": dplan.already_present})
-    report.tier3 = TierReport(False, 0, 0, {"path": None, "duplicate": False, "written": False, "chars": 0})
-    if opts.dry_run:
-        report.status = "dry-run"
-        return report
-    data = encode_document(doc)  # before any write: an unencodable document stops us while nothing changed
-    assert loaded.snapshot is not None  # a loaded, usable file always has one
-    ensure_unchanged(loaded.snapshot)
-    _write_artifacts(pruned)
+    report.tier2 = TierReport(True, d.tokens, after, NativeDetail(
+        reason=d.reason, strategy=NATIVE, summarizer=fields.summarizer if fields else "llm (not called in a dry run)",
+        llm_calls=fields.calls if fields else 0, removed_messages=len(split.compress),
+        kept_messages=len(split.reserve), boundary_blocks=list(split.boundary_blocks),
+        reserve_fallback=split.fallback, dialog_files=[run.ws.relative(p) for p in dplan.files],
+        dialog_lines=dplan.count, dialog_already_present=dplan.already_present))
+    report.tier3 = TierReport(False, 0, 0, LongtermDetail())
+
+
+def write_native(run: CompactRun, s: _Session2, dplan: DialogPlan, split: native.Split, now: datetime
+                 ) -> CompactReport:
+    report = s.report
+    data = encode_document(s.doc)  # before any write: an unencodable document stops us while nothing changed
+    assert s.loaded.snapshot is not None  # a loaded, usable file always has one
+    ensure_unchanged(s.loaded.snapshot)
+    _write_artifacts(s.pruned)
     write_dialog(dplan)
-    try:
-        ensure_unchanged(loaded.snapshot)
-        kept_at = preserve_original(ws, ref.path, "backups", stamp)
-        atomic_write_bytes(ref.path, data, loaded.snapshot, mode=SESSION_MODE)
-    except ChangedUnderneathError:
-        raise ChangedUnderneathError(
-            f"{ref.rel}: changed on disk while compacting (is QwenPaw running?); the session was not written. "
-            "The compressed messages had already been appended to dialog/; a rerun will not duplicate them") from None
-    report.backup = ws.relative(kept_at)
+    report.backup = _write_session(run, s, data, "The compressed messages had already been appended to dialog/; "
+                                                 "a rerun will not duplicate them")
     report.status = "compacted"
-    again = load_session(ref)
-    if unusable_2x(again):
-        report.warnings.append(f"verification: the written session does not load ({unusable_2x(again)})")
-    missing = missing_from_dialog(dialog_dir, split.compress, now.date())
+    problem = _written_loads(data)
+    if problem:
+        report.warnings.append(f"verification: the written session does not load ({problem})")
+    missing = missing_from_dialog(run.dialog_dir, split.compress, now.date())
     if missing:
         report.warnings.append(f"verification: {len(missing)} compressed message(s) not found in dialog/")
     return report
 
 
-def _write_session(ws: Workspace, ref: Any, loaded: Any, doc: dict, stamp: str, what: str) -> str:
-    data = encode_document(doc)  # before any write: an unencodable document stops us while nothing changed
-    assert loaded.snapshot is not None  # a loaded, usable file always has one
+def _write_session(run: CompactRun, s: _Session2, data: bytes, what: str) -> str:
+    assert s.loaded.snapshot is not None  # a loaded, usable file always has one
     try:
-        ensure_unchanged(loaded.snapshot)
-        kept_at = preserve_original(ws, ref.path, "backups", stamp)
-        atomic_write_bytes(ref.path, data, loaded.snapshot, mode=SESSION_MODE)
+        ensure_unchanged(s.loaded.snapshot)
+        kept_at = preserve_original(run.ws, s.ref.path, "backups", run.stamp)
+        atomic_write_bytes(s.ref.path, data, s.loaded.snapshot, mode=SESSION_MODE)
     except ChangedUnderneathError:
-        raise ChangedUnderneathError(f"{ref.rel}: changed on disk while compacting (is QwenPaw running?); the "
+        raise ChangedUnderneathError(f"{s.ref.rel}: changed on disk while compacting (is QwenPaw running?); the "
                                      f"session was not written. {what}") from None
-    return ws.relative(kept_at)
-
-
-def _tier1(ws: Workspace, settings: Any, opts: CompactOptions, context: list, scroll_strategy: bool, fixed: Any,
-           summary: Any, report: CompactReport) -> PruneOutcome:
-    """Cut large tool outputs in place in `context` (a copy of the file's), as QwenPaw's pruning middleware does."""
-    before = count_tokens(context, fixed, summary)
-    if not (opts.prune and (settings.pruning_enabled or opts.recent_max_bytes or opts.old_max_bytes)):
-        return PruneOutcome()
-    pruned = prune(context, prune_limits_2x(ws, settings, opts, scroll_strategy))
-    after = count_tokens(context, fixed, summary)
-    report.tier1 = TierReport(True, before, after, {
-        "outputs_cut": pruned.cut, "outputs_recut": pruned.recut, "bytes_removed": pruned.bytes_removed,
-        "offload_files": [ws.relative(a.path) for a in pruned.artifacts], "skipped": pruned.skipped})
-    report.context_tokens_after = after
-    return pruned
+    return run.ws.relative(kept_at)
 
 
 def _write_artifacts(pruned: PruneOutcome) -> None:
@@ -191,70 +211,52 @@ def _write_artifacts(pruned: PruneOutcome) -> None:
         atomic_write_bytes(artifact.path, artifact.text.encode("utf-8"))
 
 
-def _write_pruned_only(ws: Workspace, ref: Any, loaded: Any, doc: dict, stamp: str, pruned: PruneOutcome,
-                       report: CompactReport, dry_run: bool) -> CompactReport:
-    if not (pruned.cut or pruned.recut):
+def write_pruned_only(run: CompactRun, s: _Session2) -> CompactReport:
+    report = s.report
+    if not (s.pruned.cut or s.pruned.recut):
         return report
-    if dry_run:
+    if run.opts.dry_run:
         report.status = "dry-run"
         return report
-    _write_artifacts(pruned)
-    report.backup = _write_session(ws, ref, loaded, doc, stamp, "The tool-result artifacts were written; a rerun "
-                                   "makes new ones")
+    data = encode_document(s.doc)  # before any write: an unencodable document stops us while nothing changed
+    _write_artifacts(s.pruned)
+    report.backup = _write_session(run, s, data, "The tool-result artifacts were written; a rerun makes new ones")
     report.status = "pruned"
     return report
 
 
-def _compact_scroll(ws: Workspace, ref: Any, loaded: Any, doc: dict, check: Any, fixed: Any, gen2_settings: Any,
-                    settings: Any, opts: CompactOptions, stamp: str, report: CompactReport,
-                    pruned: PruneOutcome) -> CompactReport:
+def tier2_scroll(run: CompactRun, s: _Session2) -> CompactReport:
+    """Scroll: persist the live messages QwenPaw never persisted, then evict the middle into a Tier-0 block."""
     from qwenmem.core.compaction2 import scroll
     from qwenmem.core.compaction2.evict import evict, read_history_index
 
-    state = gen2.agent_of(doc)["state"]  # type: ignore[index]
-    context = list(state.get("context") or [])
-    sid = state.get("session_id")
-    db = gen2_settings.history_db
+    report, opts = s.report, run.opts
+    sid = s.state.get("session_id")
+    db = run.gen2_settings.history_db
     if sid is None or db is None or not db.is_file():
         report.status, report.error_kind = "skipped", "unsupported"
         report.error = "no history.db rows to evict against (nothing may leave the file that is not in history.db)"
         return report
-    hist = read_history_index(db, str(sid))
-    synthetic = [m.synthetic for m in loaded.as_model().messages]
-    unpersisted = [m for m, syn in zip(context, synthetic) if not syn and not hist.has_rows(m)]
-    rows_written = 0
-    if unpersisted and not opts.dry_run:  # QwenPaw's step 1: persist every live message before evicting
-        from qwenmem.core.compaction2.history_write import rows_for_message, write_rows
-
-        agent_id = hist.agent_id or ws.path.name
-        rows = [row for m in unpersisted for row in rows_for_message(m, str(sid), agent_id)]
-        try:
-            rows_written = write_rows(db, rows)
-        except sqlite3.Error as exc:
-            report.warnings.append(f"history.db rows could not be written ({exc}); those messages stay in the file")
-        hist = read_history_index(db, str(sid))  # what is really there now decides
-        _note_persisted(doc, context, synthetic, hist)
-    elif unpersisted:
-        hist = _as_if_persisted(hist, unpersisted)  # a dry run shows the eviction the rows would allow
-    d = scroll.decide(context, synthetic, [hist.has_rows(m) for m in context], fixed, check.context_size,
-                      check.trigger_ratio, check.reserve_ratio, opts.force)
-    report.tier2 = TierReport(False, d.tokens, d.tokens, {"reason": d.reason, "strategy": "scroll", "summarizer": None,
-                                                          "chunks": 0, "removed_messages": 0,
-                                                          "kept_messages": len(context), "dialog_files": []})
+    context = list(s.state.get("context") or [])
+    model = s.loaded.as_model()
+    synthetic = [m.synthetic for m in model.messages] if model else [False] * len(context)
+    hist, unpersisted, rows_written = _persist_live(run, s, db, str(sid), context, synthetic)
+    d = scroll.decide(context, synthetic, [hist.has_rows(m) for m in context], s.fixed, s.check.context_size,
+                      s.check.trigger_ratio, s.check.reserve_ratio, opts.force)
+    _not_compacted(run, s, d.tokens, d.reason)
     if not opts.summarize or not d.would_compact:
-        return _write_pruned_only(ws, ref, loaded, doc, stamp, pruned, report, opts.dry_run)
-    now = (opts.now or datetime.now(tz=user_tz(settings))).astimezone(user_tz(settings))
-    block, evicted = evict(doc, d.evict, hist, str(sid), now.replace(tzinfo=None))
-    live = state["context"]
-    after = count_tokens(live, fixed)
+        return write_pruned_only(run, s)
+    block, evicted = evict(s.doc, d.evict, hist, str(sid), run.now().replace(tzinfo=None))
+    live = s.state["context"]
+    after = count_tokens(live, s.fixed)
     report.removed_ids = [str(m.get("id")) for m in evicted]
     report.kept_ids = [str(m.get("id")) for m in live]
     report.context_tokens_after = after
-    report.tier2 = TierReport(True, d.tokens, after, {
-        "reason": d.reason, "strategy": "scroll", "summarizer": "none (continuation summary kept, marked stale)",
-        "chunks": 0, "removed_messages": len(evicted), "kept_messages": len(live) - 1, "dialog_files": [],
-        "evicted_seq": [block["seq_lo"], block["seq_hi"]], "placeholder_id": live[0]["id"],
-        "history_rows_written": rows_written, "history_rows_missing_before": len(unpersisted)})
+    report.tier2 = TierReport(True, d.tokens, after, ScrollDetail(
+        reason=d.reason, strategy="scroll", summarizer="none (continuation summary kept, marked stale)",
+        removed_messages=len(evicted), kept_messages=len(live) - 1, evicted_seq=[block["seq_lo"], block["seq_hi"]],
+        placeholder_id=live[0]["id"], history_rows_written=rows_written,
+        history_rows_missing_before=len(unpersisted)))
     if opts.dry_run:
         report.status = "dry-run"
         return report
@@ -264,20 +266,60 @@ def _compact_scroll(ws: Workspace, ref: Any, loaded: Any, doc: dict, check: Any,
         report.status, report.error_kind = "failed", "changed"
         report.error = f"{len(missing)} message(s) to evict lost their history.db rows; nothing written"
         return report
-    _write_artifacts(pruned)
-    report.backup = _write_session(ws, ref, loaded, doc, stamp, "Rows written to history.db stay there (they are "
-                                   "what QwenPaw would have written; a rerun does not duplicate them)")
+    data = encode_document(s.doc)  # before any write: an unencodable document stops us while nothing changed
+    _write_artifacts(s.pruned)
+    report.backup = _write_session(run, s, data, "Rows written to history.db stay there (they are what QwenPaw "
+                                                 "would have written; a rerun does not duplicate them)")
     report.status = "compacted"
-    if unusable_2x(load_session(ref)):
+    if _written_loads(data):
         report.warnings.append("verification: the written session does not load")
     return report
 
 
-def _as_if_persisted(hist: Any, messages: list) -> Any:
-    """A copy of the history index with placeholder seqs for messages whose rows a real run would write."""
-    import copy as _copy
+def _persist_live(run: CompactRun, s: _Session2, db: Path, sid: str, context: list[Any], synthetic: list[bool]
+                  ) -> tuple[HistoryIndex, list[Any], int]:
+    """QwenPaw's step 1: every live message has its history.db rows before anything is evicted. Returns (the rows
+    now there, the messages that had none, rows written). A dry run writes nothing and shows the eviction the rows
+    would allow."""
+    from qwenmem.core.compaction2.evict import read_history_index
 
-    out = _copy.deepcopy(hist)
+    hist = read_history_index(db, sid)
+    unpersisted = [m for m, syn in zip(context, synthetic) if not syn and not hist.has_rows(m)]
+    if not unpersisted:
+        return hist, unpersisted, 0
+    if run.opts.dry_run:
+        return _as_if_persisted(hist, unpersisted), unpersisted, 0
+    from qwenmem.core.compaction2.history_write import rows_for_message, write_rows
+
+    agent_id = hist.agent_id or run.ws.path.name
+    rows = [row for m in unpersisted for row in rows_for_message(m, sid, agent_id)]
+    rows_written = 0
+    try:
+        rows_written = write_rows(db, rows)
+    except sqlite3.Error as exc:
+        s.report.warnings.append(f"history.db rows could not be written ({exc}); those messages stay in the file")
+    hist = read_history_index(db, sid)  # what is really there now decides
+    _note_persisted(s.doc, context, synthetic, hist)
+    return hist, unpersisted, rows_written
+
+
+async def prepare_gen2(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Commit:
+    """Tier 1 and the native tier 2 of a 2.x session in memory; returns the step that writes them (a scroll
+    session does its whole work there)."""
+    s = _start(run, ref, loaded)
+    if isinstance(s, CompactReport):
+        skipped = s
+        return lambda: skipped
+    tier1_prune(run, s)
+    if s.strategy != NATIVE:
+        session = s
+        return lambda: tier2_scroll(run, session)
+    return await tier2_native(run, s)
+
+
+def _as_if_persisted(hist: HistoryIndex, messages: list[Any]) -> HistoryIndex:
+    """A copy of the history index with placeholder seqs for messages whose rows a real run would write."""
+    out = copy.deepcopy(hist)
     nxt = max([0, *out.msg_seq.values(), *out.result_seq.values()]) + 1
     for m in messages:
         out.msg_seq.setdefault(str(m.get("id")), nxt)
@@ -289,10 +331,11 @@ def _as_if_persisted(hist: Any, messages: list) -> Any:
     return out
 
 
-def _note_persisted(doc: dict, context: list, synthetic: list, hist: Any) -> None:
+def _note_persisted(doc: dict[str, Any], context: list[Any], synthetic: list[bool], hist: HistoryIndex) -> None:
     """Record the rows just written in the scroll bookkeeping (persisted_ids, persisted_tcids, seq_by_id,
     seq_by_tcid), as QwenPaw's _persist_new does, for messages that stay live."""
-    scroll_state = gen2.agent_of(doc).get("scroll")  # type: ignore[union-attr]
+    agent = gen2.agent_of(doc)
+    scroll_state = agent.get("scroll") if isinstance(agent, dict) else None
     if not isinstance(scroll_state, dict):
         return
     for msg, syn in zip(context, synthetic):

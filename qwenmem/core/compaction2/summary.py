@@ -42,12 +42,12 @@ _HEADINGS = {"Task Overview": "task_overview", "Current State": "current_state",
 
 @dataclass
 class Fields:
-    values: dict
+    values: dict[str, str]
     summarizer: str
     calls: int = 0
 
 
-def previous_fields(summary: Any) -> dict:
+def previous_fields(summary: Any) -> dict[str, str]:
     """The fields of an earlier rendered summary (so the offline summary keeps what it said)."""
     text = summary if isinstance(summary, str) else ""
     text = re.sub(r"<system-reminder>.*?</system-reminder>", "", text, flags=re.S)
@@ -74,7 +74,7 @@ def _texts(msg: Any, kind: str = "text") -> list[str]:
             and b.get(kind)]
 
 
-def _output_text(block: dict) -> str:
+def _output_text(block: dict[str, Any]) -> str:
     out = block.get("output")
     if isinstance(out, str):
         return out
@@ -137,7 +137,7 @@ def transcript(messages: Sequence[Any]) -> str:
     return "\n".join(lines)
 
 
-def parse_fields(reply: str) -> dict:
+def parse_fields(reply: str) -> dict[str, str]:
     text = reply.strip()
     fence = re.match(r"^```(?:json)?\s*(.*?)\s*```$", text, re.S)
     if fence:

@@ -76,7 +76,7 @@ def block_size(block: Any) -> Size:
     return ZERO
 
 
-def blocks_of(msg: Any) -> list:
+def blocks_of(msg: Any) -> list[Any]:
     content = msg.get("content") if isinstance(msg, dict) else None
     if isinstance(content, str):
         return [{"type": "text", "text": content}]

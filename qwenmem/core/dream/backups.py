@@ -31,7 +31,7 @@ class BackupInfo:
     mtime_ns: int
 
     @property
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[int, str, int]:
         # Modification time first: name stamps are in whatever zone the writer used (QwenPaw: server local time,
         # qwenmem: the user's zone), so after a zone change the names alone would misorder old and new.
         return (self.mtime_ns, self.stamp, self.sequence)

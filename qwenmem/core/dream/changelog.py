@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from qwenmem.core import confine, redact
 from qwenmem.core.fsio import append_durably
@@ -59,15 +60,18 @@ def append_entry(backup_dir: Path, entry: ChangelogEntry) -> Path:
     return path
 
 
-def read_entries(backup_dir: Path) -> list[dict]:
-    """Entries in order; a torn last line (a crash mid-append) is skipped, not fatal."""
+def read_entries(backup_dir: Path) -> list[dict[str, Any]]:
+    """Entries in order, as the JSON objects they are (the log may be older or newer than this code, or edited);
+    a torn last line (a crash mid-append) or a line that is not a JSON object is skipped, not fatal."""
     path = Path(backup_dir) / CHANGELOG_NAME
     if not path.is_file():
         return []
-    entries = []
+    entries: list[dict[str, Any]] = []
     for raw in confine.read_bytes(path).decode("utf-8", errors="replace").splitlines():
         try:
-            entries.append(json.loads(raw))
+            entry = json.loads(raw)
         except json.JSONDecodeError:
             continue
+        if isinstance(entry, dict):  # a readers' .get() on a bare number or list was a traceback
+            entries.append(entry)
     return entries

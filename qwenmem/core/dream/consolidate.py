@@ -9,7 +9,8 @@ from qwenmem.core.dream.changelog import Change
 from qwenmem.core.dream.dedupe import find_duplicates
 from qwenmem.core.dream.edits import Splice, apply_splices
 from qwenmem.core.dream.markdown import MemoryDoc, _HR, parse, reindent_item
-from qwenmem.core.dream.promote import log_candidates, plan_promotions, source_of
+from qwenmem.core.dream.embedder import TextEmbedder
+from qwenmem.core.dream.promote import Candidate, log_candidates, plan_promotions, source_of
 
 
 @dataclass
@@ -21,7 +22,8 @@ class Consolidation:
     notes: list[str] = field(default_factory=list)
 
 
-def consolidate(memory_text: str, log_text: str | None, date: str, embedder=None, threshold: float = 0.9,
+def consolidate(memory_text: str, log_text: str | None, date: str, embedder: TextEmbedder | None = None,
+                threshold: float = 0.9,
                 promote: str = "facts") -> Consolidation:
     doc = parse(memory_text)
     dedupe = find_duplicates(doc, embedder, threshold)
@@ -65,7 +67,7 @@ def _list_marker(doc: MemoryDoc) -> str:
     return markers.most_common(1)[0][0] if markers else "-"
 
 
-def _grouped_items(candidates, marker: str, nl: str, with_subheadings: bool) -> list[str]:
+def _grouped_items(candidates: list[Candidate], marker: str, nl: str, with_subheadings: bool) -> list[str]:
     """Promoted items grouped under their source heading, so that "状态: ✅" keeps saying what it is the state of."""
     out: list[str] = []
     current = object()
@@ -80,7 +82,7 @@ def _grouped_items(candidates, marker: str, nl: str, with_subheadings: bool) -> 
     return out
 
 
-def _dated_insertion(doc: MemoryDoc, date: str, candidates, gone: set[int]) -> Splice:
+def _dated_insertion(doc: MemoryDoc, date: str, candidates: list[Candidate], gone: set[int]) -> Splice:
     nl = doc.newline
     marker = _list_marker(doc)
     items = _grouped_items(candidates, marker, nl, with_subheadings=any(c.heading for c in candidates))

@@ -13,9 +13,10 @@ Scope rules (so that nothing meaningful is lost):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from qwenmem.core.dream.changelog import FLAGGED, MERGED, REMOVED, Change
+from qwenmem.core.dream.embedder import TextEmbedder
 from qwenmem.core.dream.evidence import keys_agree, negations, restates, same_subject, values_differ
 from qwenmem.core.dream.markdown import _ITEM, MemoryDoc
 from qwenmem.core.dream.normalize import is_cjk_heavy, normalize, numbers
@@ -58,63 +59,88 @@ def _depth(doc: MemoryDoc, group: tuple[str, Any]) -> int:
     return depth
 
 
-def find_duplicates(doc: MemoryDoc, embedder=None, threshold: float = 0.9) -> DedupePlan:
-    removed: dict[int, Change] = {}
-    removed_lines: set[int] = set()
-    flagged: list[Change] = []
+def find_duplicates(doc: MemoryDoc, embedder: TextEmbedder | None = None, threshold: float = 0.9) -> DedupePlan:
+    run = _Run(doc)
     skipped_groups: list[int] = []
-
-    line_texts: dict[int, str] = {}  # an item's text spans its descendants: parse each line once, not per ancestor
-
-    def line_text(n: int) -> str:
-        text = line_texts.get(n)
-        if text is None:
-            m = _ITEM.match(doc.lines[n].rstrip("\r\n"))
-            text = line_texts[n] = m.group(4) if m else doc.lines[n].strip()
-        return text
-
-    def live_text(i: int) -> str:
-        """The item's text without descendants already found to be duplicates (they are processed first)."""
-        item = doc.items[i]
-        parts = [line_text(n) for n in range(item.start, item.end) if n not in removed_lines]
-        return "\n".join(p for p in parts if p)
-
-    def drop(i: int, keeper: int, action: str, reason: str, similarity: float | None = None) -> None:
-        removed[i] = Change(action, reason, old=_describe(doc, i), new=None, line=doc.items[i].start + 1,
-                            section=_section_title(doc, i), similarity=similarity)
-        removed_lines.update(range(doc.items[i].start, doc.items[i].end))
-
     # Deepest lists first, so that a parent is compared by what is left of it once its own duplicates are gone.
     groups = sorted(_scope_groups(doc).items(), key=lambda kv: -_depth(doc, kv[0]))
-    seen_anywhere: dict[str, int] = {}
-    keys: dict[int, str] = {}
-    raw: dict[int, str] = {}
-    for group, members in groups:
+    for _, members in groups:
+        run.read(members)
+        run.exact_duplicates(members)
+        alive = [i for i in members if run.keys[i] and i not in run.removed and not doc.items[i].children]
+        if len(alive) > MAX_PAIRWISE:
+            skipped_groups.append(len(alive))
+            continue
+        run.contained_entries(alive)
+
+    # 3. near-duplicates by meaning, when an embedding model is available
+    flagged: list[Change] = []
+    if embedder is not None:
+        _near_duplicates(doc, embedder, threshold, run.keys, run.raw, run.removed, flagged, run.drop)
+    notes = [f"a list of {n} entries is too long to compare pairwise (limit {MAX_PAIRWISE}); only exact and "
+             "normalized duplicates were removed there" for n in skipped_groups]
+    return DedupePlan(run.removed, flagged, notes)
+
+
+class _Run:
+    """What one find_duplicates shares between its steps: the entries gone so far and each entry's text."""
+
+    def __init__(self, doc: MemoryDoc) -> None:
+        self.doc = doc
+        self.removed: dict[int, Change] = {}
+        self.removed_lines: set[int] = set()
+        self.line_texts: dict[int, str] = {}  # an item's text spans its descendants: parse each line once, not per ancestor
+        self.seen_anywhere: dict[str, int] = {}  # top-level entries' keys, across sections
+        self.keys: dict[int, str] = {}  # normalized text
+        self.raw: dict[int, str] = {}  # text with runs of blanks as one space
+
+    def line_text(self, n: int) -> str:
+        text = self.line_texts.get(n)
+        if text is None:
+            m = _ITEM.match(self.doc.lines[n].rstrip("\r\n"))
+            text = self.line_texts[n] = m.group(4) if m else self.doc.lines[n].strip()
+        return text
+
+    def live_text(self, i: int) -> str:
+        """The item's text without descendants already found to be duplicates (they are processed first)."""
+        item = self.doc.items[i]
+        parts = [self.line_text(n) for n in range(item.start, item.end) if n not in self.removed_lines]
+        return "\n".join(p for p in parts if p)
+
+    def drop(self, i: int, keeper: int, action: str, reason: str, similarity: float | None = None) -> None:
+        doc = self.doc
+        self.removed[i] = Change(action, reason, old=_describe(doc, i), new=None, line=doc.items[i].start + 1,
+                                 section=_section_title(doc, i), similarity=similarity)
+        self.removed_lines.update(range(doc.items[i].start, doc.items[i].end))
+
+    def read(self, members: list[int]) -> None:
         for i in members:
-            text = live_text(i)
-            keys[i], raw[i] = normalize(text), " ".join(text.split())
-        # 1. exact and normalized duplicates: the first occurrence stays
+            text = self.live_text(i)
+            self.keys[i], self.raw[i] = normalize(text), " ".join(text.split())
+
+    def exact_duplicates(self, members: list[int]) -> None:
+        """1. exact and normalized duplicates: the first occurrence stays."""
+        items, keys = self.doc.items, self.keys
         seen: dict[str, int] = {}
         for i in members:
             key = keys[i]
             if not key:
                 continue
             first = seen.get(key)
-            if first is None and doc.items[i].parent is None and _long_enough(key):
-                first = seen_anywhere.get(key)
+            if first is None and items[i].parent is None and _long_enough(key):
+                first = self.seen_anywhere.get(key)
             if first is not None:
-                same = live_text(i) == live_text(first)
+                same = self.live_text(i) == self.live_text(first)
                 kind = "exact duplicate" if same else "normalized duplicate (differs only in spacing, case or punctuation)"
-                drop(i, first, REMOVED, f"{kind} of line {doc.items[first].start + 1}")
+                self.drop(i, first, REMOVED, f"{kind} of line {items[first].start + 1}")
                 continue
             seen[key] = i
-            if doc.items[i].parent is None:
-                seen_anywhere.setdefault(key, i)
-        # 2. an entry whose whole text is repeated inside a longer sibling entry adds nothing
-        alive = [i for i in members if keys[i] and i not in removed and not doc.items[i].children]
-        if len(alive) > MAX_PAIRWISE:
-            skipped_groups.append(len(alive))
-            continue
+            if items[i].parent is None:
+                self.seen_anywhere.setdefault(key, i)
+
+    def contained_entries(self, alive: list[int]) -> None:
+        """2. an entry whose whole text is repeated inside a longer sibling entry adds nothing."""
+        items, keys, raw, removed = self.doc.items, self.keys, self.raw, self.removed
         for i in alive:
             if i in removed or not _long_enough(keys[i], latin_min=12, cjk_min=6):
                 continue
@@ -122,15 +148,8 @@ def find_duplicates(doc: MemoryDoc, embedder=None, threshold: float = 0.9) -> De
                 if j == i or j in removed or len(keys[j]) <= len(keys[i]):
                     continue
                 if keys[i] in keys[j] and numbers(raw[i]) <= numbers(raw[j]) and _may_contain(raw[i], raw[j]):
-                    drop(i, j, MERGED, f"its whole text is contained in the longer entry at line {doc.items[j].start + 1}")
+                    self.drop(i, j, MERGED, f"its whole text is contained in the longer entry at line {items[j].start + 1}")
                     break
-
-    # 3. near-duplicates by meaning, when an embedding model is available
-    if embedder is not None:
-        _near_duplicates(doc, embedder, threshold, keys, raw, removed, flagged, drop)
-    notes = [f"a list of {n} entries is too long to compare pairwise (limit {MAX_PAIRWISE}); only exact and "
-             "normalized duplicates were removed there" for n in skipped_groups]
-    return DedupePlan(removed, flagged, notes)
 
 
 def _may_contain(inner: str, outer: str) -> bool:
@@ -143,7 +162,9 @@ def _long_enough(key: str, latin_min: int = 16, cjk_min: int = 8) -> bool:
     return len(key) >= (cjk_min if is_cjk_heavy(key) else latin_min)
 
 
-def _near_duplicates(doc, embedder, threshold, keys, raw, removed, flagged, drop) -> None:
+def _near_duplicates(doc: MemoryDoc, embedder: TextEmbedder, threshold: float, keys: dict[int, str], raw: dict[int, str],
+                     removed: dict[int, Change], flagged: list[Change],
+                     drop: Callable[[int, int, str, str, float | None], None]) -> None:
     candidates = [i for i in range(len(doc.items)) if doc.items[i].parent is None and keys[i]
                   and not doc.items[i].children and i not in removed]
     if len(candidates) < 2 or len(candidates) > MAX_PAIRWISE:

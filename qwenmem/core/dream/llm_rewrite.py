@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 from qwenmem.core.dream.changelog import Change
 from qwenmem.core.dream.markdown import _front_matter_length, split_lines
 from qwenmem.core.errors import ValidationError
 from qwenmem.core.surrogates import without_surrogates
+
+if TYPE_CHECKING:
+    from qwenmem.core.llm import ChatClient
 
 ACTIONS = ("removed", "merged", "replaced", "added")
 
@@ -119,6 +122,6 @@ def reattach_front_matter(front_matter: str, old_body: str, proposed: str) -> st
     return front_matter + proposed
 
 
-def propose(client, body: str, log_text: str | None, date: str) -> tuple[str, list[Change]]:
+def propose(client: ChatClient, body: str, log_text: str | None, date: str) -> tuple[str, list[Change]]:
     system, user = build_prompt(body, log_text, date)
     return parse_reply(client.complete(system, user))

@@ -29,7 +29,7 @@ def bigrams(key: str) -> set[str]:
     return {key[i:i + 2] for i in range(len(key) - 1)}
 
 
-def dice(a: str | set, b: str | set) -> float:
+def dice(a: str | set[str], b: str | set[str]) -> float:
     ga = a if isinstance(a, set) else bigrams(a)
     gb = b if isinstance(b, set) else bigrams(b)
     if not ga or not gb:
@@ -37,7 +37,7 @@ def dice(a: str | set, b: str | set) -> float:
     return 2 * len(ga & gb) / (len(ga) + len(gb))
 
 
-def containment(inner: str | set, outer: str | set) -> float:
+def containment(inner: str | set[str], outer: str | set[str]) -> float:
     """How much of `inner`'s bigrams also occur in `outer` (1.0 = all of them)."""
     gi = inner if isinstance(inner, set) else bigrams(inner)
     go = outer if isinstance(outer, set) else bigrams(outer)

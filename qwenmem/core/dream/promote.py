@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from qwenmem.core.dream.changelog import ADDED, MERGED, REPLACED, Change
+from qwenmem.core.dream.embedder import TextEmbedder
 from qwenmem.core.dream.evidence import keys_agree, restates
 from qwenmem.core.dream.facts import not_a_fact, qwenmem_note_lines
 from qwenmem.core.dream.markdown import MemoryDoc, reindent_item
@@ -21,6 +23,10 @@ from qwenmem.core.dream.secrets import secrets_in
 from qwenmem.core.reme_notes import cited_source, without_citations
 from qwenmem.core.dream.normalize import (bigrams, containment, dice, is_cjk_heavy, normalize, numbers,
                                           same_subject)
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 FACT_HEADINGS = re.compile(
     r"fact|decision|decided|preference|prefer|lesson|learn|reflection|insight|takeaway|remember|rule|todo|"
@@ -80,75 +86,115 @@ def _min_len(key: str) -> int:
 
 
 def plan_promotions(memory: MemoryDoc, removed: set[int], candidates: list[Candidate], date: str,
-                    embedder=None, threshold: float = 0.9) -> PromotionPlan:
+                    embedder: TextEmbedder | None = None, threshold: float = 0.9) -> PromotionPlan:
     plan = PromotionPlan()
     body_key = normalize("".join(memory.lines[memory.front_matter:]))
-    targets = [i for i, item in enumerate(memory.items)
-               if item.parent is None and not item.children and i not in removed]
-    target_text = {i: " ".join(memory.item_text(i).split()) for i in targets}
-    target_key = {i: normalize(target_text[i]) for i in targets}
-    target_grams = {i: bigrams(target_key[i]) for i in targets}
-    sims = _similarities(embedder, candidates, [target_text[i] for i in targets])
+    targets = _Targets.of(memory, removed)
+    sims = _similarities(embedder, candidates, [targets.text[i] for i in targets.indexes])
     seen: set[str] = set()
     for c_pos, cand in enumerate(candidates):
-        if cand.rejected:
-            plan.skipped.append((cand, cand.rejected))
+        why_not = _skip_reason(cand, candidates, seen, body_key)
+        if why_not is not None:
+            plan.skipped.append((cand, why_not))
             continue
-        if cand.key in seen:
-            plan.skipped.append((cand, "repeated in the daily log"))
-            continue
-        longer = next((o for o in candidates if len(o.key) > len(cand.key) and cand.key in o.key
-                       and numbers(cand.text) <= numbers(o.text)), None)
-        if longer is not None:
-            plan.skipped.append((cand, f"contained in the longer log entry at line {longer.source_line}"))
-            continue
-        seen.add(cand.key)
-        if cand.key in body_key:
-            plan.skipped.append((cand, "already in MEMORY.md"))
-            continue
-        if secrets_in(cand.text):
-            plan.skipped.append((cand, "contains a secret-looking value; never promoted to long-term memory"))
-            continue
-        best, why, score = None, None, 0.0
-        cand_grams = bigrams(cand.key)
-        for t_pos, t in enumerate(targets):
-            if t in plan.replacements:
-                continue
-            old_key = target_key[t]
-            if not old_key:
-                continue
-            old_nums, new_nums = numbers(target_text[t]), numbers(cand.text)
-            if len(old_key) >= _min_len(old_key) and old_key in cand.key and old_nums <= new_nums:
-                best, why, score = t, MERGED, 1.0
-                break
-            lexical = dice(target_grams[t], cand_grams)
-            semantic = float(sims[c_pos][t_pos]) if sims is not None else 0.0
-            similar = (lexical >= 0.55 and containment(target_grams[t], cand_grams) >= 0.7) or semantic >= threshold
-            if similar and old_nums and old_nums != new_nums and max(lexical, semantic) > score \
-                    and same_subject(target_text[t], cand.text) and keys_agree(target_text[t], cand.text):
-                best, why, score = t, REPLACED, max(lexical, semantic)
-            elif semantic >= threshold and why is None and restates(cand.text, target_text[t]):
-                best, why, score = t, "present", semantic
-        log_ref = source_of(cand, date)
-        if why == "present":
-            plan.skipped.append((cand, f"near-duplicate of MEMORY.md line {memory.items[best].start + 1} "
-                                       f"(cosine {score:.2f})"))
-        elif why == MERGED:
-            change = Change(MERGED, f"the entry from {log_ref} repeats this one and adds to it; the longer one stays",
-                            old="".join(memory.item_lines(best)).rstrip("\r\n"), new="".join(cand.lines).rstrip("\n"),
-                            line=memory.items[best].start + 1, section=_section(memory, best))
-            plan.replacements[best] = (cand, change)
-        elif why == REPLACED:
-            change = Change(REPLACED, f"the newer fact from {log_ref} supersedes it (same subject, different values)",
-                            old="".join(memory.item_lines(best)).rstrip("\r\n"), new="".join(cand.lines).rstrip("\n"),
-                            line=memory.items[best].start + 1, section=_section(memory, best),
-                            similarity=round(score, 4))
-            plan.replacements[best] = (cand, change)
-        else:
-            plan.additions.append((cand, Change(ADDED, f"new fact from {log_ref}"
-                                                + (f" ({cand.heading})" if cand.heading else ""),
-                                                new="".join(cand.lines).rstrip("\n"), section=date)))
+        row = sims[c_pos] if sims is not None else None
+        match = _best_match(cand, targets, plan.replacements, row, threshold)
+        _record(plan, memory, cand, match, source_of(cand, date), date)
     return plan
+
+
+@dataclass
+class _Targets:
+    """The MEMORY.md entries a log entry may match or replace: top-level entries without sub-items that dedupe
+    keeps, with their text (blanks collapsed), normalized key and bigrams."""
+
+    indexes: list[int]
+    text: dict[int, str]
+    key: dict[int, str]
+    grams: dict[int, set[str]]
+
+    @classmethod
+    def of(cls, memory: MemoryDoc, removed: set[int]) -> _Targets:
+        indexes = [i for i, item in enumerate(memory.items)
+                   if item.parent is None and not item.children and i not in removed]
+        text = {i: " ".join(memory.item_text(i).split()) for i in indexes}
+        key = {i: normalize(text[i]) for i in indexes}
+        return cls(indexes, text, key, {i: bigrams(key[i]) for i in indexes})
+
+
+def _skip_reason(cand: Candidate, candidates: list[Candidate], seen: set[str], body_key: str) -> str | None:
+    """Why a log entry is not promoted at all, or None. Adds its key to `seen` once it is not a repeat."""
+    if cand.rejected:
+        return cand.rejected
+    if cand.key in seen:
+        return "repeated in the daily log"
+    longer = next((o for o in candidates if len(o.key) > len(cand.key) and cand.key in o.key
+                   and numbers(cand.text) <= numbers(o.text)), None)
+    if longer is not None:
+        return f"contained in the longer log entry at line {longer.source_line}"
+    seen.add(cand.key)
+    if cand.key in body_key:
+        return "already in MEMORY.md"
+    if secrets_in(cand.text):
+        return "contains a secret-looking value; never promoted to long-term memory"
+    return None
+
+
+PRESENT = "present"  # a match that MEMORY.md already states: the log entry is skipped
+# (target item index, MERGED | REPLACED | PRESENT, its score)
+Match = tuple[int, str, float]
+
+
+def _best_match(cand: Candidate, targets: _Targets, taken: dict[int, tuple[Candidate, Change]],
+                sims: NDArray[np.float32] | None, threshold: float) -> Match | None:
+    """The MEMORY.md entry the log entry extends (the first one it contains), else the most similar one it
+    replaces, else one it restates; `sims` is the candidate's cosine with each target, in target order."""
+    best: Match | None = None
+    cand_grams = bigrams(cand.key)
+    for t_pos, t in enumerate(targets.indexes):
+        if t in taken:
+            continue
+        old_key = targets.key[t]
+        if not old_key:
+            continue
+        old_text = targets.text[t]
+        old_nums, new_nums = numbers(old_text), numbers(cand.text)
+        if len(old_key) >= _min_len(old_key) and old_key in cand.key and old_nums <= new_nums:
+            return t, MERGED, 1.0
+        lexical = dice(targets.grams[t], cand_grams)
+        semantic = float(sims[t_pos]) if sims is not None else 0.0
+        similar = (lexical >= 0.55 and containment(targets.grams[t], cand_grams) >= 0.7) or semantic >= threshold
+        score = best[2] if best is not None else 0.0
+        if similar and old_nums and old_nums != new_nums and max(lexical, semantic) > score \
+                and same_subject(old_text, cand.text) and keys_agree(old_text, cand.text):
+            best = t, REPLACED, max(lexical, semantic)
+        elif semantic >= threshold and best is None and restates(cand.text, old_text):
+            best = t, PRESENT, semantic
+    return best
+
+
+def _record(plan: PromotionPlan, memory: MemoryDoc, cand: Candidate, match: Match | None, log_ref: str,
+            date: str) -> None:
+    if match is None:
+        plan.additions.append((cand, Change(ADDED, f"new fact from {log_ref}"
+                                            + (f" ({cand.heading})" if cand.heading else ""),
+                                            new="".join(cand.lines).rstrip("\n"), section=date)))
+        return
+    best, why, score = match
+    if why == PRESENT:
+        plan.skipped.append((cand, f"near-duplicate of MEMORY.md line {memory.items[best].start + 1} "
+                                   f"(cosine {score:.2f})"))
+    elif why == MERGED:
+        change = Change(MERGED, f"the entry from {log_ref} repeats this one and adds to it; the longer one stays",
+                        old="".join(memory.item_lines(best)).rstrip("\r\n"), new="".join(cand.lines).rstrip("\n"),
+                        line=memory.items[best].start + 1, section=_section(memory, best))
+        plan.replacements[best] = (cand, change)
+    else:  # REPLACED
+        change = Change(REPLACED, f"the newer fact from {log_ref} supersedes it (same subject, different values)",
+                        old="".join(memory.item_lines(best)).rstrip("\r\n"), new="".join(cand.lines).rstrip("\n"),
+                        line=memory.items[best].start + 1, section=_section(memory, best),
+                        similarity=round(score, 4))
+        plan.replacements[best] = (cand, change)
 
 
 def _section(doc: MemoryDoc, item_index: int) -> str | None:
@@ -156,7 +202,9 @@ def _section(doc: MemoryDoc, item_index: int) -> str | None:
     return doc.headings[s].title if s is not None else None
 
 
-def _similarities(embedder, candidates: list[Candidate], targets: list[str]):
+def _similarities(embedder: TextEmbedder | None, candidates: list[Candidate],
+                  targets: list[str]) -> NDArray[np.float32] | None:
+    """Cosines, candidates by targets (the embedder's rows are L2-normalised)."""
     if embedder is None or not candidates or not targets:
         return None
     vectors = embedder.embed([c.text for c in candidates] + targets)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable
 from qwenmem.core.dream import backups
 from qwenmem.core.dream.changelog import RESTORED, Change, ChangelogEntry, append_entry
 from qwenmem.core.dream.consolidate import consolidate
+from qwenmem.core.dream.embedder import TextEmbedder
 from qwenmem.core.dream.promote import PROMOTE_MODES
 from qwenmem.core.errors import UsageError, WorkspaceError
 from qwenmem.core import confine, interrupts
@@ -27,6 +28,7 @@ from qwenmem.core.workspace import Workspace
 
 if TYPE_CHECKING:
     from qwenmem.core.llm import LLMConfig
+    from qwenmem.core.memory_layout import MemoryLayout
 
 NEW_MEMORY_TEMPLATE = "# Long-Term Memory\n"
 STEPS = ("locked", "backed-up", "written", "logged")  # what `DreamOptions.checkpoint` is called with, in order
@@ -44,7 +46,7 @@ class DreamOptions:
     keep: int | None = None
     llm: LLMConfig | None = None  # None = deterministic mode
     refresh_index: bool = True
-    embedder: object | None = None  # an already loaded embedder (benchmarks, tests); skips index lookup
+    embedder: TextEmbedder | None = None  # an already loaded embedder (benchmarks, tests); skips index lookup
     # called with each name in STEPS as a writing dream passes it (the crash tests kill the process there)
     checkpoint: Callable[[str], None] | None = None
 
@@ -140,7 +142,7 @@ def _read_memory(ws: Workspace) -> tuple[bytes, Snapshot]:
     return read_with_snapshot(path, max_bytes=20 * 1024 * 1024)
 
 
-def _read_day(ws: Workspace, layout, date: str, warnings: list[str]) -> tuple[str | None, str | None]:
+def _read_day(ws: Workspace, layout: MemoryLayout, date: str, warnings: list[str]) -> tuple[str | None, str | None]:
     """(the day's log text, what it was read from). 1.x: memory/<date>.md. 2.x: the day's ReMe notes, its day page
     and the digest pages citing them, each entry citing its file (core/reme_promote.py); read, never written."""
     if not layout.is_gen2:
@@ -174,7 +176,7 @@ def unified_diff(old: str, new: str, name: str = "MEMORY.md") -> str:
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-def _load_embedder(ws: Workspace, settings: Settings, warnings: list[str]):
+def _load_embedder(ws: Workspace, settings: Settings, warnings: list[str]) -> TextEmbedder | None:
     """The search index's embedder, only when an index exists (the issue: near-duplicates 'when an index exists'):
     the model it was built with, none when it was built without vectors."""
     from qwenmem.core import index
@@ -294,7 +296,7 @@ def _finish_unchanged(result: DreamResult, old_bytes: bytes) -> DreamResult:
 
 
 def _llm_text(options: DreamOptions, llm: LLMConfig, old_text: str, log_text: str | None, date: str,
-              result: DreamResult):
+              result: DreamResult) -> tuple[str, list[Change], list[Change], list[str]]:
     from qwenmem.core.dream.llm_rewrite import propose, reattach_front_matter, split_front_matter
     from qwenmem.core.dream.validate import check_rewrite
     from qwenmem.core.llm import ChatClient

@@ -58,7 +58,8 @@ class LocalEngine:
         from pebble import ProcessExpired
 
         try:
-            return future.result()
+            outcome: dict[str, Any] = future.result()  # run_task's record (fleet/tasks.py)
+            return outcome
         except cf.TimeoutError:
             return failure(TIMEOUT, "timeout", f"stopped after {self.timeout:g} s", self.timeout or 0.0)
         except ProcessExpired as exc:
@@ -70,9 +71,9 @@ class LocalEngine:
 
     def close(self, cancel: bool = False) -> None:
         if cancel:
-            self._pool.stop()
+            self._pool.stop()  # type: ignore[no-untyped-call]  # pebble's pool methods are not annotated
         else:
-            self._pool.close()
+            self._pool.close()  # type: ignore[no-untyped-call]  # (as above)
         self._pool.join()
 
 
@@ -88,7 +89,7 @@ class DaskEngine:
         except ImportError:
             raise UsageError("--engine dask needs the fleet extra: pip install 'qwenmem[fleet]'") from None
         try:
-            self._client = Client(scheduler, timeout="10s", set_as_default=False)
+            self._client = Client(scheduler, timeout="10s", set_as_default=False)  # type: ignore[no-untyped-call]  # distributed is not annotated
         except (OSError, TimeoutError) as exc:
             raise UsageError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
         self.timeout = timeout
@@ -102,7 +103,7 @@ class DaskEngine:
 
         try:
             with self._client.as_current():
-                done, _ = wait(futures, timeout=timeout, return_when="FIRST_COMPLETED")
+                done, _ = wait(futures, timeout=timeout, return_when="FIRST_COMPLETED")  # type: ignore[no-untyped-call]  # (as above)
         except TimeoutError:
             return []
         return list(done)
@@ -111,11 +112,12 @@ class DaskEngine:
         from distributed import KilledWorker
 
         try:
-            return future.result()
+            outcome: dict[str, Any] = future.result()  # run_task_within's record (fleet/tasks.py)
+            return outcome
         except KilledWorker as exc:
             return failure(CRASHED, "worker_died", f"workers died running it: {exc}")
         except Exception as exc:  # noqa: BLE001
             return failure(ERROR, "internal", f"{type(exc).__name__}: {exc}")
 
     def close(self, cancel: bool = False) -> None:
-        self._client.close()
+        self._client.close()  # type: ignore[no-untyped-call]  # distributed is not annotated

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from qwenmem.core.errors import UsageError
 from qwenmem.core.fleet.plain import to_plain
@@ -36,7 +36,7 @@ class Operation:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse would print usage and sys.exit(2) inside a worker
+    def error(self, message: str) -> NoReturn:  # argparse would print usage and sys.exit(2) inside a worker
         raise UsageError(f"{self.prog}: {message}")
 
 

@@ -29,7 +29,7 @@ class RetryPolicy:
     max_backoff: float = 60.0
 
     def delay(self, attempt: int) -> float:
-        return min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+        return min(self.max_backoff, self.backoff * 2.0 ** (attempt - 1))
 
 
 @dataclass

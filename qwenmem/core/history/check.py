@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from qwenmem.core.history.state import HistoryState, history_state
 from qwenmem.core.history.store import TABLE, HistoryError, HistoryReader, open_history
@@ -102,7 +103,7 @@ def _integrity(reader: HistoryReader, result: HistoryCheck) -> None:
                                        "aside and start an empty one at its next start", len(lines), lines[:EXAMPLES]))
 
 
-def _ids(reader: HistoryReader, sql: str, args: tuple = ()) -> Iterator[int]:
+def _ids(reader: HistoryReader, sql: str, args: tuple[Any, ...] = ()) -> Iterator[int]:
     for (value,) in reader._query(sql, args):
         yield int(value)
 
@@ -207,7 +208,7 @@ def _retention(reader: HistoryReader, result: HistoryCheck, days: int, now: date
                                        int(n)))
 
 
-def _session_docs(sessions_dir: Path) -> Iterator[tuple[str, dict]]:
+def _session_docs(sessions_dir: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     from qwenmem.core.confine import read_bytes
     from qwenmem.core.errors import UnsafeLinkError
     from qwenmem.core.session_model.codec import loads_document

@@ -43,6 +43,9 @@ class SourceReport:
     rows_read: int
     from_lost_and_found: int
     notices: list[str] = field(default_factory=list)
+    tool: str | None = None  # the sqlite3 shell of a page-level recovery: "<path> (SQLite <version>)"
+    partial_rows: int = 0  # rows read only in part (cut by the damage): not written, kept in the quarantine
+    scan_only: int = 0  # rows the b-tree scan added to the page-level tool's
 
 
 @dataclass
@@ -80,11 +83,11 @@ def salvage(ws: Workspace, from_file: Path | None = None, dry_run: bool = False)
         result.notices.append("the live store is healthy and no .corrupt-<ts> copy sits beside it; name one with "
                               "--from to salvage it")
         return result
-    rows: dict[int, tuple] = {}
+    rows: dict[int, sv.Row] = {}
     for source in sources:
         got = sv.recover_rows(source)
         result.sources.append(SourceReport(str(source), got.method, len(got.rows), got.from_lost_and_found,
-                                           got.notices))
+                                           got.notices, got.tool, len(got.partial), got.scan_only))
         for row in got.rows:
             rows.setdefault(row[0], row)  # the same seq in two copies: the first source (the live one) wins
     ordered = list(rows.values())
@@ -142,7 +145,7 @@ def _quarantine(ws: Workspace, sources: list[Path], live: Path) -> Path:
     return run
 
 
-def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[tuple], live_corrupt: bool) -> str:
+def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[sv.Row], live_corrupt: bool) -> str:
     from qwenmem.core.repair.busy import writers_of
 
     if live_corrupt:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, Iterable
 
 from qwenmem.core.history.rows import parse_timestamp
@@ -24,7 +25,7 @@ class HistoryOnly:
     session_id: str
     rows: int
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "rows": self.rows}
 
 
@@ -36,12 +37,12 @@ class ListingHistory:
     history_only: list[HistoryOnly] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"generation": self.generation.to_json(), "strategy": self.strategy, "history": self.history.to_json(),
                 "history_only": [h.to_json() for h in self.history_only]}
 
 
-def history_counts(path) -> tuple[dict[str, int] | None, HistoryState]:
+def history_counts(path: Path) -> tuple[dict[str, int] | None, HistoryState]:
     """Rows per session and the store's state, without quick_check (list must stay fast on a big store)."""
     state = HistoryState(str(path), path.exists(), quarantined=[str(p) for p in quarantined_siblings(path)])
     if not state.exists:
@@ -96,8 +97,9 @@ def annotate(ws: Workspace, rows: Iterable[Any], all_session_ids: set[str] | Non
     except Exception:  # a damaged agent.json must not hide the listing; `info` reports it
         agent_doc = {}
     settings = load_gen2_settings(ws, agent_doc)
-    counts, state = history_counts(settings.history_db) if generation.generation in ("2.x", "mixed") else (
-        None, HistoryState(str(settings.history_db), settings.history_db.exists()))
+    db = settings.history_db if settings.history_db is not None else ws.path / "history.db"
+    counts, state = history_counts(db) if generation.generation in ("2.x", "mixed") else (
+        None, HistoryState(str(db), db.exists()))
     out = ListingHistory(generation, settings.strategy, state)
     if state.exists and state.status != "ok":
         out.notes.append(f"history.db cannot be read ({state.status}): {state.detail}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from qwenmem.core.history.rows import rows_to_messages
 from qwenmem.core.history.store import open_history
@@ -29,7 +30,7 @@ class HistoryRecord:
     def evicted_count(self) -> int:
         return sum(1 for m in self.messages if not m.live and not m.synthetic)
 
-    def to_json(self, messages: bool = True) -> dict:
+    def to_json(self, messages: bool = True) -> dict[str, Any]:
         return {"session_id": self.session_id, "db": self.db_path, "rows": self.rows,
                 "live_messages": self.live_count, "evicted_messages": self.evicted_count,
                 "evictions": [{"seq_lo": lo, "seq_hi": hi} for lo, hi in self.evictions],

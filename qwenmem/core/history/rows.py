@@ -55,7 +55,7 @@ class HistoryRow:
     dedup_key: str | None
 
     @classmethod
-    def from_tuple(cls, t: tuple) -> "HistoryRow":
+    def from_tuple(cls, t: tuple[Any, ...]) -> "HistoryRow":
         row = cls(*t)
         # tool_input stays the JSON text it is (a normalised tool_call carries its input as text, like 2.x Msgs)
         row.blocks = decode_json_column(row.blocks)

@@ -19,19 +19,24 @@ itself corrupt) and writes them into the live store:
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from qwenmem.core.errors import BusyError, WorkspaceError
+from qwenmem.core.errors import BusyError
 from qwenmem.core.history.rows import COLUMNS
 from qwenmem.core.history.store import TABLE
 
+Row = tuple[Any, ...]  # one conversation_history row, COLUMNS order
 FTS = f"{TABLE}_fts"
 RECALL_TOOLS = ("recall_history_python", "recall_history")
 BUSY_TIMEOUT_MS = 5000  # QwenPaw retries its own writes for up to 5 s (spec §3.4)
@@ -57,17 +62,34 @@ CREATE VIRTUAL TABLE {FTS} USING fts5(content, content='{TABLE}', content_rowid=
 class Recovered:
     source: str
     method: str  # "sqlite3 .recover" | "table scan"
-    rows: list[tuple] = field(default_factory=list)  # COLUMNS order
+    rows: list[Row] = field(default_factory=list)  # COLUMNS order
     from_lost_and_found: int = 0
     notices: list[str] = field(default_factory=list)
+    tool: str | None = None  # the sqlite3 shell that recovered them: "<path> (SQLite <version>)"
+    partial: list[int] = field(default_factory=list)  # seqs of rows read only in part: not written
+    scan_only: int = 0  # rows the b-tree scan read that the page-level tool did not
 
 
-_probed: dict[str, bool] = {}
+TOOL_NAME = "qwenmem-sqlite3"  # what scripts/build_sqlite3.sh installs beside the venv's python
+RECOVER, SCAN = "sqlite3 .recover", "table scan"
 
 
-def _recover_works(tool: str) -> bool:
-    """Does this sqlite3's `.recover` run? (It fails on a library without sqlite_dbpage.)"""
+@dataclass(frozen=True)
+class RecoverTool:
+    path: str
+    version: str
+
+    def describe(self) -> str:
+        return f"{self.path} (SQLite {self.version})"
+
+
+_probed: dict[str, RecoverTool | None] = {}
+
+
+def _probe(tool: str) -> RecoverTool | None:
+    """This sqlite3 shell, if its `.recover` runs (it fails on a library without sqlite_dbpage)."""
     if tool not in _probed:
+        _probed[tool] = None
         with tempfile.TemporaryDirectory(prefix="qwenmem-probe-") as tmp:
             db = Path(tmp) / "probe.db"
             conn = sqlite3.connect(str(db))
@@ -77,27 +99,79 @@ def _recover_works(tool: str) -> bool:
             conn.close()
             try:
                 out = subprocess.run([tool, str(db), ".recover"], capture_output=True, timeout=30, check=False)
-                _probed[tool] = out.returncode == 0 and b"'probe'" in out.stdout
+                if out.returncode == 0 and b"'probe'" in out.stdout:
+                    version = subprocess.run([tool, "-version"], capture_output=True, timeout=30, check=False)
+                    words = version.stdout.decode(errors="replace").split()
+                    _probed[tool] = RecoverTool(tool, words[0] if words else "unknown")
             except (OSError, subprocess.SubprocessError):
-                _probed[tool] = False
+                pass
     return _probed[tool]
 
 
-def sqlite3_tool() -> str | None:
-    """A sqlite3 command-line tool whose `.recover` works: $QWENMEM_SQLITE3, else the one on PATH."""
-    tool = os.environ.get("QWENMEM_SQLITE3") or shutil.which("sqlite3")
-    return tool if tool and _recover_works(tool) else None
+def tool_candidates() -> list[str]:
+    """Where to look for a sqlite3 shell, in order: $QWENMEM_SQLITE3 alone when set; else qwenmem-sqlite3 beside
+    this python (scripts/_setup.sh builds it there), qwenmem-sqlite3 on PATH, then sqlite3 on PATH (it works where
+    the system library has sqlite_dbpage, e.g. a SQLite built from source, but not Debian's)."""
+    override = os.environ.get("QWENMEM_SQLITE3")
+    if override:
+        return [override]
+    found = [str(Path(sys.executable).parent / TOOL_NAME)]
+    for name in (TOOL_NAME, "sqlite3"):
+        path = shutil.which(name)
+        if path:
+            found.append(path)
+    return [p for i, p in enumerate(found) if p not in found[:i] and os.access(p, os.X_OK)]
 
 
-def _valid(row: tuple) -> bool:
-    """A row QwenPaw could have written: an integer seq, a session id and a kind (NOT NULL columns)."""
-    seq, session_id, kind = row[0], row[1], row[3]
-    return type(seq) is int and isinstance(session_id, str) and bool(session_id) and isinstance(kind, str)
+def sqlite3_tool() -> RecoverTool | None:
+    """The first candidate sqlite3 shell whose `.recover` works, or None."""
+    for candidate in tool_candidates():
+        tool = _probe(candidate)
+        if tool is not None:
+            return tool
+    return None
 
 
-def _scan(conn: sqlite3.Connection, table: str) -> Iterator[tuple]:
+KINDS = frozenset({"context_msg", "model_turn", "tool_result"})  # spec §3.3
+JSON_COLUMNS = (8, 11, 12)  # tool_input, blocks, metadata: json.dumps or NULL (spec §3.2)
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}")
+
+
+def _whole(row: Row) -> bool:
+    """A row QwenPaw could have written, read whole: an integer seq, a session id, one of the three kinds, text
+    without NUL bytes, JSON columns that parse and a timestamp (or NULL). A row whose overflow chain the damage cut
+    reads with its tail missing, as empty strings (`.recover`) or as zeros (pages padded past a truncation); writing
+    it would hand QwenPaw a half row, so it is left out and reported (the original bytes are in the quarantine)."""
+    seq, session_id, kind, created_at = row[0], row[1], row[3], row[13]
+    if type(seq) is not int or not isinstance(session_id, str) or not session_id or kind not in KINDS:
+        return False
+    if any(isinstance(v, bytes) or (isinstance(v, str) and "\x00" in v) for v in row):
+        return False
+    if created_at is not None and not (isinstance(created_at, str) and _TIMESTAMP.match(created_at)):
+        return False
+    for i in JSON_COLUMNS:
+        if row[i] is not None:
+            try:
+                json.loads(row[i])
+            except (TypeError, ValueError):
+                return False
+    return True
+
+
+def _keep(out: Recovered, row: Row) -> bool:
+    """Add a whole row to `out` (False if it was not whole and only counted)."""
+    if _whole(row):
+        out.rows.append(row)
+        return True
+    if type(row[0]) is int:
+        out.partial.append(row[0])
+    return False
+
+
+def _scan(conn: sqlite3.Connection, table: str, unreadable: list[int] | None = None) -> Iterator[Row]:
     """Every readable row in seq order: in batches while pages read, row by row around a damaged page, and
-    jumping past rows (or whole subtrees) that cannot be read, so a damaged page costs its own rows only."""
+    jumping past rows (or whole subtrees) that cannot be read, so a damaged page costs its own rows only. The seqs
+    of rows whose key reads but whose content does not go to `unreadable`."""
     cols = ", ".join(COLUMNS)
     last, limit = -(1 << 63), 500
     while True:
@@ -111,12 +185,15 @@ def _scan(conn: sqlite3.Connection, table: str) -> Iterator[tuple]:
             nxt = _next_readable(conn, table, last)
             if nxt is None:
                 return
+            yield from _back_fill(conn, cols, table, last, nxt)
             try:
                 row = conn.execute(f"SELECT {cols} FROM {table} WHERE seq = ?", (nxt,)).fetchone()
             except sqlite3.DatabaseError:
                 row = None  # its key reads but its content does not (e.g. a lost overflow page)
             if row is not None:
                 yield row
+            elif unreadable is not None:
+                unreadable.append(nxt)
             last = nxt
             continue
         if not batch:
@@ -125,8 +202,28 @@ def _scan(conn: sqlite3.Connection, table: str) -> Iterator[tuple]:
         last, limit = batch[-1][0], 500
 
 
+def _back_fill(conn: sqlite3.Connection, cols: str, table: str, after: int, before: int) -> list[Row]:
+    """The readable rows between `after` and `before`, read downwards from `before` until the damage: the probe
+    that found `before` may have jumped past the first rows of the next intact subtree."""
+    got: list[Row] = []
+    upper = before
+    while True:
+        try:
+            row = conn.execute(f"SELECT {cols} FROM {table} WHERE seq > ? AND seq < ? ORDER BY seq DESC LIMIT 1",
+                               (after, upper)).fetchone()
+        except sqlite3.DatabaseError:
+            break
+        if row is None:
+            break
+        got.append(row)
+        upper = row[0]
+    return got[::-1]
+
+
 def _next_readable(conn: sqlite3.Connection, table: str, after: int) -> int | None:
-    probe = after + 1
+    """The first seq after `after` whose b-tree path reads, probing forward in growing steps. QwenPaw's seqs start
+    at 1 (AUTOINCREMENT), so from the start of the table the probe starts at 0, not at the smallest integer."""
+    probe = after + 1 if after >= 0 else 0
     for step in (1, 16, 256, 4096, 65536, 1 << 20):
         for candidate in range(probe, probe + 64 * step, step):
             try:
@@ -139,15 +236,30 @@ def _next_readable(conn: sqlite3.Connection, table: str, after: int) -> int | No
     return None
 
 
-def _recover_with_tool(source: Path, tool: str, workdir: Path) -> Recovered:
-    out = Recovered(str(source), "sqlite3 .recover")
-    recovered_db = workdir / "recovered.db"
+def _private_copy(source: Path, workdir: Path) -> Path:
+    """The file and its -wal (QwenPaw renames the two together, spec §3.6) in our own directory: SQLite may write a
+    -shm or checkpoint beside what it opens, never beside the original. A -wal that does not belong (other salt)
+    is ignored by SQLite itself."""
+    workdir.mkdir(parents=True, exist_ok=True)
     copy = workdir / "source.db"
-    shutil.copyfile(source, copy)  # the tool may want a -shm beside the file; never beside the original
-    dump = subprocess.run([tool, str(copy), ".recover"], capture_output=True, timeout=RECOVER_TIMEOUT_S, check=False)
+    shutil.copyfile(source, copy)
+    wal = Path(f"{source}-wal")
+    if wal.is_file():
+        shutil.copyfile(wal, Path(f"{copy}-wal"))
+    return copy
+
+
+def _recover_with_tool(source: Path, tool: RecoverTool, workdir: Path) -> Recovered:
+    out = Recovered(str(source), RECOVER, tool=tool.describe())
+    recovered_db = workdir / "recovered.db"
+    copy = _private_copy(source, workdir)
+    dump = subprocess.run([tool.path, str(copy), ".recover"], capture_output=True, timeout=RECOVER_TIMEOUT_S,
+                          check=False)
     if dump.returncode != 0 and not dump.stdout:
-        raise WorkspaceError(f"{source}: sqlite3 .recover failed: {dump.stderr.decode(errors='replace').strip()}")
-    load = subprocess.run([tool, str(recovered_db)], input=dump.stdout, capture_output=True,
+        out.notices.append(f"sqlite3 .recover failed ({dump.stderr.decode(errors='replace').strip()[:300]}); "
+                           "only the b-tree scan's rows were read")
+        return out
+    load = subprocess.run([tool.path, str(recovered_db)], input=dump.stdout, capture_output=True,
                           timeout=RECOVER_TIMEOUT_S, check=False)
     if load.returncode != 0:
         out.notices.append("sqlite3 reported while loading the recovered SQL: "
@@ -156,12 +268,12 @@ def _recover_with_tool(source: Path, tool: str, workdir: Path) -> Recovered:
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if TABLE in tables:
-            out.rows.extend(r for r in _scan(conn, TABLE) if _valid(r))
+            for row in _scan(conn, TABLE):
+                _keep(out, row)
         if "lost_and_found" in tables:
             known = {r[0] for r in out.rows}
             for row in _lost_and_found(conn):
-                if row[0] not in known and _valid(row):
-                    out.rows.append(row)
+                if row[0] not in known and _keep(out, row):
                     known.add(row[0])
                     out.from_lost_and_found += 1
     finally:
@@ -169,7 +281,7 @@ def _recover_with_tool(source: Path, tool: str, workdir: Path) -> Recovered:
     return out
 
 
-def _lost_and_found(conn: sqlite3.Connection) -> Iterator[tuple]:
+def _lost_and_found(conn: sqlite3.Connection) -> Iterator[Row]:
     """Rows of unlinked pages: `.recover` cannot tell their table, so take those with our 15 columns; the rowid
     (`id`) is the seq, which SQLite stores as NULL in the seq column of a rowid alias."""
     cols = [r[1] for r in conn.execute("PRAGMA table_info(lost_and_found)")]
@@ -197,32 +309,57 @@ def _pad_truncated(copy: Path) -> None:
 
 
 def _recover_by_scan(source: Path, workdir: Path) -> Recovered:
-    out = Recovered(str(source), "table scan")
-    copy = workdir / "source.db"
-    shutil.copyfile(source, copy)  # sqlite may want to write a -shm beside it; never beside the original
+    out = Recovered(str(source), SCAN)
+    copy = _private_copy(source, workdir)
     _pad_truncated(copy)
     try:
-        conn = sqlite3.connect(f"file:{copy}?immutable=1", uri=True)
+        conn = sqlite3.connect(str(copy))  # our private copy: SQLite may apply its -wal
         try:
-            out.rows.extend(r for r in _scan(conn, TABLE) if _valid(r))
+            for row in _scan(conn, TABLE, out.partial):
+                _keep(out, row)
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
-        out.notices.append(f"the b-tree is unreadable ({exc}); install the sqlite3 tool for page-level recovery")
+        out.notices.append(f"the b-tree is unreadable ({exc}); page-level recovery needs a sqlite3 shell with a "
+                           "working .recover (scripts/build_sqlite3.sh builds one)")
     return out
 
 
 def recover_rows(source: Path) -> Recovered:
     """Every row that can be read from `source` (never written)."""
-    with tempfile.TemporaryDirectory(prefix="qwenmem-salvage-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="qwenmem-salvage-") as tmp_name:
+        tmp = Path(tmp_name)
         tool = sqlite3_tool()
         if tool:
-            return _recover_with_tool(Path(source), tool, Path(tmp))
-        result = _recover_by_scan(Path(source), Path(tmp))
-        result.notices.insert(0, "no sqlite3 tool with a working .recover (it needs the sqlite_dbpage virtual table;"
-                                 " set $QWENMEM_SQLITE3 to one): only rows the b-tree still reaches were read, not "
-                                 "those on unlinked pages")
+            return _with_scan(_recover_with_tool(Path(source), tool, Path(tmp / "tool")), Path(source), tmp / "scan")
+        result = _partial_notice(_recover_by_scan(Path(source), tmp))
+        looked = ", ".join(tool_candidates()) or "none found"
+        result.notices.insert(0, "no sqlite3 shell with a working .recover (it needs the sqlite_dbpage virtual "
+                                 f"table; tried: {looked}; scripts/build_sqlite3.sh builds one, $QWENMEM_SQLITE3 names "
+                                 "one): only rows the b-tree still reaches were read, not those on unlinked pages")
         return result
+
+
+def _with_scan(page_level: Recovered, source: Path, workdir: Path) -> Recovered:
+    """The page-level rows plus any whole row only the b-tree scan read (e.g. a cell on the page a truncation cut
+    through, which the scan reads from the zero-padded copy), so the page-level method never gets fewer rows."""
+    scan = _recover_by_scan(source, workdir)
+    known = {r[0] for r in page_level.rows}
+    for row in scan.rows:
+        if row[0] not in known:
+            page_level.rows.append(row)
+            page_level.scan_only += 1
+    page_level.partial = sorted((set(page_level.partial) | set(scan.partial)) - {r[0] for r in page_level.rows})
+    return _partial_notice(page_level)
+
+
+def _partial_notice(out: Recovered) -> Recovered:
+    if out.partial:
+        shown = ", ".join(map(str, out.partial[:10])) + (" …" if len(out.partial) > 10 else "")
+        out.notices.append(f"{len(out.partial)} row(s) were read only in part (the damage cut their tail: empty or "
+                           f"zeroed columns, JSON that does not parse) and were not written: seq {shown}; their "
+                           "bytes are in the quarantine copy")
+    return out
 
 
 @dataclass
@@ -239,7 +376,7 @@ def _connect_rw(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _present(conn: sqlite3.Connection, row: tuple) -> bool:
+def _present(conn: sqlite3.Connection, row: Row) -> bool:
     seq, session_id, dedup_key = row[0], row[1], row[14]
     if dedup_key is not None and conn.execute(f"SELECT 1 FROM {TABLE} WHERE session_id = ? AND dedup_key = ?",
                                               (session_id, dedup_key)).fetchone():
@@ -248,7 +385,7 @@ def _present(conn: sqlite3.Connection, row: tuple) -> bool:
     return same is not None and same == (row[1], row[3], row[6], row[13])
 
 
-def merge_rows(live: Path, rows: list[tuple], dry_run: bool = False) -> MergeCounts:
+def merge_rows(live: Path, rows: list[Row], dry_run: bool = False) -> MergeCounts:
     """Insert the rows missing from `live` in one IMMEDIATE transaction (rolled back for a dry run)."""
     counts = MergeCounts()
     conn = _connect_rw(live)
@@ -272,7 +409,7 @@ def merge_rows(live: Path, rows: list[tuple], dry_run: bool = False) -> MergeCou
     return counts
 
 
-def _insert_all(conn: sqlite3.Connection, rows: list[tuple], has_fts: bool, counts: MergeCounts) -> None:
+def _insert_all(conn: sqlite3.Connection, rows: list[Row], has_fts: bool, counts: MergeCounts) -> None:
     cols = ", ".join(COLUMNS)
     marks = ", ".join("?" for _ in COLUMNS)
     for row in sorted(rows, key=lambda r: r[0]):
@@ -292,7 +429,7 @@ def _insert_all(conn: sqlite3.Connection, rows: list[tuple], has_fts: bool, coun
             conn.execute(f"INSERT INTO {FTS} (rowid, content) VALUES (?, ?)", (seq, row[6]))
 
 
-def build_store(path: Path, rows: list[tuple]) -> None:
+def build_store(path: Path, rows: list[Row]) -> None:
     """A new store at `path` (which must not exist) with QwenPaw's schema and `rows`, durable before it returns."""
     conn = sqlite3.connect(str(path), isolation_level=None)
     try:

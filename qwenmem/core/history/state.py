@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from qwenmem.core.history.store import CORRUPT, LOCKED, MISSING, HistoryError, open_history
 
@@ -43,7 +44,7 @@ class HistoryState:
     via_copy: bool = False
     quarantined: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "exists": self.exists, "size": self.size, "wal_size": self.wal_size,
                 "rows": self.rows, "sessions": self.sessions, "user_version": self.user_version,
                 "status": self.status, "detail": self.detail, "quarantined": self.quarantined}

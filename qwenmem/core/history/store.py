@@ -18,6 +18,7 @@ import tempfile
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from qwenmem.core.history.rows import COLUMNS, HistoryRow
 
@@ -73,10 +74,10 @@ class HistoryReader:
     def __enter__(self) -> "HistoryReader":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _query(self, sql: str, args: tuple = ()) -> list:
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         try:
             return self.conn.execute(sql, args).fetchall()
         except sqlite3.Error as exc:

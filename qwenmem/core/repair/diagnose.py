@@ -39,6 +39,7 @@ class Diagnosis:
     messages_moved: int = 0  # 2.x: messages whose every block moved into the message it belongs to
     state_reset: bool = False
     removed_cut: Any = None
+    write_mode: int | None = None  # the mode the written file gets (None: it keeps its own)
 
     @property
     def needs_repair(self) -> bool:
@@ -63,6 +64,48 @@ def diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
 def _diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
     d = Diagnosis()
     decoded = decode_counting(data)
+    changed = _decoding_damage(d, decoded)
+    text = decoded.text
+    if not text.strip(WS_NUL):
+        d.add(EMPTY)
+        d.unrecoverable = True
+        kind = "0 bytes" if not data else ("NUL-filled" if "\x00" in text else "whitespace only")
+        d.notes.append(f"the file is empty ({kind}): nothing in it can be recovered")
+        return d
+    split = split_documents(text)
+    if any(gen2.is_gen2_candidate(s) for s in split.docs):
+        gen2_result: Diagnosis = gen2.diagnose_gen2(d, text, split, changed)
+        return gen2_result
+    candidates: list[Salvaged] = [salvage_document(span) for span in split.docs]
+    sessions = [c for c in candidates if c.doc is not None]
+    if not sessions:
+        _nothing_recoverable(d, split, candidates)
+        return d
+    best = pick_best(sessions)
+    changed = _document_damage(d, text, split, candidates, best) or changed
+    d.summary = best.summary
+    if best.summary in ("cut", "lost"):
+        d.notes.append("the compressed summary was " + ("cut off" if best.summary == "cut" else "after the damage")
+                       + " and is lost")
+    session = best.session
+    assert session is not None  # `sessions` holds the candidates with a document
+    doc, replaced = _without_surrogates(d, session, best.layout)
+    changed = replaced or changed
+    changed = _rebuilt_state(d, best) or changed
+    d.notes.extend(best.notes)
+    d.messages_found = len(doc.content)
+    changed = _message_fixes(d, doc, fix_tool_pairs) or changed
+    d.messages_removed = _count_removed_messages(d.removed)
+    d.session = doc
+    d.messages_intact = len(doc.content) - d.messages_added
+    if not d.classes:
+        d.classes.append(OK)
+    if changed:
+        _encode(d, doc)
+    return d
+
+
+def _decoding_damage(d: Diagnosis, decoded: Any) -> bool:
     changed = False
     if decoded.bom:
         d.add(BOM)
@@ -75,37 +118,30 @@ def _diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
         d.actions.append(f"replace {decoded.invalid_count} invalid UTF-8 sequence(s) with U+FFFD "
                          f"(first at byte {decoded.invalid_offsets[0]})")
         changed = True
-    text = decoded.text
-    if not text.strip(WS_NUL):
-        d.add(EMPTY)
-        d.unrecoverable = True
-        kind = "0 bytes" if not data else ("NUL-filled" if "\x00" in text else "whitespace only")
-        d.notes.append(f"the file is empty ({kind}): nothing in it can be recovered")
-        return d
-    split = split_documents(text)
-    if any(gen2.is_gen2_candidate(s) for s in split.docs):
-        return gen2.diagnose_gen2(d, text, split, changed)
-    candidates: list[Salvaged] = [salvage_document(span) for span in split.docs]
-    sessions = [c for c in candidates if c.doc is not None]
-    trailing = bool(split.garbage) or (bool(split.docs) and split.docs[-1].complete and split.nul_tail)
-    if not sessions:
-        d.unrecoverable = True
-        if len(split.docs) > 1:
-            d.add(CONCATENATED)
-        if any(not c.complete for c in candidates) or not candidates:
-            d.add(TRUNCATED if candidates else TRAILING_GARBAGE)
-        else:
-            d.add(NOT_A_SESSION)
-        reasons = "; ".join(dict.fromkeys(c.reason for c in candidates)) or "no JSON document found"
-        d.notes.append(f"nothing recoverable: {reasons}")
-        return d
-    best = pick_best(sessions)
+    return changed
+
+
+def _nothing_recoverable(d: Diagnosis, split: Any, candidates: list[Salvaged]) -> None:
+    d.unrecoverable = True
+    if len(split.docs) > 1:
+        d.add(CONCATENATED)
+    if any(not c.complete for c in candidates) or not candidates:
+        d.add(TRUNCATED if candidates else TRAILING_GARBAGE)
+    else:
+        d.add(NOT_A_SESSION)
+    reasons = "; ".join(dict.fromkeys(c.reason for c in candidates)) or "no JSON document found"
+    d.notes.append(f"nothing recoverable: {reasons}")
+
+
+def _document_damage(d: Diagnosis, text: str, split: Any, candidates: list[Salvaged], best: Salvaged) -> bool:
+    """Other documents, stray text, and damage inside the kept document; True if any."""
+    changed = False
     if len(split.docs) > 1:
         d.add(CONCATENATED)
         d.actions.append(f"keep document {candidates.index(best) + 1} of {len(split.docs)} (the most complete and "
                          f"newest conversation, {len(best.ids)} messages); the others go to quarantine")
         changed = True
-    if trailing:
+    if bool(split.garbage) or (bool(split.docs) and split.docs[-1].complete and split.nul_tail):
         d.add(TRAILING_GARBAGE)
         extra = sum(e - s for s, e in split.garbage) or len(text.rstrip(WS)) - split.docs[-1].end
         nul = " (NUL bytes)" if split.nul_tail else ""
@@ -125,23 +161,27 @@ def _diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
         if best.partial_items:
             d.notes.append("1 message was cut by the damage and cannot be recovered")
         changed = True
-    d.summary = best.summary
-    if best.summary in ("cut", "lost"):
-        d.notes.append("the compressed summary was " + ("cut off" if best.summary == "cut" else "after the damage")
-                       + " and is lost")
-    doc = best.session
+    return changed
+
+
+def _without_surrogates(d: Diagnosis, doc: S.SessionDoc, layout: str) -> tuple[S.SessionDoc, bool]:
     fixed = replace_surrogates(doc.doc)
-    if fixed.lone or fixed.joined:
-        doc = S.SessionDoc(fixed.value, best.layout)
-        if fixed.lone:
-            d.add(LONE_SURROGATES)
-            d.replacements["lone_surrogates"] = fixed.lone
-            d.actions.append(f"replace {fixed.lone} lone surrogate(s) with U+FFFD (QwenPaw's next save would "
-                             "truncate this file to 0 bytes)")
-        if fixed.joined:
-            d.replacements["surrogate_pairs_joined"] = fixed.joined
-            d.actions.append(f"join {fixed.joined} split surrogate pair(s) into the characters they encode")
-        changed = True
+    if not (fixed.lone or fixed.joined):
+        return doc, False
+    if fixed.lone:
+        d.add(LONE_SURROGATES)
+        d.replacements["lone_surrogates"] = fixed.lone
+        d.actions.append(f"replace {fixed.lone} lone surrogate(s) with U+FFFD (QwenPaw's next save would "
+                         "truncate this file to 0 bytes)")
+    if fixed.joined:
+        d.replacements["surrogate_pairs_joined"] = fixed.joined
+        d.actions.append(f"join {fixed.joined} split surrogate pair(s) into the characters they encode")
+    return S.SessionDoc(fixed.value, layout), True
+
+
+def _rebuilt_state(d: Diagnosis, best: Salvaged) -> bool:
+    """A session rebuilt around a bare value, or state keys supplied; True if either."""
+    changed = False
     if best.rewrapped:
         d.add(NOT_A_SESSION)
         d.actions.append(f"rebuild a session around the {len(best.ids)} message(s) of {best.rewrapped}, "
@@ -154,8 +194,12 @@ def _diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
         d.actions.append(f"supply missing state: {what}" if best.complete else
                          f"re-create the state that followed the damage with QwenPaw's defaults: {what}")
         changed = True
-    d.notes.extend(best.notes)
-    d.messages_found = len(doc.content)
+    return changed
+
+
+def _message_fixes(d: Diagnosis, doc: S.SessionDoc, fix_tool_pairs: bool) -> bool:
+    """Broken messages, repeated ids and tool pairs; True if anything changed."""
+    changed = False
     removed, marks_reset = fixes.remove_broken(doc)
     if removed or marks_reset:
         d.add(BROKEN_MESSAGES)
@@ -174,34 +218,35 @@ def _diagnose(data: bytes, fix_tool_pairs: bool = False) -> Diagnosis:
             changed = True
         if distinct:
             d.notes.append(f"{len(distinct)} message(s) reuse an earlier id with different content; left as they are")
+    return _tool_pair_fixes(d, doc, fix_tool_pairs) or changed
+
+
+def _tool_pair_fixes(d: Diagnosis, doc: S.SessionDoc, fix_tool_pairs: bool) -> bool:
     pairs = fixes.tool_pairs(doc)
-    if pairs.count:
-        d.add(ORPHAN_TOOL_PAIRS)
-        what = (f"{len(pairs.dangling_uses)} tool_use without a tool_result, "
-                f"{len(pairs.orphan_results)} tool_result without a tool_use")
-        if fix_tool_pairs:
-            removed_pairs, dropped_blocks, added = fixes.fix_tool_pairs(doc)
-            d.removed.extend(removed_pairs)
-            d.messages_added = added
-            d.actions.append(f"fix tool pairs ({what}): drop orphan results, close dangling calls with a "
-                             "\"result lost\" result")
-            changed = True
-        else:
-            d.pending.append(f"{what}: run with --fix-tool-pairs to close them")
-    d.messages_removed = _count_removed_messages(d.removed)
-    d.session = doc
-    d.messages_intact = len(doc.content) - d.messages_added
-    if not d.classes:
-        d.classes.append(OK)
-    if changed:
-        d.new_bytes = S.encode_session(doc.doc)
-        if doc.layout == "agent":
-            problems = strict_load_bytes_problems(d.new_bytes)
-            if problems:  # a bug of ours, never written
-                d.new_bytes = None
-                d.unrecoverable = True
-                d.notes.append("internal check failed, nothing will be written: " + "; ".join(problems[:3]))
-    return d
+    if not pairs.count:
+        return False
+    d.add(ORPHAN_TOOL_PAIRS)
+    what = (f"{len(pairs.dangling_uses)} tool_use without a tool_result, "
+            f"{len(pairs.orphan_results)} tool_result without a tool_use")
+    if not fix_tool_pairs:
+        d.pending.append(f"{what}: run with --fix-tool-pairs to close them")
+        return False
+    removed_pairs, _dropped_blocks, added = fixes.fix_tool_pairs(doc)
+    d.removed.extend(removed_pairs)
+    d.messages_added = added
+    d.actions.append(f"fix tool pairs ({what}): drop orphan results, close dangling calls with a "
+                     "\"result lost\" result")
+    return True
+
+
+def _encode(d: Diagnosis, doc: S.SessionDoc) -> None:
+    d.new_bytes = S.encode_session(doc.doc)
+    if doc.layout == "agent":
+        problems = strict_load_bytes_problems(d.new_bytes)
+        if problems:  # a bug of ours, never written
+            d.new_bytes = None
+            d.unrecoverable = True
+            d.notes.append("internal check failed, nothing will be written: " + "; ".join(problems[:3]))
 
 
 def _count_removed_messages(removed: list[fixes.Removal]) -> int:

@@ -20,7 +20,9 @@ _HANDLER = "qwenmem-counting"
 _state = threading.local()
 
 
-def _counting_handler(exc: UnicodeDecodeError):
+def _counting_handler(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeDecodeError):  # registered for decoding only
+        raise exc
     data, start = exc.object, exc.start
     if (data[start] == 0xED and start + 2 < len(data)
             and 0xA0 <= data[start + 1] <= 0xBF and 0x80 <= data[start + 2] <= 0xBF):

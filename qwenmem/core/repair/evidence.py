@@ -67,8 +67,9 @@ def find_evidence(ws: Workspace, path: Path) -> list[Evidence]:
             continue
         d = diagnose(data)
         usable = d.session is not None and not d.unrecoverable and (d.messages_intact > 0 or bool(d.session.summary))
-        newest = max((m.get("timestamp") for m in d.session.messages() if isinstance(m, dict)
-                      and isinstance(m.get("timestamp"), str)), default="") if d.session else ""
+        stamps: list[str] = [m["timestamp"] for m in (d.session.messages() if d.session else [])
+                             if isinstance(m, dict) and isinstance(m.get("timestamp"), str)]
+        newest = max(stamps, default="")
         found.append(Evidence(ws.relative(cand), kind, d.messages_intact, newest, usable, d.classes))
     found.extend(dialog_evidence(ws, path))
     return found

@@ -12,19 +12,20 @@ import copy
 import json
 import mimetypes
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
+from qwenmem.core.repair.convert1 import ensure_url_scheme, file_as_text
 from qwenmem.core.repair.fixes import Removal
 from qwenmem.core.repair.rules2 import (ALLOWED_BY_ROLE, BLOCK_TYPES, FINISHED_REASONS, ROLES, TOOL_CALL_STATES,
                                         TOOL_RESULT_STATES, _media_list_problems, _opt_str, _usage_ok, block_problems,
-                                        source_problems)
+                                        effective_type, source_problems)
 
 _ASSISTANT_ONLY = ("tool_call", "tool_result", "thinking", "hint")
 
 
 @dataclass
 class ContextFix:
-    context: list
+    context: list[Any]
     removed: list[Removal] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
     moved_blocks: int = 0
@@ -32,7 +33,7 @@ class ContextFix:
     emptied_messages: int = 0  # messages whose every block moved elsewhere
     fixed_fields: int = 0
     promoted: int = 0
-    removed_ids: set = field(default_factory=set)
+    removed_ids: set[Any] = field(default_factory=set)
 
     @property
     def changed(self) -> bool:
@@ -40,7 +41,7 @@ class ContextFix:
                     or self.promoted)
 
 
-def _guess_media_type(block: dict, source: dict) -> str | None:
+def _guess_media_type(block: dict[str, Any], source: dict[str, Any]) -> str | None:
     where = source.get("url") or block.get("name") or block.get("url") or block.get("path") or ""
     data = source.get("data")
     if isinstance(data, str) and data.startswith("data:") and ";" in data:
@@ -49,7 +50,7 @@ def _guess_media_type(block: dict, source: dict) -> str | None:
     return guess
 
 
-def _fix_source(block: dict, fix: ContextFix, where: str) -> bool:
+def _fix_source(block: dict[str, Any], fix: ContextFix, where: str) -> bool:
     """True when the data block's source is (now) valid."""
     source = block.get("source")
     if not isinstance(source, dict):
@@ -65,24 +66,30 @@ def _fix_source(block: dict, fix: ContextFix, where: str) -> bool:
     return not problems
 
 
-def _legacy_block(block: dict) -> dict | None:
-    """1.x blocks as QwenPaw's msg_from_dict converts them (spec §2.6), or None."""
+def _legacy_block(block: dict[str, Any]) -> dict[str, Any] | None:
+    """1.x blocks as QwenPaw's msg_from_dict converts them (spec §2.6; repair/convert1.py), or None when the result
+    would still not validate."""
     kind = block.get("type")
+    converted: dict[str, Any] | None = None
     if kind == "tool_use" and isinstance(block.get("id"), str) and isinstance(block.get("name"), str):
-        raw = block.get("raw_input")
-        text = raw if isinstance(raw, str) else json.dumps(block.get("input") or {}, ensure_ascii=False)
-        return {"type": "tool_call", "id": block["id"], "name": block["name"], "input": text}
-    if kind in ("image", "audio", "video"):
+        raw = block.get("input") or block.get("raw_input") or "{}"  # QwenPaw's order: input, then raw_input
+        text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+        converted = {"type": "tool_call", "id": block["id"], "name": block["name"], "input": text}
+    elif kind in ("image", "audio", "video"):
         src = block.get("source")
         if isinstance(src, dict) and (isinstance(src.get("url"), str) or isinstance(src.get("data"), str)):
             source: dict[str, Any] = dict(src)
             source.setdefault("type", "url" if "url" in src else "base64")
+            if source["type"] == "url" and isinstance(source.get("url"), str):
+                source["url"] = ensure_url_scheme(source["url"])  # a local path becomes a file:// URL
             source.setdefault("media_type", _guess_media_type(block, src) or f"{kind}/*")
-            return {"type": "data", "source": source}
-    return None
+            converted = {"type": "data", "source": source}
+    elif kind == "file":
+        converted = file_as_text(block)
+    return converted if converted is not None and not block_problems(converted) else None
 
 
-def _fix_common(block: dict) -> int:
+def _fix_common(block: dict[str, Any]) -> int:
     n = 0
     if "id" in block and not isinstance(block["id"], str):
         if isinstance(block["id"], (int, float)) and not isinstance(block["id"], bool):
@@ -120,18 +127,88 @@ def _fix_media_list(value: Any, allow_str: bool) -> Any:
     return kept if len(kept) == len(value) else None
 
 
+def _fix_text(block: dict[str, Any], fix: ContextFix, where: str) -> bool:
+    kind = block["type"]
+    if not isinstance(block.get(kind), str):
+        text = _scalar_text(block.get(kind))
+        if text is None:
+            return False
+        block[kind] = text
+        fix.actions.append(f"{where}: {kind} {text!r} stored as a string")
+    return True
+
+
+def _fix_tool_call(block: dict[str, Any], fix: ContextFix, where: str) -> bool:
+    if not isinstance(block.get("input"), str):
+        try:
+            block["input"] = json.dumps(block.get("input"), ensure_ascii=False)
+        except (TypeError, ValueError):
+            return False
+        fix.actions.append(f"{where}: tool_call input stored as its JSON text (AgentScope 2.0 requires a string)")
+    if "state" in block and block["state"] not in TOOL_CALL_STATES:
+        fix.actions.append(f"{where}: unknown tool_call state {block.pop('state')!r} dropped (AgentScope's "
+                           "default applies)")
+    if "suggested_rules" in block and not isinstance(block["suggested_rules"], list):
+        block["suggested_rules"] = []
+    return True
+
+
+def _fix_tool_result(block: dict[str, Any], fix: ContextFix, where: str) -> bool:
+    output = _fix_media_list(block.get("output"), True)
+    if output is None:
+        return False
+    block["output"] = output
+    if "state" in block and block["state"] not in TOOL_RESULT_STATES:
+        fix.actions.append(f"{where}: unknown tool_result state {block.pop('state')!r} dropped (AgentScope's "
+                           "default applies)")
+    if "metadata" in block and not isinstance(block["metadata"], dict):
+        block["metadata"] = {}
+    return True
+
+
+def _fix_data(block: dict[str, Any], fix: ContextFix, where: str) -> bool:
+    if not _fix_source(block, fix, where):
+        return False
+    if not _opt_str(block.get("name")):
+        block["name"] = None
+    return True
+
+
+def _fix_hint(block: dict[str, Any], fix: ContextFix, where: str) -> bool:
+    hint = _fix_media_list(block.get("hint"), True)
+    if hint is None:
+        return False
+    block["hint"] = hint
+    if not _opt_str(block.get("source")):
+        block["source"] = None
+    return True
+
+
+# per block type: fix the block in place; False when it cannot be made valid
+_KIND_FIXES: dict[str, Callable[[dict[str, Any], ContextFix, str], bool]] = {
+    "text": _fix_text, "thinking": _fix_text, "tool_call": _fix_tool_call, "tool_result": _fix_tool_result,
+    "data": _fix_data, "hint": _fix_hint}
+
+
+def _converted_legacy(block: dict[str, Any], fix: ContextFix, where: str) -> Any:
+    converted = _legacy_block(block)
+    if converted is None:
+        return None
+    fix.fixed_fields += 1
+    fix.actions.append(f"{where}: 1.x {block.get('type')} block converted to {converted['type']} "
+                       "(as QwenPaw's 1.x converter does)")
+    return converted
+
+
 def fix_block(block: Any, fix: ContextFix, where: str) -> Any:
     """The block made valid, or None when it cannot be (the caller quarantines the original)."""
     if not isinstance(block, dict):
         return None
+    if "type" not in block and effective_type(block) in BLOCK_TYPES:
+        # AgentScope reads it as that type and writes the type on its next save: the same block, made explicit
+        block = {"type": effective_type(block), **block}
     if block.get("type") not in BLOCK_TYPES:
-        converted = _legacy_block(block)
-        if converted is None:
-            return None
-        fix.fixed_fields += 1
-        fix.actions.append(f"{where}: 1.x {block.get('type')} block converted to {converted['type']} "
-                           "(as QwenPaw's 1.x converter does)")
-        return converted
+        return _converted_legacy(block, fix, where)
     if not block_problems(block):
         return block
     common = _fix_common(block)
@@ -139,54 +216,15 @@ def fix_block(block: Any, fix: ContextFix, where: str) -> Any:
         fix.fixed_fields += common
         fix.actions.append(f"{where}: {common} invalid id/created_at/finished_at field(s) reset")
     kind = block["type"]
-    if kind in ("text", "thinking"):
-        if not isinstance(block.get(kind), str):
-            text = _scalar_text(block.get(kind))
-            if text is None:
-                return None
-            block[kind] = text
-            fix.actions.append(f"{where}: {kind} {text!r} stored as a string")
-    elif kind == "tool_call":
-        if not isinstance(block.get("input"), str):
-            try:
-                block["input"] = json.dumps(block.get("input"), ensure_ascii=False)
-            except (TypeError, ValueError):
-                return None
-            fix.actions.append(f"{where}: tool_call input stored as its JSON text (AgentScope 2.0 requires a string)")
-        if "state" in block and block["state"] not in TOOL_CALL_STATES:
-            fix.actions.append(f"{where}: unknown tool_call state {block.pop('state')!r} dropped (AgentScope's "
-                               "default applies)")
-        if "suggested_rules" in block and not isinstance(block["suggested_rules"], list):
-            block["suggested_rules"] = []
-    elif kind == "tool_result":
-        output = _fix_media_list(block.get("output"), True)
-        if output is None:
-            return None
-        block["output"] = output
-        if "state" in block and block["state"] not in TOOL_RESULT_STATES:
-            fix.actions.append(f"{where}: unknown tool_result state {block.pop('state')!r} dropped (AgentScope's "
-                               "default applies)")
-        if "metadata" in block and not isinstance(block["metadata"], dict):
-            block["metadata"] = {}
-    elif kind == "data":
-        if not _fix_source(block, fix, where):
-            return None
-        if not _opt_str(block.get("name")):
-            block["name"] = None
-    elif kind == "hint":
-        hint = _fix_media_list(block.get("hint"), True)
-        if hint is None:
-            return None
-        block["hint"] = hint
-        if not _opt_str(block.get("source")):
-            block["source"] = None
+    if not _KIND_FIXES[kind](block, fix, where):
+        return None
     if kind in ("tool_call", "tool_result") and not all(isinstance(block.get(k), str) for k in ("id", "name")):
         return None
     fix.fixed_fields += 1
     return block if not block_problems(block) else None
 
 
-def _fix_message_fields(msg: dict, fix: ContextFix, where: str) -> bool:
+def _fix_message_fields(msg: dict[str, Any], fix: ContextFix, where: str) -> bool:
     """False when the message cannot be a message at all."""
     content = msg.get("content")
     if isinstance(content, str):
@@ -204,14 +242,30 @@ def _fix_message_fields(msg: dict, fix: ContextFix, where: str) -> bool:
         msg["name"] = msg["role"]  # QwenPaw's converter: missing name -> the role
         fix.actions.append(f"{where}: missing name set to the role")
     if "id" in msg and not isinstance(msg["id"], str):
-        if isinstance(msg["id"], (int, float)) and not isinstance(msg["id"], bool):
-            msg["id"] = str(msg["id"])
-            fix.actions.append(f"{where}: numeric id stored as a string")
-        else:  # the content is worth more than the id: AgentScope gives it a fresh one on load
-            fix.removed.append(Removal(-1, f"{where}: field id dropped (not a string; AgentScope gives the "
-                                           "message a fresh id on load, so it no longer matches history rows)",
-                                       {"id": msg.pop("id")}))
-            fix.fixed_fields += 1
+        _fix_message_id(msg, fix, where)
+    for key, value in _field_resets(msg).items():
+        fix.removed.append(Removal(-1, f"{where}: field {key} reset (invalid for AgentScope 2.0)", {key: msg[key]}))
+        if value == "<dropped>":
+            del msg[key]
+        else:
+            msg[key] = value
+        fix.fixed_fields += 1
+    return True
+
+
+def _fix_message_id(msg: dict[str, Any], fix: ContextFix, where: str) -> None:
+    if isinstance(msg["id"], (int, float)) and not isinstance(msg["id"], bool):
+        msg["id"] = str(msg["id"])
+        fix.actions.append(f"{where}: numeric id stored as a string")
+    else:  # the content is worth more than the id: AgentScope gives it a fresh one on load
+        fix.removed.append(Removal(-1, f"{where}: field id dropped (not a string; AgentScope gives the "
+                                       "message a fresh id on load, so it no longer matches history rows)",
+                                   {"id": msg.pop("id")}))
+        fix.fixed_fields += 1
+
+
+def _field_resets(msg: dict[str, Any]) -> dict[str, Any]:
+    """{field: the value it is reset to} for the message's invalid optional fields ("<dropped>": deleted)."""
     resets: dict[str, Any] = {"metadata": {}} if "metadata" in msg and not isinstance(msg["metadata"], dict) else {}
     if "usage" in msg and not _usage_ok(msg["usage"]):
         resets["usage"] = None
@@ -225,22 +279,15 @@ def _fix_message_fields(msg: dict, fix: ContextFix, where: str) -> bool:
         resets["error"] = None
     if "created_at" in msg and not isinstance(msg["created_at"], str):
         resets["created_at"] = "<dropped>"
-    for key, value in resets.items():
-        fix.removed.append(Removal(-1, f"{where}: field {key} reset (invalid for AgentScope 2.0)", {key: msg[key]}))
-        if value == "<dropped>":
-            del msg[key]
-        else:
-            msg[key] = value
-        fix.fixed_fields += 1
-    return True
+    return resets
 
 
-def _inferred_role(msg: dict) -> tuple[str | None, str]:
+def _inferred_role(msg: dict[str, Any]) -> tuple[str | None, str]:
     """The role a message's own evidence proves, or None: tool/thinking blocks only assistants hold; QwenPaw tags
     real user input `external_user_query` and names user messages `user`; only model replies carry usage."""
     kinds = {b.get("type") for b in msg["content"] if isinstance(b, dict) and isinstance(b.get("type"), str)}
     raw_metadata = msg.get("metadata")
-    metadata: dict = raw_metadata if isinstance(raw_metadata, dict) else {}
+    metadata: dict[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
     if kinds & set(_ASSISTANT_ONLY):
         return "assistant", "it holds tool/thinking blocks"
     if metadata.get("qwenpaw_tag") == "external_user_query":
@@ -252,7 +299,7 @@ def _inferred_role(msg: dict) -> tuple[str | None, str]:
     return None, ""
 
 
-def _matching_call(context: list, call_id: Any) -> tuple[dict, int] | None:
+def _matching_call(context: list[Any], call_id: Any) -> tuple[dict[str, Any], int] | None:
     """The latest assistant message holding tool_call `call_id` and no result for it yet."""
     for msg in reversed(context):
         if msg.get("role") != "assistant":
@@ -267,7 +314,7 @@ def _matching_call(context: list, call_id: Any) -> tuple[dict, int] | None:
     return None
 
 
-def fix_context(context: list) -> ContextFix:
+def fix_context(context: list[Any]) -> ContextFix:
     fix = ContextFix([])
     out = fix.context
     for i, original in enumerate(context):
@@ -298,8 +345,8 @@ def fix_context(context: list) -> ContextFix:
     return fix
 
 
-def _place_misplaced(msg: dict, blocks: list, allowed: tuple, out: list, fix: ContextFix, where: str,
-                     index: int) -> list | None:
+def _place_misplaced(msg: dict[str, Any], blocks: list[Any], allowed: tuple[Any, ...], out: list[Any], fix: ContextFix, where: str,
+                     index: int) -> list[Any] | None:
     """Move tool_results to their call; promote a message with nothing the role allows (QwenPaw's own rule for
     converted messages); quarantine the rest. None when every block moved (the message is dropped as empty)."""
     keep = []
@@ -341,7 +388,7 @@ def _place_misplaced(msg: dict, blocks: list, allowed: tuple, out: list, fix: Co
     return final
 
 
-def prune_scroll(agent: dict, context: list, removed_ids: set) -> list[str]:
+def prune_scroll(agent: dict[str, Any], context: list[Any], removed_ids: set[Any]) -> list[str]:
     """Keep scroll's maps to messages still in context (what QwenPaw does after an eviction, spec §2.2) and the
     placeholder's id in synthetic_ids (spec §10). Touches only ids this repair removed or placeholders it kept."""
     scroll = agent.get("scroll")

@@ -33,7 +33,9 @@ def _item_message(item: Any) -> Any:
 
 def remove_broken(doc: S.SessionDoc) -> tuple[list[Removal], int]:
     """Move out items QwenPaw's loader would throw on. Returns (removals, marks lists reset to [])."""
-    kept, removed, marks_reset = [], [], 0
+    kept: list[Any] = []
+    removed: list[Removal] = []
+    marks_reset = 0
     for i, item in enumerate(doc.content):
         if isinstance(item, list):
             if len(item) != 2:
@@ -59,7 +61,8 @@ def remove_broken(doc: S.SessionDoc) -> tuple[list[Removal], int]:
 def duplicate_ids(doc: S.SessionDoc) -> tuple[list[int], list[int]]:
     """(indexes of exact repeats of an earlier message, indexes that reuse an id for different content)."""
     seen: dict[str, Any] = {}
-    exact, distinct = [], []
+    exact: list[int] = []
+    distinct: list[int] = []
     for i, item in enumerate(doc.content):
         msg = _item_message(item)
         mid = msg.get("id") if isinstance(msg, dict) else None
@@ -99,7 +102,7 @@ def tool_pairs(doc: S.SessionDoc) -> ToolPairs:
     return ToolPairs(dangling, orphans)
 
 
-def _lost_result_message(use_msg: dict, blocks: list[dict]) -> dict:
+def _lost_result_message(use_msg: dict[str, Any], blocks: list[dict[str, Any]]) -> dict[str, Any]:
     """A tool-result message shaped like the ones QwenPaw writes (role and name "system", Msg.to_dict key order)."""
     results = [{"type": "tool_result", "id": b.get("id"), "name": b.get("name"),
                 "output": [{"type": "text", "text": LOST_RESULT_TEXT}]} for b in blocks]
@@ -117,7 +120,7 @@ def fix_tool_pairs(doc: S.SessionDoc) -> tuple[list[Removal], int, int]:
     dangling_ids = {tid for _, tid in pairs.dangling_uses}
     removed: list[Removal] = []
     blocks_dropped = 0
-    filtered: list = []
+    filtered: list[Any] = []
     for i, item in enumerate(doc.content):
         msg = _item_message(item)
         if orphan_ids and any(tid in orphan_ids for tid in S.tool_result_ids(msg)):
@@ -132,7 +135,7 @@ def fix_tool_pairs(doc: S.SessionDoc) -> tuple[list[Removal], int, int]:
             blocks_dropped += len(gone)
             msg["content"] = keep
         filtered.append(item)
-    out: list = []
+    out: list[Any] = []
     added = 0
     i = 0
     while i < len(filtered):

@@ -16,6 +16,7 @@ from qwenmem.core.repair.classes import (CONCATENATED, LONE_SURROGATES, NOT_A_SE
                                          DAMAGED, TRUNCATED, alternative)
 from qwenmem.core.repair.documents import DocSpan, Split
 from qwenmem.core.repair.encoding import replace_surrogates
+from qwenmem.core.repair.fixes import Removal
 from qwenmem.core.session_model.codec import encode_document
 
 SCHEMA_INVALID = "schema_invalid"  # messages/fields AgentScope 2.0 rejects: QwenPaw refuses the whole session
@@ -55,7 +56,7 @@ def _is_state(value: Any) -> bool:
     return isinstance(value, dict) and _msg_list(value.get("context")) and "memory" not in value
 
 
-def rewrap(value: Any) -> tuple[dict, str, tuple] | None:
+def rewrap(value: Any) -> tuple[dict[str, Any], str, tuple[Any, ...]] | None:
     """A JSON value that is not a 2.x session but holds one's conversation: (the session, what it was, the path of
     its message list inside the value).
     QwenPaw loads such a file as an empty session and its next save replaces it (spec §2.6, §8.1)."""
@@ -118,12 +119,12 @@ _MSG_START = re.compile(r'\{\s*"name"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"content"\s*
 _TAIL_KEYS = re.compile(r'"(scroll|mode_state)"\s*:\s*')
 
 
-def _resync_messages(text: str, stop: int, known: set) -> list:
+def _resync_messages(text: str, stop: int, known: set[Any]) -> list[Any]:
     """Complete messages after a damaged stretch of the context. Damage can swallow the start of the next message
     into a string, so the scan starts at the last message start before the point where the parse stopped."""
     starts = [m.start() for m in _MSG_START.finditer(text, 0, stop)]
     pos = starts[-1] if starts else stop
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     while True:
         m = _MSG_START.search(text, pos)
         if not m:
@@ -141,7 +142,7 @@ def _resync_messages(text: str, stop: int, known: set) -> list:
         pos = end
 
 
-def _resync_tail(text: str, doc: dict) -> None:
+def _resync_tail(text: str, doc: dict[str, Any]) -> None:
     """`scroll` / `mode_state` of the agent, when they survive after the damage (the last occurrence wins)."""
     found = {}
     for m in _TAIL_KEYS.finditer(text):
@@ -155,7 +156,7 @@ def _resync_tail(text: str, doc: dict) -> None:
         doc["agent"].setdefault(key, value)
 
 
-def _salvage_truncated(d, span: DocSpan, doc: dict) -> None:
+def _salvage_truncated(d: Any, span: DocSpan, doc: dict[str, Any]) -> None:
     parsed = span.value
     state = doc["agent"]["state"]
     ctx = state.get("context") if isinstance(state, dict) else None
@@ -189,69 +190,145 @@ def _salvage_truncated(d, span: DocSpan, doc: dict) -> None:
                        "bookkeeping afresh (history.db still holds the rows)")
 
 
-def diagnose_gen2(d, text: str, split: Split, changed: bool):
-    """Fill the Diagnosis `d` (decoding classes already set) for a text holding a 2.x document."""
+def _pick_document(d: Any, split: Split) -> tuple[DocSpan, Any, str]:
+    """The span to keep, its (possibly rewrapped) document, and what it was when it is not a session ("")."""
     spans = [s for s in split.docs if is_gen2_span(s)]
-    rewrapped = ""
-    if not spans:  # a value that holds a 2.x conversation without being a session
-        best = next(s for s in split.docs if is_gen2_candidate(s))
-        doc, rewrapped, prefix = rewrap(span_value(best))  # type: ignore[misc]
-        ctx = doc["agent"]["state"].get("context")
-        n = len(prefix)
-        cut_last = not best.complete and isinstance(ctx, list) and bool(ctx) and any(
-            tuple(p[:n]) == prefix and len(p) > n and p[n] == len(ctx) - 1 for p in best.value.partial_paths)
-        if cut_last:
-            d.removed_cut = ctx.pop()
-            d.messages_lost = 1
-            d.notes.append("1 message was cut by the damage and cannot be recovered")
-        if not best.complete:
-            d.add(TRUNCATED)
-            d.actions.append("rebuild from the messages that survive the damage")
-    else:
+    if spans:
         best = pick_best(spans)
-        doc = span_value(best)
-    d.generation = "2.x"
+        return best, span_value(best), ""
+    # a value that holds a 2.x conversation without being a session
+    best = next(s for s in split.docs if is_gen2_candidate(s))
+    doc, rewrapped, prefix = rewrap(span_value(best))  # type: ignore[misc]
+    ctx = doc["agent"]["state"].get("context")
+    n = len(prefix)
+    cut_last = not best.complete and isinstance(ctx, list) and bool(ctx) and any(
+        tuple(p[:n]) == prefix and len(p) > n and p[n] == len(ctx) - 1 for p in best.value.partial_paths)
+    if cut_last:
+        d.removed_cut = ctx.pop()
+        d.messages_lost = 1
+        d.notes.append("1 message was cut by the damage and cannot be recovered")
+    if not best.complete:
+        d.add(TRUNCATED)
+        d.actions.append("rebuild from the messages that survive the damage")
+    return best, doc, rewrapped
+
+
+def _other_documents(d: Any, text: str, split: Split, best: DocSpan, doc: Any) -> None:
+    d.add(CONCATENATED)
+    d.actions.append(f"keep document {split.docs.index(best) + 1} of {len(split.docs)} (the newest and most "
+                     f"complete conversation, {_context_len(doc)} messages); the others go to quarantine")
+    for span in split.docs:
+        if span is not best:
+            n = _context_len(span_value(span)) if is_gen2_span(span) else 0  # noqa: SIM108
+            d.alternatives.append(alternative("document", span.start, span.end, n, text))
+
+
+def _trailing_garbage(d: Any, text: str, split: Split) -> None:
+    d.add(TRAILING_GARBAGE)
+    extra = sum(e - s for s, e in split.garbage)
+    d.actions.append(f"drop {extra:,} character(s) of stray text outside the document (kept in quarantine); "
+                     "QwenPaw's loader skips it, but its history import marks the file errored forever")
+    for s, e in split.garbage:
+        d.alternatives.append(alternative("garbage", s, e, 0, text))
+
+
+def _byte_damage(d: Any, text: str, split: Split, best: DocSpan, doc: Any, rewrapped: str) -> bool:
+    """Classes and actions for what happened to the bytes around and inside the document; True if any."""
+    changed = False
     if rewrapped:
         d.add(NOT_A_SESSION)
         d.actions.append(f"rebuild a session around the {_context_len(doc)} message(s) of {rewrapped}, with "
                          "AgentScope's defaults for the rest (QwenPaw loads this file as an empty session)")
         changed = True
     if len(split.docs) > 1:
-        d.add(CONCATENATED)
-        d.actions.append(f"keep document {split.docs.index(best) + 1} of {len(split.docs)} (the newest and most "
-                         f"complete conversation, {_context_len(doc)} messages); the others go to quarantine")
+        _other_documents(d, text, split, best, doc)
         changed = True
-        for span in split.docs:
-            if span is not best:
-                n = _context_len(span_value(span)) if is_gen2_span(span) else 0  # noqa: SIM108
-                d.alternatives.append(alternative("document", span.start, span.end, n, text))
-    trailing = bool(split.garbage) or (best.complete and split.nul_tail)
-    if trailing:
-        d.add(TRAILING_GARBAGE)
-        extra = sum(e - s for s, e in split.garbage)
-        d.actions.append(f"drop {extra:,} character(s) of stray text outside the document (kept in quarantine); "
-                         "QwenPaw's loader skips it, but its history import marks the file errored forever")
+    if bool(split.garbage) or (best.complete and split.nul_tail):
+        _trailing_garbage(d, text, split)
         changed = True
-        for s, e in split.garbage:
-            d.alternatives.append(alternative("garbage", s, e, 0, text))
     if not best.complete and not rewrapped:
         _salvage_truncated(d, best, doc)
         changed = True
     elif not best.complete:
         doc["agent"].setdefault("mode_state", {})
         changed = True
+    return changed
+
+
+def _without_surrogates(d: Any, doc: Any) -> tuple[Any, bool]:
     fixed = replace_surrogates(doc)
-    if fixed.lone or fixed.joined:
-        doc = fixed.value
-        if fixed.lone:
-            d.add(LONE_SURROGATES)
-            d.replacements["lone_surrogates"] = fixed.lone
-            d.actions.append(f"replace {fixed.lone} lone surrogate(s) with U+FFFD (QwenPaw 2.x cannot save this "
-                             "session: its atomic write fails on them)")
-        if fixed.joined:
-            d.replacements["surrogate_pairs_joined"] = fixed.joined
-            d.actions.append(f"join {fixed.joined} split surrogate pair(s) into the characters they encode")
-        changed = True
+    if not (fixed.lone or fixed.joined):
+        return doc, False
+    if fixed.lone:
+        d.add(LONE_SURROGATES)
+        d.replacements["lone_surrogates"] = fixed.lone
+        d.actions.append(f"replace {fixed.lone} lone surrogate(s) with U+FFFD (QwenPaw 2.x cannot save this "
+                         "session: its atomic write fails on them)")
+    if fixed.joined:
+        d.replacements["surrogate_pairs_joined"] = fixed.joined
+        d.actions.append(f"join {fixed.joined} split surrogate pair(s) into the characters they encode")
+    return fixed.value, True
+
+
+def _report_violations(d: Any, before: list[rules2.Violation]) -> None:
+    d.add(SCHEMA_INVALID)
+    if any(v.rule.split("-holds-")[0] in ("user", "system") and "-holds-" in v.rule for v in before):
+        d.add(MISPLACED_BLOCKS)
+    for v in before[:20]:
+        d.violations.append(str(v))
+    if len(before) > 20:
+        d.violations.append(f"... and {len(before) - 20} more")
+    d.notes.append(f"QwenPaw 2.x refuses this session ({len(before)} validation error(s)); every request on "
+                   "it fails and nothing is saved")
+
+
+def _apply_context_fix(d: Any, state: dict[str, Any], result: fix2.ContextFix) -> None:
+    state["context"] = result.context
+    d.removed.extend(result.removed)
+    d.actions.extend(result.actions[:30])
+    if len(result.actions) > 30:
+        d.actions.append(f"... and {len(result.actions) - 30} more fixes of the same kinds")
+    if result.removed_messages:
+        d.actions.append(f"move {result.removed_messages} message(s) AgentScope 2.0 cannot load into the "
+                         "quarantine record")
+    blocks_out = sum(1 for r in result.removed if "removed from this message" in r.reason)
+    if blocks_out:
+        d.actions.append(f"move {blocks_out} invalid or misplaced block(s) into the quarantine record")
+
+
+def _gone_ids(d: Any, result: fix2.ContextFix, agent: dict[str, Any], state: dict[str, Any]) -> set[Any]:
+    """Ids of messages no longer in the context, for the scroll bookkeeping."""
+    gone = set(result.removed_ids)
+    if isinstance(d.removed_cut, dict) and isinstance(d.removed_cut.get("id"), str):
+        gone.add(d.removed_cut["id"])
+    scroll = agent.get("scroll")
+    if d.messages_lost and isinstance(scroll, dict):
+        # the cut message may have lost its id too: keep scroll's maps to the live context, the invariant QwenPaw
+        # itself restores after every eviction (spec §2.2)
+        live = {m.get("id") for m in state.get("context", []) if isinstance(m, dict) and isinstance(m.get("id"), str)}
+        for key in ("persisted_ids", "seq_by_id", "leaf_by_id"):
+            value = scroll.get(key)
+            if isinstance(value, (list, dict)):
+                gone |= {i for i in value if isinstance(i, str) and i not in live}
+    return gone
+
+
+def _encode(d: Any, doc: Any) -> None:
+    d.new_bytes = encode_document(doc)
+    problems = validation_problems(d.new_bytes)
+    if problems:  # a rule we could not fix: never write a file QwenPaw would still refuse
+        d.new_bytes = None
+        d.unrecoverable = True
+        d.notes.append("the repair could not make the file valid, nothing will be written: " + "; ".join(problems[:3]))
+
+
+def diagnose_gen2(d: Any, text: str, split: Split, changed: bool) -> Any:
+    """Fill the Diagnosis `d` (decoding classes already set) for a text holding a 2.x document."""
+    best, doc, rewrapped = _pick_document(d, split)
+    d.generation = "2.x"
+    changed = _byte_damage(d, text, split, best, doc, rewrapped) or changed
+    doc, replaced = _without_surrogates(d, doc)
+    changed = replaced or changed
     agent = doc["agent"]
     state = agent["state"]
     if not isinstance(state, dict):
@@ -267,46 +344,16 @@ def diagnose_gen2(d, text: str, split: Split, changed: bool):
         changed = True
     d.messages_found = len(context) + d.messages_lost
     if before:
-        d.add(SCHEMA_INVALID)
-        if any(v.rule.split("-holds-")[0] in ("user", "system") and "-holds-" in v.rule for v in before):
-            d.add(MISPLACED_BLOCKS)
-        for v in before[:20]:
-            d.violations.append(str(v))
-        if len(before) > 20:
-            d.violations.append(f"... and {len(before) - 20} more")
-        d.notes.append(f"QwenPaw 2.x refuses this session ({len(before)} validation error(s)); every request on "
-                       "it fails and nothing is saved")
+        _report_violations(d, before)
     result = fix2.fix_context(context)
     if result.changed:
-        state["context"] = result.context
-        d.removed.extend(result.removed)
-        d.actions.extend(result.actions[:30])
-        if len(result.actions) > 30:
-            d.actions.append(f"... and {len(result.actions) - 30} more fixes of the same kinds")
-        if result.removed_messages:
-            d.actions.append(f"move {result.removed_messages} message(s) AgentScope 2.0 cannot load into the "
-                             "quarantine record")
-        blocks_out = sum(1 for r in result.removed if "removed from this message" in r.reason)
-        if blocks_out:
-            d.actions.append(f"move {blocks_out} invalid or misplaced block(s) into the quarantine record")
+        _apply_context_fix(d, state, result)
         changed = True
-    gone = set(result.removed_ids)
-    if isinstance(d.removed_cut, dict) and isinstance(d.removed_cut.get("id"), str):
-        gone.add(d.removed_cut["id"])
-    scroll = agent.get("scroll")
-    if d.messages_lost and isinstance(scroll, dict):
-        # the cut message may have lost its id too: keep scroll's maps to the live context, the invariant QwenPaw
-        # itself restores after every eviction (spec §2.2)
-        live = {m.get("id") for m in state.get("context", []) if isinstance(m, dict) and isinstance(m.get("id"), str)}
-        for key in ("persisted_ids", "seq_by_id", "leaf_by_id"):
-            value = scroll.get(key)
-            if isinstance(value, (list, dict)):
-                gone |= {i for i in value if isinstance(i, str) and i not in live}
+    gone = _gone_ids(d, result, agent, state)
     if gone:
         d.actions.extend(fix2.prune_scroll(agent, state.get("context", []), gone))
     _fix_state_fields(state, d)
-    if d.state_reset:
-        changed = True
+    changed = d.state_reset or changed
     d.messages_removed = result.removed_messages
     d.messages_moved = result.emptied_messages
     d.messages_intact = len(state.get("context", context))
@@ -314,26 +361,19 @@ def diagnose_gen2(d, text: str, split: Split, changed: bool):
         d.classes.append(OK)
     d.check_bytes = validation_problems
     if changed:
-        d.new_bytes = encode_document(doc)
-        problems = validation_problems(d.new_bytes)
-        if problems:  # a rule we could not fix: never write a file QwenPaw would still refuse
-            d.new_bytes = None
-            d.unrecoverable = True
-            d.notes.append("the repair could not make the file valid, nothing will be written: " + "; ".join(problems[:3]))
+        _encode(d, doc)
     return d
 
 
-def _removal(index: int, reason: str, item: Any):
-    from qwenmem.core.repair.fixes import Removal
-
+def _removal(index: int, reason: str, item: Any) -> Removal:
     return Removal(index, reason, item)
 
 
-_STATE_DEFAULTS: dict[str, dict] = {"reply_context": {}, "permission_context": {}, "tool_context": {}, "tasks_context": {},
+_STATE_DEFAULTS: dict[str, dict[str, Any]] = {"reply_context": {}, "permission_context": {}, "tool_context": {}, "tasks_context": {},
                    "middle_context": {}}
 
 
-def _fix_state_fields(state: dict, d) -> None:
+def _fix_state_fields(state: dict[str, Any], d: Any) -> None:
     """State-level fields that fail validation are reset to AgentScope's default; the old value is quarantined."""
     done = set()
     for v in rules2.state_violations({k: v for k, v in state.items() if k != "context"}):

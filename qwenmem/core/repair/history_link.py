@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 PERSISTED_WITHOUT_ROWS = "persisted_without_rows"
 _CHUNK = 500
@@ -41,7 +42,7 @@ def existing_keys(db: Path, session_id: str, keys: list[str]) -> set[str] | None
         conn.close()
 
 
-def unpersist_missing(doc: dict, db: Path) -> list[str]:
+def unpersist_missing(doc: dict[str, Any], db: Path) -> list[str]:
     """Drop persisted ids whose rows do not exist from `doc`'s scroll (in place). Returns what it did (or a note
     starting with "note:" when the database could not be read)."""
     agent = doc.get("agent") if isinstance(doc, dict) else None

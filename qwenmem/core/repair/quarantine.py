@@ -40,7 +40,7 @@ class QuarantineRun:
     ws: Workspace
     kind: str  # "repair" | "restore"
     run_id: str = field(default_factory=timestamp_slug)
-    entries: list[dict] = field(default_factory=list)
+    entries: list[dict[str, Any]] = field(default_factory=list)
     created: str = field(default_factory=lambda: datetime.now().astimezone().isoformat(timespec="seconds"))
 
     @property
@@ -53,7 +53,7 @@ class QuarantineRun:
         atomic_write_bytes(dest, text.encode("utf-8", "surrogatepass"))
         return dest.relative_to(self.directory).as_posix()
 
-    def record(self, entry: dict) -> None:
+    def record(self, entry: dict[str, Any]) -> None:
         self.entries.append(entry)
         self.write_manifest()
 
@@ -89,7 +89,7 @@ def list_runs(ws: Workspace) -> list[RunInfo]:
     return runs
 
 
-def originals_in_run(run_dir: Path, manifest: dict | None = None) -> dict[str, Path]:
+def originals_in_run(run_dir: Path, manifest: dict[str, Any] | None = None) -> dict[str, Path]:
     """{workspace-relative path: kept original} for one run. The manifest names them, but an original is copied
     aside before its entry is recorded, so a run killed in between holds a file the manifest does not mention:
     such files count too (restore must never lose track of kept bytes)."""
@@ -105,7 +105,7 @@ def originals_in_run(run_dir: Path, manifest: dict | None = None) -> dict[str, P
     return listed
 
 
-def read_manifest(run_dir: Path) -> dict | None:
+def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     try:
         doc = json.loads(confine.read_bytes(run_dir / MANIFEST).decode("utf-8", "surrogatepass"))
     except (OSError, ValueError, WorkspaceError):

@@ -12,7 +12,7 @@ integral float/str, unknown keys are ignored (ThinkingBlock keeps them), default
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 ROLES = ("user", "assistant", "system")
 ALLOWED_BY_ROLE = {"user": ("text", "data"), "system": ("text",)}  # _base.py L32-47
@@ -62,7 +62,7 @@ def _is_int(value: Any) -> bool:
     return False
 
 
-def _common_block(block: dict, out: list[str]) -> None:
+def _common_block(block: dict[str, Any], out: list[str]) -> None:
     if "id" in block and not isinstance(block["id"], str):
         out.append("block-id-not-string")
     if "created_at" in block and not isinstance(block["created_at"], str):
@@ -111,47 +111,90 @@ def _media_list_problems(value: Any, allow_str: bool) -> list[str]:
     return out
 
 
+def _text_problems(block: dict[str, Any]) -> list[str]:
+    return [] if isinstance(block.get("text"), str) else ["text-not-string"]
+
+
+def _thinking_problems(block: dict[str, Any]) -> list[str]:
+    return [] if isinstance(block.get("thinking"), str) else ["thinking-not-string"]
+
+
+def _hint_problems(block: dict[str, Any]) -> list[str]:
+    out = ["hint-" + p for p in _media_list_problems(block.get("hint"), True)]
+    if not _opt_str(block.get("source")):
+        out.append("hint-source-not-string")
+    return out
+
+
+def _id_name_problems(block: dict[str, Any], kind: str) -> list[str]:
+    return [f"{kind}-{key}-missing" for key in ("id", "name") if not isinstance(block.get(key), str)]
+
+
+def _tool_call_problems(block: dict[str, Any]) -> list[str]:
+    out = _id_name_problems(block, "tool_call")
+    if not isinstance(block.get("input"), str):
+        out.append("tool_call-input-not-string")
+    if "state" in block and block["state"] not in TOOL_CALL_STATES:
+        out.append("tool_call-state-unknown")
+    if "suggested_rules" in block and not isinstance(block["suggested_rules"], list):
+        out.append("tool_call-suggested_rules-not-list")
+    return out
+
+
+def _tool_result_problems(block: dict[str, Any]) -> list[str]:
+    out = _id_name_problems(block, "tool_result")
+    out.extend("tool_result-output-" + p for p in _media_list_problems(block.get("output"), True))
+    if "state" in block and block["state"] not in TOOL_RESULT_STATES:
+        out.append("tool_result-state-unknown")
+    if "metadata" in block and not isinstance(block["metadata"], dict):
+        out.append("tool_result-metadata-not-object")
+    return out
+
+
+def _data_problems(block: dict[str, Any]) -> list[str]:
+    out = source_problems(block.get("source"))
+    if not _opt_str(block.get("name")):
+        out.append("data-name-not-string")
+    return out
+
+
+_KIND_PROBLEMS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "text": _text_problems, "thinking": _thinking_problems, "hint": _hint_problems,
+    "tool_call": _tool_call_problems, "tool_result": _tool_result_problems, "data": _data_problems}
+
+
+# the fields each block model declares (message/_block.py): pydantic's smart union prefers the member with most set
+_DECLARED = {"text": {"text"}, "thinking": {"thinking"}, "hint": {"hint", "source"},
+             "tool_call": {"name", "input", "state", "suggested_rules"},
+             "tool_result": {"name", "output", "state", "metadata"}, "data": {"source", "name"}}
+
+
+def _typed_problems(block: dict[str, Any], kind: str) -> list[str]:
+    out: list[str] = []
+    _common_block(block, out)
+    return out + _KIND_PROBLEMS[kind](block)
+
+
+def effective_type(block: dict[str, Any]) -> Any:
+    """The block's type as AgentScope reads it. `Msg.content` is a plain union, so a block without a "type" key is
+    the member it validates as: the one with most of its declared fields set, the first in union order on a tie
+    (None when it validates as none)."""
+    if "type" in block:
+        return block["type"]
+    fits = [k for k in BLOCK_TYPES if not _typed_problems(block, k)]
+    if not fits:
+        return None
+    return max(fits, key=lambda k: (len(_DECLARED[k] & block.keys()), -BLOCK_TYPES.index(k)))
+
+
 def block_problems(block: Any) -> list[str]:
     """Rule names a block breaks on its own (the role rule is checked per message)."""
     if not isinstance(block, dict):
         return ["block-not-object"]
-    kind = block.get("type")
-    out: list[str] = []
+    kind = effective_type(block)
     if kind not in BLOCK_TYPES:
         return ["block-legacy-type" if kind in LEGACY_BLOCK_TYPES else "block-type-unknown"]
-    _common_block(block, out)
-    if kind == "text" and not isinstance(block.get("text"), str):
-        out.append("text-not-string")
-    elif kind == "thinking" and not isinstance(block.get("thinking"), str):
-        out.append("thinking-not-string")
-    elif kind == "hint":
-        out.extend("hint-" + p for p in _media_list_problems(block.get("hint"), True))
-        if not _opt_str(block.get("source")):
-            out.append("hint-source-not-string")
-    elif kind == "tool_call":
-        for key in ("id", "name"):
-            if not isinstance(block.get(key), str):
-                out.append(f"tool_call-{key}-missing")
-        if not isinstance(block.get("input"), str):
-            out.append("tool_call-input-not-string")
-        if "state" in block and block["state"] not in TOOL_CALL_STATES:
-            out.append("tool_call-state-unknown")
-        if "suggested_rules" in block and not isinstance(block["suggested_rules"], list):
-            out.append("tool_call-suggested_rules-not-list")
-    elif kind == "tool_result":
-        for key in ("id", "name"):
-            if not isinstance(block.get(key), str):
-                out.append(f"tool_result-{key}-missing")
-        out.extend("tool_result-output-" + p for p in _media_list_problems(block.get("output"), True))
-        if "state" in block and block["state"] not in TOOL_RESULT_STATES:
-            out.append("tool_result-state-unknown")
-        if "metadata" in block and not isinstance(block["metadata"], dict):
-            out.append("tool_result-metadata-not-object")
-    elif kind == "data":
-        out.extend(source_problems(block.get("source")))
-        if not _opt_str(block.get("name")):
-            out.append("data-name-not-string")
-    return out
+    return _typed_problems(block, kind)
 
 
 def _usage_ok(usage: Any) -> bool:
@@ -165,7 +208,7 @@ def _usage_ok(usage: Any) -> bool:
     return all(_is_int(usage[k]) for k in ("cache_input_tokens", "cache_creation_input_tokens") if k in usage)
 
 
-def message_field_problems(msg: dict) -> list[str]:
+def message_field_problems(msg: dict[str, Any]) -> list[str]:
     """Problems of a message's own fields (not its blocks)."""
     out = []
     if msg.get("role") not in ROLES:
@@ -205,7 +248,7 @@ def message_violations(msg: Any, index: int) -> list[Violation]:
     for j, block in enumerate(content):
         for rule in block_problems(block):
             out.append(Violation(rule, rule.replace("-", " "), index, j))
-        kind = block.get("type") if isinstance(block, dict) else None
+        kind = effective_type(block) if isinstance(block, dict) else None
         if allowed is not None and kind in BLOCK_TYPES and kind not in allowed:
             out.append(Violation(f"{msg['role']}-holds-{kind}",
                                  f"a {msg['role']} message may hold only {'/'.join(allowed)} blocks, not {kind}",
@@ -213,7 +256,7 @@ def message_violations(msg: Any, index: int) -> list[Violation]:
     return out
 
 
-def _state_field_violations(state: dict) -> list[Violation]:
+def _state_field_violations(state: dict[str, Any]) -> list[Violation]:
     out = []
     if "session_id" in state and not isinstance(state["session_id"], str):
         out.append(Violation("session_id-not-string", "session_id is not a string"))

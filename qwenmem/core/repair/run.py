@@ -6,21 +6,26 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from qwenmem.core.errors import ChangedUnderneathError, UsageError, WorkspaceError
 from qwenmem.core.fsio import Snapshot, atomic_write_bytes, exclusive_lock, read_with_snapshot
 from qwenmem.core.repair import busy
-from qwenmem.core.repair.diagnose import EMPTY, NOT_A_SESSION, Diagnosis, diagnose
+from qwenmem.core.repair.classes import EMPTY, NOT_A_SESSION
+from qwenmem.core.repair.diagnose import Diagnosis, diagnose
 from qwenmem.core.repair.evidence import Evidence, best_usable, find_evidence
 from qwenmem.core.repair.quarantine import QuarantineRun, sha256
 from qwenmem.core.repair.strict import strict_load_bytes_problems
 from qwenmem.core.safety import replace_preserving
-from qwenmem.core.sessions import MAX_SESSION_BYTES, SessionRef
+from qwenmem.core.sessions import MAX_SESSION_BYTES, SessionDoc, SessionRef
 from qwenmem.core.workspace import Workspace
 
 CHECK, DRY_RUN, REPAIR = "check", "dry-run", "repair"
 BeforeWrite = Callable[[Path], None]
+Checkpoint = Callable[[str], None]
+# what `run_repair(checkpoint=...)` is called with, in order, for each file it writes ("locked" once per run):
+# alternatives kept, original copied to the quarantine, new bytes in place, manifest entry written
+STEPS = ("locked", "alternatives", "quarantined", "replaced", "recorded")
 ATTENTION = ("needs_repair", "would_repair", "unrecoverable", "needs_flag", "changed", "busy", "error")
 
 
@@ -124,21 +129,32 @@ def _plan_from_evidence(ws: Workspace, source: Path, fix_tool_pairs: bool) -> tu
 
 def run_repair(ws: Workspace, refs: list[SessionRef], mode: str = CHECK, fix_tool_pairs: bool = False,
                from_backup: bool = False, from_file: Path | None = None,
-               before_write: BeforeWrite | None = None) -> RepairRun:
-    """Classify (check), plan (dry-run) or repair each file. Only `repair` writes, under the workspace lock."""
+               before_write: BeforeWrite | None = None, checkpoint: Checkpoint | None = None,
+               convert_gen1: bool = False) -> RepairRun:
+    """Classify (check), plan (dry-run) or repair each file. Only `repair` writes, under the workspace lock.
+
+    `checkpoint(step)` is called at each of STEPS as it is passed (crash-injection tests kill the process there).
+    `convert_gen1`: a 1.x file in a 2.x workspace is converted to the 2.x shape as QwenPaw 2.x loads it (otherwise
+    it is only reported)."""
     if from_file is not None and len(refs) != 1:
         raise UsageError("--from restores one session at a time; name exactly one session")
     gen2_ws = _is_gen2_workspace(ws)
     if mode != REPAIR:
         return RepairRun(str(ws.path), mode, [_one(ws, ref, mode, fix_tool_pairs, from_backup, from_file, None, None,
-                                                   gen2_ws=gen2_ws) for ref in refs])
+                                                   gen2_ws=gen2_ws, convert=convert_gen1) for ref in refs])
     run = QuarantineRun(ws, "repair")
+    step = checkpoint or _no_checkpoint
     with exclusive_lock(ws.lock_path):
-        reports = [_one(ws, ref, mode, fix_tool_pairs, from_backup, from_file, run, before_write, gen2_ws=gen2_ws)
-                   for ref in refs]
+        step("locked")
+        reports = [_one(ws, ref, mode, fix_tool_pairs, from_backup, from_file, run, before_write, gen2_ws=gen2_ws,
+                        checkpoint=step, convert=convert_gen1) for ref in refs]
     wrote = bool(run.entries)
     return RepairRun(str(ws.path), mode, reports, run.run_id if wrote else None,
                      ws.relative(run.directory) if wrote else None)
+
+
+def _no_checkpoint(step: str) -> None:
+    return None
 
 
 def _is_gen2_workspace(ws: Workspace) -> bool:
@@ -153,7 +169,7 @@ def _link_history(ws: Workspace, d: Diagnosis, data: bytes) -> None:
     from qwenmem.core.settings2 import load_gen2_settings
 
     try:
-        db = load_gen2_settings(ws).history_db
+        db = load_gen2_settings(ws).history_db_file()
     except (OSError, ValueError, WorkspaceError):
         return
     new, actions = check_bytes_against_history(d.new_bytes if d.new_bytes is not None else data, db)
@@ -167,12 +183,12 @@ def _link_history(ws: Workspace, d: Diagnosis, data: bytes) -> None:
     d.new_bytes = new
 
 
-def _explain_conversion(d: Diagnosis) -> None:
+def _explain_conversion(d: Diagnosis, session: SessionDoc) -> None:
     """A 1.x file in a 2.x workspace: say what QwenPaw 2.x will do with it (spec qwenpaw2-workspace.md §2.6, §8.5).
     The file itself is left to the 1.x rules: it is not converted here."""
     from qwenmem.core.repair.gen2 import GEN1_IN_GEN2
 
-    items = d.session.content
+    items = session.content
     compressed = sum(1 for i in items if isinstance(i, list) and len(i) == 2 and isinstance(i[1], list)
                      and "compressed" in i[1])
     if d.classes == ["ok"]:
@@ -184,9 +200,56 @@ def _explain_conversion(d: Diagnosis) -> None:
                        "old summary" if compressed else "") + " (left as it is)")
 
 
+def _strict_document(data: bytes) -> dict[str, Any] | None:
+    """The document as QwenPaw's strict read gives it (lone surrogates replaced), or None when it does not parse."""
+    from qwenmem.core.repair.encoding import replace_surrogates
+
+    try:
+        doc = json.loads(data.decode("utf-8", "surrogatepass"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    fixed: dict[str, Any] = replace_surrogates(doc).value
+    return fixed
+
+
+def _convert(d: Diagnosis, data: bytes) -> bool:
+    """Plan the conversion of a 1.x file in a 2.x workspace (spec qwenpaw2-workspace.md §2.6, §8.5). False when
+    QwenPaw 2.x's own load of it would fail: it is then only reported."""
+    from qwenmem.core.repair.convert1 import NotConvertible, convert_gen1
+    from qwenmem.core.repair.gen2 import GEN1_IN_GEN2, validation_problems
+    from qwenmem.core.session_model.codec import encode_document
+
+    if d.unrecoverable or d.session is None or d.session.layout != "agent":
+        return False
+    whole = _strict_document(data)
+    try:
+        conv = convert_gen1(whole if whole is not None else d.session.doc)
+    except NotConvertible as exc:
+        d.notes.append(f"not converted: {exc}")
+        return False
+    if whole is not None:  # QwenPaw 2.x loads the file itself: the 1.x loader's message rules do not apply
+        d.classes, d.actions, d.pending, d.removed = [], [], [], []
+        d.messages_removed = d.messages_added = 0
+        if d.replacements.get("lone_surrogates"):
+            d.actions.append(f"replace {d.replacements['lone_surrogates']} lone surrogate(s) with U+FFFD (QwenPaw "
+                             "2.x cannot save them)")
+    elif d.classes == ["ok"]:
+        d.classes.clear()
+    d.add(GEN1_IN_GEN2)
+    d.actions.extend(conv.actions)
+    d.new_bytes = encode_document(conv.doc)
+    d.check_bytes = validation_problems
+    d.write_mode = 0o600  # sessions hold conversations and file contents: private, as QwenPaw writes new ones
+    d.messages_intact = conv.messages
+    return True
+
+
 def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_backup: bool, from_file: Path | None,
          run: QuarantineRun | None, before_write: BeforeWrite | None, read: tuple[bytes, Snapshot] | None = None,
-         settled: bool = False, gen2_ws: bool = False) -> FileReport:
+         settled: bool = False, gen2_ws: bool = False, checkpoint: Checkpoint = _no_checkpoint,
+         convert: bool = False) -> FileReport:
     if ref.outside_workspace:  # never read, quarantine or replace a link that leads out of the workspace
         return FileReport(ref.rel, ref.key, [], "error",
                           notes=["symlink leads outside the workspace; not read and left as it is"])
@@ -195,8 +258,8 @@ def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_b
     except WorkspaceError as exc:
         return FileReport(ref.rel, ref.key, [], "error", notes=[str(exc)])
     d = diagnose(data, fix_tool_pairs)
-    if gen2_ws and d.generation == "1.x" and d.session is not None:
-        _explain_conversion(d)
+    if gen2_ws and d.generation == "1.x" and d.session is not None and not (convert and _convert(d, data)):
+        _explain_conversion(d, d.session)
     if d.generation == "2.x" and d.check_bytes is not None and not d.unrecoverable:
         _link_history(ws, d, data)
     rep = _report(ref, d, snap.sha256)
@@ -236,9 +299,10 @@ def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_b
             rep.notes.append(now.busy + "; nothing written (run the repair again when it is idle)")
             return rep
         return _one(ws, ref, mode, fix_tool_pairs, from_backup, from_file, run, before_write,
-                    (now.data, now.snapshot), settled=True, gen2_ws=gen2_ws)
+                    (now.data, now.snapshot), settled=True, gen2_ws=gen2_ws, checkpoint=checkpoint, convert=convert)
+    assert run is not None  # only a repair writes, and it always has its quarantine run
     try:
-        return _write(ws, ref, data, snap, new_bytes, d, rep, run, before_write)
+        return _write(ws, ref, data, snap, new_bytes, d, rep, run, before_write, checkpoint)
     except (OSError, WorkspaceError) as exc:  # disk full, read-only directory...: this file stays as it was
         rep.status = "error"
         rep.notes.append(f"could not write: {getattr(exc, 'strerror', None) or exc}; the file was left as it was")
@@ -250,14 +314,14 @@ def _load_problems(d: Diagnosis, data: bytes) -> list[str]:
     return d.check_bytes(data) if d.check_bytes else strict_load_bytes_problems(data)
 
 
-def _write(ws, ref, data, snap, new_bytes, d: Diagnosis, rep: FileReport, run: QuarantineRun,
-           before_write: BeforeWrite | None) -> FileReport:
+def _write(ws: Workspace, ref: SessionRef, data: bytes, snap: Snapshot, new_bytes: bytes, d: Diagnosis, rep: FileReport, run: QuarantineRun,
+           before_write: BeforeWrite | None, checkpoint: Checkpoint = _no_checkpoint) -> FileReport:
     problems = _load_problems(d, new_bytes) if rep.restored_from or d.check_bytes or (d.session and d.session.layout == "agent") else []
     if problems:
         rep.status = "error"
         rep.notes.append("the repaired session would not load; nothing written: " + "; ".join(problems[:3]))
         return rep
-    entry = {"path": ref.rel, "original": None, "original_sha256": snap.sha256, "original_size": len(data),
+    entry: dict[str, Any] = {"path": ref.rel, "original": None, "original_sha256": snap.sha256, "original_size": len(data),
              "classes": rep.classes, "actions": rep.actions, "notes": rep.notes, "replacements": rep.replacements,
              "messages": {"found": rep.messages_found, "kept": rep.messages_intact, "lost": rep.messages_lost,
                           "removed": rep.messages_removed, "added": rep.messages_added},
@@ -267,6 +331,8 @@ def _write(ws, ref, data, snap, new_bytes, d: Diagnosis, rep: FileReport, run: Q
         where = run.save_extra(ref.rel, f"{i}.{alt.kind}.txt", alt.text)
         entry["alternatives"].append({"kind": alt.kind, "start": alt.start, "end": alt.end,
                                       "messages": alt.messages, "file": where})
+    if d.alternatives:
+        checkpoint("alternatives")
     if before_write is not None:
         before_write(ref.path)
     writers = busy.writers_of(ref.path)  # the last look, just before the rename
@@ -277,7 +343,8 @@ def _write(ws, ref, data, snap, new_bytes, d: Diagnosis, rep: FileReport, run: Q
         return rep
     watch = busy.SaveWatch(ref.path, snap)
     try:
-        kept = replace_preserving(ws, ref.path, new_bytes, snap, area="quarantine", stamp=run.run_id)
+        kept = replace_preserving(ws, ref.path, new_bytes, snap, area="quarantine", stamp=run.run_id,
+                                  kept_hook=lambda: checkpoint("quarantined"), mode=d.write_mode)
     except ChangedUnderneathError as exc:
         watch.close()
         rep.status = "changed"
@@ -285,6 +352,7 @@ def _write(ws, ref, data, snap, new_bytes, d: Diagnosis, rep: FileReport, run: Q
         entry["status"] = "changed underneath: nothing written"
         run.record(entry)
         return rep
+    checkpoint("replaced")
     try:
         late = watch.late_save()
     finally:
@@ -314,4 +382,5 @@ def _write(ws, ref, data, snap, new_bytes, d: Diagnosis, rep: FileReport, run: Q
         rep.status = "repaired"
         entry["status"] = "repaired"
     run.record(entry)
+    checkpoint("recorded")
     return rep

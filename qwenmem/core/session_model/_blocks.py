@@ -29,7 +29,7 @@ def flatten_output(output: Any) -> str:
     return "\n".join(parts)
 
 
-def media_reference(block: dict) -> str:
+def media_reference(block: dict[str, Any]) -> str:
     raw_source = block.get("source")
     source: dict[str, Any] = raw_source if isinstance(raw_source, dict) else {}
     where = source.get("url") or block.get("url") or block.get("path") or ""

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import stat
 from typing import Any
 
+from qwenmem.core.confine import parent_of, root_for
+from qwenmem.core.errors import QwenmemError
 from qwenmem.core.session_model import gen1, gen2
 from qwenmem.core.session_model.model import Session
 
@@ -42,3 +47,70 @@ def sniff_generation(head: bytes) -> str | None:
     if not m:
         return None
     return GEN2 if m.group(1) == b"state" else GEN1
+
+
+HEAD_BYTES = 256
+MAX_SNIFF_BYTES = 256 << 20  # as sessions.MAX_SESSION_BYTES: a larger file is left to the loader, which says so
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_regular(path: os.PathLike[str] | str) -> int | None:
+    """A read descriptor of `path` if it is a regular file, else None; without ever opening anything else.
+
+    The type is checked before the open (opening a FIFO or a device can block or act: a tape rewinds) and again on
+    the descriptor (it may have been swapped since). Under a workspace the path is resolved by confine.parent_of, so
+    a link leaving the workspace raises UnsafeLinkError and the final open does not follow links; outside every
+    workspace links are followed, as open() would."""
+    with parent_of(path) as where:
+        confined = root_for(path) is not None
+        before = os.stat(where.name, dir_fd=where.dir_fd, follow_symlinks=not confined)
+        if not stat.S_ISREG(before.st_mode):
+            return None
+        flags = _OPEN_FLAGS | (getattr(os, "O_NOFOLLOW", 0) if confined else 0)
+        fd = os.open(where.name, flags, dir_fd=where.dir_fd)
+    after = os.fstat(fd)
+    if not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _parse(data: bytes) -> Any:
+    """The document as the loader reads it: UTF-8 with surrogates, and bad bytes as U+FFFD (they do not change
+    which generation the file is). Raises ValueError or RecursionError."""
+    try:
+        text = data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", "replace")
+    return json.loads(text)
+
+
+def generation_of_file(path: os.PathLike[str] | str, *, max_bytes: int = MAX_SNIFF_BYTES) -> str | None:
+    """GEN1 / GEN2 of a session file, or None when it is neither or cannot be told safely here.
+
+    From the first bytes when they are the usual `{"agent": {"state"|"memory": …`, else by parsing the whole file
+    when it is at most `max_bytes`. Never blocks and never raises for what is on disk: anything but a regular file
+    (FIFO, device, socket, directory), a link leaving the workspace (refused and recorded by confine), a file that
+    cannot be read, one larger than `max_bytes`, garbage and JSON nested too deeply all give None, and the loader
+    then reports what is wrong with it."""
+    try:
+        fd = _open_regular(path)
+        if fd is None:
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            head = fh.read(HEAD_BYTES)
+            guess = sniff_generation(head)
+            if guess is not None:
+                return guess
+            start = head.lstrip()[:1]
+            if start not in (b"{", b"") or os.fstat(fh.fileno()).st_size > max_bytes:
+                return None  # a session is a JSON object; `b""`: all whitespace so far, the parse decides
+            data = head + fh.read(max_bytes + 1 - len(head))
+    except (OSError, QwenmemError):
+        return None
+    if len(data) > max_bytes:  # it grew while we read
+        return None
+    try:
+        return classify_document(_parse(data))
+    except (ValueError, RecursionError):
+        return None

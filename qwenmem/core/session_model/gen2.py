@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from qwenmem.core.session_model._blocks import flatten_output, normalize_content
 from qwenmem.core.session_model.model import DATA, TEXT, Message, ScrollState, Session
@@ -22,13 +22,22 @@ ROLES = ("user", "assistant", "system")
 ALLOWED_BLOCKS = {"user": {TEXT, DATA}, "system": {TEXT}}
 
 
-def agent_of(doc: Any) -> dict | None:
-    if isinstance(doc, dict) and isinstance(doc.get("agent"), dict) and "state" in doc["agent"]:
-        return doc["agent"]
+def agent_of(doc: Any) -> dict[str, Any] | None:
+    agent = doc.get("agent") if isinstance(doc, dict) else None
+    if isinstance(agent, dict) and "state" in agent:
+        return agent
     return None
 
 
-def is_placeholder(msg: dict, synthetic_ids: set[str]) -> bool:
+def _agent(doc: dict[str, Any]) -> dict[str, Any]:
+    """agent_of for a document the caller knows is 2.x (TypeError otherwise, as indexing None raised before)."""
+    agent = agent_of(doc)
+    if agent is None:
+        raise TypeError("not a QwenPaw 2.x session document (no agent.state)")
+    return agent
+
+
+def is_placeholder(msg: dict[str, Any], synthetic_ids: set[str]) -> bool:
     if isinstance(msg.get("id"), str) and msg["id"] in synthetic_ids:
         return True
     metadata = msg.get("metadata")
@@ -68,7 +77,7 @@ def read_message(msg: Any, index: int, synthetic_ids: set[str]) -> tuple[Message
     return message, problems
 
 
-def read_scroll(agent: dict) -> ScrollState | None:
+def read_scroll(agent: dict[str, Any]) -> ScrollState | None:
     scroll = agent.get("scroll")
     if not isinstance(scroll, dict):
         return None
@@ -87,14 +96,14 @@ def summary_text(summary: Any) -> str:
     return flatten_output(summary) if isinstance(summary, list) else ""
 
 
-def read(doc: dict) -> Session:
+def read(doc: dict[str, Any]) -> Session:
     """Read a 2.x document (the caller checked agent_of(doc) is not None). Never raises for bad content."""
-    agent = agent_of(doc)
-    state = agent["state"]  # type: ignore[index]
+    agent = _agent(doc)
+    state = agent["state"]
     problems: list[str] = []
     if not isinstance(state, dict):
         return Session(GEN2, doc, "agent", [], problems=["agent.state is not an object"])
-    scroll = read_scroll(agent)  # type: ignore[arg-type]
+    scroll = read_scroll(agent)
     synthetic = set(scroll.synthetic_ids) if scroll else set()
     context = state.get("context")
     if context is None:
@@ -108,7 +117,7 @@ def read(doc: dict) -> Session:
         messages.append(message)
         problems.extend(msg_problems)
     summary = summary_text(state.get("summary"))
-    mode_state = agent.get("mode_state")  # type: ignore[union-attr]
+    mode_state = agent.get("mode_state")
     sid = state.get("session_id")
     seq_by_id = scroll.seq_by_id if scroll else {}
     for m in messages:
@@ -120,21 +129,21 @@ def read(doc: dict) -> Session:
                    mode_state=mode_state if isinstance(mode_state, dict) else None, problems=problems)
 
 
-def set_messages(session: Session, msgs: list) -> Session:
+def set_messages(session: Session, msgs: list[Any]) -> Session:
     """Writer: replace state.context with raw Msg dicts and re-read; every other key is kept. Keeping the scroll
     bookkeeping consistent (synthetic_ids, persisted_*) is the caller's job (spec §10 "Writing a 2.x session")."""
-    agent_of(session.doc)["state"]["context"] = msgs  # type: ignore[index]
+    _agent(session.doc)["state"]["context"] = msgs
     return read(session.doc)
 
 
 def set_summary(session: Session, summary: str) -> Session:
-    agent_of(session.doc)["state"]["summary"] = summary  # type: ignore[index]
+    _agent(session.doc)["state"]["summary"] = summary
     return read(session.doc)
 
 
-def quick_problems(doc: dict) -> list[str]:
+def quick_problems(doc: dict[str, Any]) -> list[str]:
     """The problems read() would report, without building the model (sessions list runs this for every file)."""
-    state = agent_of(doc)["state"]  # type: ignore[index]
+    state = _agent(doc)["state"]
     if not isinstance(state, dict):
         return ["agent.state is not an object"]
     context = state.get("context")
@@ -163,14 +172,25 @@ def quick_problems(doc: dict) -> list[str]:
     return problems
 
 
-def quick_stats(doc: dict) -> dict:
+class QuickStats(TypedDict):
+    messages: int  # transcript messages (scroll placeholders excluded)
+    in_context: int
+    first: str | None  # created_at of the first and last transcript message
+    last: str | None
+    summary: str
+    continuation_summary: bool
+    session_id: str | None
+    context: list[Any]  # state.context as written
+
+
+def quick_stats(doc: dict[str, Any]) -> QuickStats:
     """Counts for a listing row without building the model: transcript messages (placeholders excluded), context
     length, first/last created_at, the summary text, whether a continuation summary exists, the embedded session id."""
-    agent = agent_of(doc)
-    state = agent["state"] if isinstance(agent["state"], dict) else {}  # type: ignore[index]
+    agent = _agent(doc)
+    state = agent["state"] if isinstance(agent["state"], dict) else {}
     raw_context = state.get("context")
     context: list[Any] = raw_context if isinstance(raw_context, list) else []
-    scroll = agent.get("scroll") if isinstance(agent.get("scroll"), dict) else None  # type: ignore[union-attr]
+    scroll = agent.get("scroll") if isinstance(agent.get("scroll"), dict) else None
     ids = scroll.get("synthetic_ids") if scroll else None
     synthetic = {str(i) for i in ids} if isinstance(ids, list) else set()
     stamps, transcript = [], 0
@@ -184,7 +204,7 @@ def quick_stats(doc: dict) -> dict:
         if msg.get("created_at"):
             stamps.append(str(msg["created_at"]))
     sid = state.get("session_id")
-    return {"messages": transcript, "in_context": len(context), "first": stamps[0] if stamps else None,
-            "last": stamps[-1] if stamps else None, "summary": summary_text(state.get("summary")),
-            "continuation_summary": bool(scroll and isinstance(scroll.get("continuation_summary"), dict)),
-            "session_id": None if sid is None else str(sid), "context": context}
+    return QuickStats(messages=transcript, in_context=len(context), first=stamps[0] if stamps else None,
+                      last=stamps[-1] if stamps else None, summary=summary_text(state.get("summary")),
+                      continuation_summary=bool(scroll and isinstance(scroll.get("continuation_summary"), dict)),
+                      session_id=None if sid is None else str(sid), context=context)

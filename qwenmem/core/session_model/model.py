@@ -26,7 +26,7 @@ class Block:
     original_type: str | None = None  # the type as written, when it differs (tool_use, image, unknown types)
     raw: Any = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "text": self.text}
         if self.type in (TOOL_CALL, TOOL_RESULT):
             out.update(tool_name=self.tool_name, tool_call_id=self.tool_call_id, tool_state=self.tool_state)
@@ -47,8 +47,8 @@ class Message:
     blocks: list[Block] = field(default_factory=list)
     synthetic: bool = False  # the scroll `memory` placeholder: bookkeeping, not transcript (spec §10)
     compressed: bool = False  # 1.x mark: already summarised, hidden from the model
-    marks: list | None = None  # 1.x marks as written (None for bare messages and 2.x)
-    metadata: dict = field(default_factory=dict)
+    marks: list[Any] | None = None  # 1.x marks as written (None for bare messages and 2.x)
+    metadata: dict[str, Any] = field(default_factory=dict)
     seq: int | None = None  # history.db seq (the first of the message's rows)
     seq_hi: int | None = None
     live: bool | None = None  # history: still in the session file's live tail
@@ -64,7 +64,7 @@ class Message:
     def tool_results(self) -> list[Block]:
         return [b for b in self.blocks if b.type == TOOL_RESULT]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The normalised message shape shared by session files and history.db (pinned by the JSON contract)."""
         return {"index": self.index, "id": self.id, "role": self.role, "name": self.name,
                 "created_at": self.created_at, "synthetic": self.synthetic, "compressed": self.compressed,
@@ -76,11 +76,11 @@ class Message:
 class ScrollState:
     """What a scroll-wired 2.x agent keeps next to its state (`agent.scroll`, spec §2.2, §4.4-4.5)."""
 
-    raw: dict
-    continuation_summary: dict | None
-    index: dict | None
+    raw: dict[str, Any]
+    continuation_summary: dict[str, Any] | None
+    index: dict[str, Any] | None
     synthetic_ids: list[str]
-    seq_by_id: dict[str, list]
+    seq_by_id: dict[str, Any]  # as written: each value should be [seq_lo, seq_hi], readers check
     summary_update_failed: bool
 
     @property
@@ -108,14 +108,14 @@ class Session:
     """One session document of either generation. `doc` is the whole top-level JSON object, untouched."""
 
     generation: str  # "1.x" | "2.x"
-    doc: dict
+    doc: dict[str, Any]
     layout: str  # 1.x: "agent" | "memory" (QwenPaw's unit-test shape); 2.x: "agent"
     messages: list[Message]
     summary: str = ""  # 1.x _compressed_summary, or 2.x native state.summary as text
     summary_kind: str = ""  # "compressed_summary" | "native" | "" (none)
     session_id: str | None = None  # 2.x state.session_id
     scroll: ScrollState | None = None
-    mode_state: dict | None = None
+    mode_state: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)  # shape problems found while reading (never raised)
 
     def transcript(self) -> list[Message]:

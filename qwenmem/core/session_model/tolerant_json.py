@@ -19,12 +19,16 @@ class _Partial:
     """Marks a container that was cut off before its closing bracket."""
 
 
+# where a value sits in the document: object keys and array indexes from the top
+JsonPath = tuple[str | int, ...]
+
+
 @dataclass
 class Parsed:
     value: Any
     end: int
     complete: bool
-    partial_paths: list[tuple] = field(default_factory=list)
+    partial_paths: list[JsonPath] = field(default_factory=list)
 
 
 def _skip_ws(text: str, pos: int) -> int:
@@ -34,7 +38,7 @@ def _skip_ws(text: str, pos: int) -> int:
     return pos
 
 
-def tolerant_parse(text: str, pos: int = 0, path: tuple = ()) -> Parsed:
+def tolerant_parse(text: str, pos: int = 0, path: JsonPath = ()) -> Parsed:
     """Parse one JSON value from `pos`. Complete values come back as-is; a truncated container comes back with
     all its complete members and `complete=False`. A truncated scalar comes back as `_Partial`."""
     pos = _skip_ws(text, pos)
@@ -53,8 +57,8 @@ def tolerant_parse(text: str, pos: int = 0, path: tuple = ()) -> Parsed:
     return Parsed(_Partial(), pos, False, [path])
 
 
-def _parse_array(text: str, pos: int, path: tuple) -> Parsed:
-    out: list = []
+def _parse_array(text: str, pos: int, path: JsonPath) -> Parsed:
+    out: list[Any] = []
     while True:
         pos = _skip_ws(text, pos)
         if pos < len(text) and text[pos] == "]":
@@ -70,8 +74,8 @@ def _parse_array(text: str, pos: int, path: tuple) -> Parsed:
         pos = item.end
 
 
-def _parse_object(text: str, pos: int, path: tuple) -> Parsed:
-    out: dict = {}
+def _parse_object(text: str, pos: int, path: JsonPath) -> Parsed:
+    out: dict[str, Any] = {}
     while True:
         pos = _skip_ws(text, pos)
         if pos < len(text) and text[pos] == "}":
