@@ -189,6 +189,7 @@ class E5Torch:
                                             else (os.cpu_count() or 1)))
         f = _File(Path(path or model_path()).read_bytes())
         self.tokenizer = Tokenizer(f)
+        self._ids: dict[str, list[int]] = {}  # token_counts() -> passage()
         self.window = f.max_positions - 2
         self.pad = f.pad
         self.eps = f.eps
@@ -223,9 +224,23 @@ class E5Torch:
     def query(self, texts: list[str], batch: int = 32) -> np.ndarray:
         return self.encode(["query: " + t for t in texts], batch)
 
+    def token_counts(self, texts: list[str]) -> list[int]:
+        """Tokens of each passage (<s> and </s> included); the ids are kept for the passage() call that follows, so
+        a bulk job can order its pieces by token count (by characters, a batch mixing Chinese and English pieces was
+        ~30% padding) without tokenizing twice."""
+        prefixed = ["passage: " + t for t in texts]
+        ids = self.tokenizer.content_ids(prefixed)
+        self._ids.update(zip(prefixed, ids))
+        return [len(i) + 2 for i in ids]
+
     def encode(self, texts: list[str], batch: int = 32) -> np.ndarray:
         """One L2-normalised row per text (prefix included); windows of a long text averaged by their token count."""
-        content = self.tokenizer.content_ids(list(texts))
+        texts = list(texts)
+        known = [self._ids.pop(t, None) for t in texts]
+        missing = [i for i, ids in enumerate(known) if ids is None]
+        for i, ids in zip(missing, self.tokenizer.content_ids([texts[i] for i in missing])):
+            known[i] = ids
+        content = [ids or [] for ids in known]
         windows: list[tuple[int, list[int]]] = []
         for i, ids in enumerate(content):
             for start in range(0, max(1, len(ids)), self.window):

