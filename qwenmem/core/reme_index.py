@@ -14,6 +14,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
 from qwenmem.core import reme_notes as notes
 
 REME_VECTOR_WEIGHT = 0.7
@@ -26,10 +28,10 @@ KIND_LABELS = {notes.CORE: "core memory", notes.NOTE: "note", notes.DAY_INDEX: "
                notes.DAILY_LOG: "daily log", notes.DIGEST: "digest"}
 
 
-def index_view(rel: str, text: str, daily_dir: str = "memory", digest_dir: str = "digest") -> tuple[str, dict]:
+def index_view(rel: str, text: str, daily_dir: str = "memory", digest_dir: str = "digest") -> tuple[str, dict[str, Any]]:
     """(text to chunk, metadata). Line count and line numbers are the file's own."""
     note = notes.parse_note(text)
-    meta: dict = {"kind": notes.kind_of(rel, note, daily_dir, digest_dir)}
+    meta: dict[str, Any] = {"kind": notes.kind_of(rel, note, daily_dir, digest_dir)}
     for key, value in (("title", note.title), ("date", note.date(rel)), ("description", note.description)):
         if value:
             meta[key] = value
@@ -46,7 +48,7 @@ def index_view(rel: str, text: str, daily_dir: str = "memory", digest_dir: str =
     return "\n".join([""] * note.front_matter_lines + lines[note.front_matter_lines:]), meta
 
 
-def has_tag(meta: dict | None, wanted: list[str]) -> bool:
+def has_tag(meta: dict[str, Any] | None, wanted: list[str]) -> bool:
     """Whether a file's tags include any of `wanted` (case-insensitive, '#' optional)."""
     have = {t.casefold() for t in (meta or {}).get("tags") or []}
     return any(w.lstrip("#").casefold() in have for w in wanted)
@@ -91,7 +93,7 @@ def _header(h: RemeHit) -> str:
     return f"========== {h.path}:{h.start_line}-{h.end_line} [{scores}] =========="
 
 
-def _neighbour(path: str, meta: dict | None) -> str:
+def _neighbour(path: str, meta: dict[str, Any] | None) -> str:
     meta = meta or {}
     out = path
     if meta.get("title"):
@@ -101,7 +103,7 @@ def _neighbour(path: str, meta: dict | None) -> str:
     return out
 
 
-def _resolve(link: str, files: dict[str, dict]) -> str | None:
+def _resolve(link: str, files: dict[str, dict[str, Any]]) -> str | None:
     """A wikilink target as a workspace-relative path that is indexed (ReMe links are workspace-relative)."""
     target = link.strip().lstrip("/")
     for candidate in (target, target + ".md"):
@@ -110,7 +112,7 @@ def _resolve(link: str, files: dict[str, dict]) -> str | None:
     return None
 
 
-def format_memory_search(hits: list[RemeHit], files: dict[str, dict] | None = None, expand_links: bool = True) -> str:
+def format_memory_search(hits: list[RemeHit], files: dict[str, dict[str, Any]] | None = None, expand_links: bool = True) -> str:
     """ReMe 0.4's `memory_search` text. `files`: the index manifest's files (path -> entry with "meta"), for the
     wikilink neighbours; without it no links are listed."""
     if not hits:
@@ -140,7 +142,7 @@ def format_memory_search(hits: list[RemeHit], files: dict[str, dict] | None = No
     return "\n".join(blocks)
 
 
-def label(rel: str, meta: dict | None) -> str | None:
+def label(rel: str, meta: dict[str, Any] | None) -> str | None:
     """How a hit's file is labelled for people: 'core memory' for MEMORY.md, etc.; None for 1.x files (no
     metadata is recorded for them)."""
     return KIND_LABELS.get(str((meta or {}).get("kind")))

@@ -6,7 +6,7 @@ inside the functions that need them, so importing this package is cheap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:  # pragma: no cover
     from qwenmem.core.index.embedders import Embedder
@@ -15,8 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from qwenmem.core.workspace import Workspace
 
 
-def reindex(ws: "Workspace", settings: "Settings", *, full: bool = False, sources=None,
-            progress: Callable[[str, int, int], None] | None = None, **options) -> "ReindexResult":
+def reindex(ws: "Workspace", settings: "Settings", *, full: bool = False, sources: str | list[str] | None = None,
+            progress: Callable[[str, int, int], None] | None = None, **options: Any) -> "ReindexResult":
     """Bring the index up to date (incremental unless `full`); takes the index lock itself."""
     from qwenmem.core.index.reindexing import run_reindex
 

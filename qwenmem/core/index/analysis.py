@@ -69,7 +69,7 @@ def query_terms(query: str) -> tuple[list[str], list[list[str]]]:
 def stem(word: str) -> str:
     from whoosh.lang.porter import stem as porter
 
-    return porter(word)
+    return str(porter(word))
 
 
 STOP_WORDS = frozenset("""a about after again all am an and any are as at be because been before being but by can

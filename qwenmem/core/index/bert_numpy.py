@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 
-def _erf(x):
+def _erf(x: Any) -> Any:
     """Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7): numpy has no erf and scipy costs another import."""
     import numpy as np
 
@@ -25,7 +26,7 @@ def _erf(x):
 
 
 class NumpyBert:
-    def __init__(self, model_dir: Path):
+    def __init__(self, model_dir: Path) -> None:
         import numpy as np
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
@@ -50,17 +51,17 @@ class NumpyBert:
         self.eps = float(self.config.get("layer_norm_eps", 1e-12))
         self.layers = int(self.config["num_hidden_layers"])
 
-    def _layer_norm(self, x, prefix):
+    def _layer_norm(self, x: Any, prefix: str) -> Any:
         import numpy as np
 
         mean = x.mean(-1, keepdims=True)
         var = ((x - mean) ** 2).mean(-1, keepdims=True)
         return (x - mean) / np.sqrt(var + self.eps) * self.w[prefix + ".weight"] + self.w[prefix + ".bias"]
 
-    def _dense(self, x, prefix):
+    def _dense(self, x: Any, prefix: str) -> Any:
         return x @ self.w[prefix + ".weight"].T + self.w[prefix + ".bias"]
 
-    def encode(self, texts: list[str]):
+    def encode(self, texts: list[str]) -> Any:
         """Mean-pooled, L2-normalised float32 rows, like SentenceTransformer.encode(normalize_embeddings=True)."""
         import numpy as np
 
@@ -80,7 +81,7 @@ class NumpyBert:
             out[batch] = self._forward(ids, mask)
         return out
 
-    def _forward(self, ids, mask):
+    def _forward(self, ids: Any, mask: Any) -> Any:
         import numpy as np
 
         w = self.w
@@ -93,7 +94,7 @@ class NumpyBert:
         for i in range(self.layers):
             p = f"encoder.layer.{i}"
 
-            def split(t):
+            def split(t: Any) -> Any:
                 return t.reshape(b, n, self.heads, head_dim).transpose(0, 2, 1, 3)
 
             q = split(self._dense(x, p + ".attention.self.query"))

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any, Callable
 
 from qwenmem.core.index.analysis import IS_CJK, query_terms
 
 
-def schema():
+def schema() -> Any:
     from whoosh.fields import ID, STORED, TEXT, Schema
 
     from qwenmem.core.index.whoosh_tokenizer import CJKIdentifierTokenizer
@@ -18,14 +19,14 @@ def schema():
                   text=TEXT(analyzer=CJKIdentifierTokenizer(), stored=True, phrase=True))
 
 
-def create(directory: Path):
+def create(directory: Path) -> Any:
     from whoosh import index
 
     directory.mkdir(parents=True, exist_ok=True)
     return index.create_in(str(directory), schema())
 
 
-def clone(previous: Path, directory: Path):
+def clone(previous: Path, directory: Path) -> Any:
     """Start the new generation from the old one's files. Whoosh never rewrites a file it has written (new
     segments and a new TOC are added, old files are unlinked), so hard links are safe and cost nothing."""
     from whoosh import index
@@ -40,7 +41,8 @@ def clone(previous: Path, directory: Path):
     return index.open_dir(str(directory))
 
 
-def write(ix, remove_paths: set[str], add: list[dict], progress=None) -> None:
+def write(ix: Any, remove_paths: set[str], add: list[dict[str, Any]], progress: Callable[[int], None] | None = None
+          ) -> None:
     """Our writer (whoosh_writer.py: the same index, ~3x faster); QWENMEM_FULLTEXT_WRITER=whoosh uses Whoosh's
     own, for bench/fulltext_build.py's side-by-side run."""
     if os.environ.get("QWENMEM_FULLTEXT_WRITER", "").strip().lower() == "whoosh":
@@ -51,7 +53,8 @@ def write(ix, remove_paths: set[str], add: list[dict], progress=None) -> None:
     write_documents(ix, remove_paths, add, progress)
 
 
-def _whoosh_write(ix, remove_paths: set[str], add: list[dict], progress=None) -> None:
+def _whoosh_write(ix: Any, remove_paths: set[str], add: list[dict[str, Any]],
+                  progress: Callable[[int], None] | None = None) -> None:
     writer = ix.writer(limitmb=128)
     try:
         for path in sorted(remove_paths):
@@ -66,7 +69,7 @@ def _whoosh_write(ix, remove_paths: set[str], add: list[dict], progress=None) ->
         raise
 
 
-def build_query(text: str):
+def build_query(text: str) -> Any:
     """OR of every query term (BM25 ranks chunks that hold more of them higher) plus, for each CJK run, a
     boosted phrase of its bigrams so the exact substring wins. No query syntax: user text is never parsed as
     operators, so `foo(` or `AND` cannot fail."""
@@ -82,10 +85,10 @@ def build_query(text: str):
     return Or([Term("text", t) for t in terms] + singles + [Phrase("text", p, boost=2.0) for p in phrases])
 
 
-_OPEN: dict[str, object] = {}
+_OPEN: dict[str, Any] = {}
 
 
-def _open(directory: Path):
+def _open(directory: Path) -> Any:
     """One open index per generation directory per process (generations are immutable once published)."""
     from whoosh.filedb.filestore import FileStorage
 

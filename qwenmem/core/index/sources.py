@@ -15,11 +15,15 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
 
 from qwenmem.core.errors import UsageError, WorkspaceError
 from qwenmem.core.fsio import read_with_snapshot
 from qwenmem.core.reme_index import REME_MAX_FILE_BYTES, index_view
 from qwenmem.core.surrogates import without_surrogates
+
+if TYPE_CHECKING:  # pragma: no cover
+    from qwenmem.core.workspace import Workspace
 
 SOURCES = ("memory", "dialog", "sessions")
 DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
@@ -41,10 +45,10 @@ class SourceFile:
     mtime_ns: int
     outside: bool = False  # reached through a symlink that leaves the workspace: listed, never read
     gen2: bool = False  # a QwenPaw 2.x memory file: front matter becomes metadata (read_source fills `meta`)
-    meta: dict | None = None
+    meta: dict[str, Any] | None = None
 
 
-def parse_sources(value) -> list[str]:
+def parse_sources(value: str | Iterable[str] | None) -> list[str]:
     if value is None:
         return ["memory"]
     items = value.split(",") if isinstance(value, str) else list(value)
@@ -57,7 +61,7 @@ def parse_sources(value) -> list[str]:
     return [s for s in SOURCES if s in chosen] or ["memory"]
 
 
-def discover(ws, sources: list[str], recursive: bool) -> list[SourceFile]:
+def discover(ws: "Workspace", sources: list[str], recursive: bool) -> list[SourceFile]:
     found: dict[str, SourceFile] = {}
     seen_real: set[tuple[int, int]] = set()
     root = ws.path.resolve()
@@ -150,14 +154,14 @@ def read_source(src: SourceFile) -> tuple[str, str]:
     return digest, without_surrogates("\n".join(_message_line(m) for m in msgs))
 
 
-def _json_or_none(line: str):
+def _json_or_none(line: str) -> Any:
     try:
         return json.loads(line) if line.strip() else None
     except ValueError:
         return None
 
 
-def _message_line(msg) -> str:
+def _message_line(msg: Any) -> str:
     from qwenmem.core.sessions import message_text
 
     if not isinstance(msg, dict):

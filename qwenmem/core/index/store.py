@@ -21,24 +21,28 @@ import shutil
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from qwenmem.core import confine, modes
 from qwenmem.core.fsio import atomic_write_bytes, fsync_dir
+
+if TYPE_CHECKING:  # pragma: no cover
+    from qwenmem.core.workspace import Workspace
 
 FORMAT = 1
 POINTER = "CURRENT"
 
 
-def index_dir(ws) -> Path:
+def index_dir(ws: "Workspace") -> Path:
     return confine.check(ws.data_dir / "index")  # Whoosh opens files itself: refuse a .qwenmem/ link out first
 
 
-def lock_path(ws) -> Path:
+def lock_path(ws: "Workspace") -> Path:
     # Its own lock, not the workspace lock: `dream` holds that one while it calls reindex().
     return ws.data_dir / "index.lock"
 
 
-def current_generation(ws) -> Path | None:
+def current_generation(ws: "Workspace") -> Path | None:
     pointer = index_dir(ws) / POINTER
     try:
         name = pointer.read_text(encoding="utf-8").strip()
@@ -50,7 +54,7 @@ def current_generation(ws) -> Path | None:
     return gen
 
 
-def new_generation_dir(ws) -> Path:
+def new_generation_dir(ws: "Workspace") -> Path:
     root = index_dir(ws)
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -65,7 +69,7 @@ def new_generation_dir(ws) -> Path:
     return gen
 
 
-def publish(ws, gen: Path) -> None:
+def publish(ws: "Workspace", gen: Path) -> None:
     """Make `gen` the live generation (atomic), then drop every other generation."""
     modes.adopt_tree(index_dir(ws))  # Whoosh wrote its files itself: the workspace's owner, private modes
     for f in gen.rglob("*"):
@@ -80,7 +84,7 @@ def publish(ws, gen: Path) -> None:
     drop_stale_generations(ws)
 
 
-def drop_stale_generations(ws) -> None:
+def drop_stale_generations(ws: "Workspace") -> None:
     live = current_generation(ws)
     for gen in index_dir(ws).glob("gen-*"):
         if gen.is_dir() and gen != live:
@@ -90,8 +94,8 @@ def drop_stale_generations(ws) -> None:
 @dataclass
 class Manifest:
     chunker: str
-    embedder: dict  # {"backend": ..., "model": ..., "model_id": ..., "dim": ...}
-    files: dict[str, dict] = field(default_factory=dict)  # path -> {sha256, size, mtime_ns, chunks, source}
+    embedder: dict[str, Any]  # {"backend": ..., "model": ..., "model_id": ..., "dim": ...}
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)  # path -> {sha256, size, mtime_ns, chunks, source}
     sources: list[str] = field(default_factory=lambda: ["memory"])
     recursive: bool = False
     vectors_missing: int = 0  # chunks left without vectors because the embedder failed; the next reindex adds them
@@ -178,7 +182,7 @@ def write_chunks(gen: Path, rows: list[ChunkRow]) -> None:
     (gen / "chunks.json").write_text(data, encoding="utf-8")
 
 
-def load_vectors(gen: Path):
+def load_vectors(gen: Path) -> tuple[Any, Any] | None:
     """(vectors float16 [pieces, dim], owners int32 [pieces]) or None when the index has no vectors."""
     import numpy as np
 
@@ -188,7 +192,7 @@ def load_vectors(gen: Path):
     return np.load(vec_path, mmap_mode="r"), np.load(own_path)
 
 
-def write_vectors(gen: Path, vectors, owners) -> None:
+def write_vectors(gen: Path, vectors: Any, owners: Any) -> None:
     import numpy as np
 
     np.save(gen / "vectors.npy", np.asarray(vectors, dtype=np.float16))

@@ -3,14 +3,17 @@ class must be importable by name; only fulltext.py imports it, lazily (whoosh st
 
 from __future__ import annotations
 
+from typing import Any, Iterator
+
 from whoosh.analysis import Token, Tokenizer
 
 from qwenmem.core.index.analysis import spans
 
 
-class CJKIdentifierTokenizer(Tokenizer):
-    def __call__(self, value, positions=False, chars=False, keeporiginal=False, removestops=True,
-                 start_pos=0, start_char=0, tokenize=True, mode="", **kwargs):
+class CJKIdentifierTokenizer(Tokenizer):  # type: ignore[misc]  # whoosh has no type hints
+    def __call__(self, value: str, positions: bool = False, chars: bool = False, keeporiginal: bool = False,
+                 removestops: bool = True, start_pos: int = 0, start_char: int = 0, tokenize: bool = True,
+                 mode: str = "", **kwargs: Any) -> Iterator[Any]:
         token = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
         pos = start_pos
         for text, start, end, is_part in spans(value, query=(mode == "query")):
