@@ -129,34 +129,66 @@ def run_reindex(ws, settings, *, full: bool = False, sources=None, progress: Pro
     return result
 
 
+@dataclass
+class _Scan:
+    """What the scan of the source files found: their manifest entries and the chunk rows of the new index."""
+    manifest_files: dict[str, dict] = field(default_factory=dict)
+    new_chunks: list[Chunk] = field(default_factory=list)
+    kept_rows: dict[str, list[store.ChunkRow]] = field(default_factory=dict)
+    new_rows: dict[str, list[tuple[store.ChunkRow, Chunk]]] = field(default_factory=dict)
+
+
 def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: bool,
          embed_seconds: float | None = None, verify: bool = False) -> ReindexResult:
-    import numpy as np
-
     emb = plan.choice.embedder
     prev = plan.previous if plan.reuse_text else None
     files = discover(ws, plan.sources, plan.recursive)
     prev_files = prev.files if prev else {}
-    prev_rows = store.load_chunks(plan.prev_gen) if prev else []
-    rows_by_path: dict[str, list[store.ChunkRow]] = {}
-    for r in prev_rows:
-        rows_by_path.setdefault(r.path, []).append(r)
-
     result = ReindexResult(None, False, plan.previous is None or not plan.reuse_text, plan.reason,
                            files_total=len(files), embedder=emb.model_id if emb else None, sources=plan.sources,
                            notices=list(plan.choice.notices), dry_run=dry_run)
-    manifest_files: dict[str, dict] = {}
-    new_chunks: list[Chunk] = []
-    kept_rows: dict[str, list[store.ChunkRow]] = {}
-    new_rows: dict[str, list[tuple[store.ChunkRow, Chunk]]] = {}
+    scan = _scan(files, prev_files, store.load_chunks(plan.prev_gen) if prev else [], result, spec, progress, verify)
+    scanned_ns = time.time_ns()
+    for rel, entry in scan.manifest_files.items():
+        if "sha256" in entry:
+            scan.manifest_files[rel] = mark_racy(entry, scanned_ns)
+    current = {f.rel for f in files}
+    result.files_removed = sorted(p for p in prev_files if p not in current)
+    result.chunks_new = len(scan.new_chunks)
+    changed_paths = set(result.files_changed) | set(result.files_removed)
+    ordered: list[tuple[store.ChunkRow, Chunk | None]] = []
+    for rel in sorted(scan.manifest_files):
+        if rel in scan.new_rows:
+            ordered.extend(scan.new_rows[rel])
+        else:
+            ordered.extend((r, None) for r in scan.kept_rows.get(rel, []))
+    result.chunks_total = len(ordered)
+    if prev is not None and _up_to_date(plan, scan, prev_files, changed_paths):
+        result.up_to_date = True
+        result.generation = plan.prev_gen.name
+        return result
+    if dry_run:
+        return result
+    result.generation = _write_generation(ws, plan, spec, ordered, changed_paths, scan.manifest_files, result,
+                                          progress, embed_seconds)
+    return result
+
+
+def _scan(files, prev_files: dict[str, dict], prev_rows: list[store.ChunkRow], result: ReindexResult,
+          spec: ChunkSpec, progress: Progress | None, verify: bool) -> _Scan:
+    """Read and chunk every file that is new or changed; keep the entries and rows of the others."""
+    rows_by_path: dict[str, list[store.ChunkRow]] = {}
+    for r in prev_rows:
+        rows_by_path.setdefault(r.path, []).append(r)
+    scan = _Scan()
     for i, src in enumerate(files):
         old = prev_files.get(src.rel)
         # a file whose generation changed (a 1.x tree became 2.x) is re-read: its front matter turns into metadata;
         # a racy one (modified too close to the last scan) or any under --verify is re-hashed
         if old and old.get("size") == src.size and old.get("mtime_ns") == src.mtime_ns and ("meta" in old) == src.gen2 \
                 and not (verify or (old.get("racy") and not old.get("skipped"))):
-            manifest_files[src.rel] = old
-            kept_rows[src.rel] = rows_by_path.get(src.rel, [])
+            scan.manifest_files[src.rel] = old
+            scan.kept_rows[src.rel] = rows_by_path.get(src.rel, [])
             if old.get("skipped"):
                 result.files_skipped.append(src.rel)
                 _skip_notice(result, old["skipped"])
@@ -164,65 +196,61 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
         try:
             digest, text = read_source(src)
         except SkippedSource as skipped:
-            manifest_files[src.rel] = {"size": src.size, "mtime_ns": src.mtime_ns, "kind": src.kind, "chunks": 0,
-                                       "skipped": str(skipped), **({"meta": {}} if src.gen2 else {})}
+            scan.manifest_files[src.rel] = {"size": src.size, "mtime_ns": src.mtime_ns, "kind": src.kind,
+                                            "chunks": 0, "skipped": str(skipped), **({"meta": {}} if src.gen2 else {})}
             result.files_skipped.append(src.rel)
             _skip_notice(result, str(skipped))
             if old:  # whatever it held before drops out of the index
                 result.files_changed.append(src.rel)
-                new_rows[src.rel] = []
+                scan.new_rows[src.rel] = []
             continue
         entry = {"sha256": digest, "size": src.size, "mtime_ns": src.mtime_ns, "kind": src.kind}
         if src.gen2:  # title, date, tags, kind, links: for --tag/--since, labels and --format reme
             entry["meta"] = src.meta or {}
         if old and old.get("sha256") == digest and ("meta" in old) == src.gen2:
-            manifest_files[src.rel] = dict(entry, chunks=old.get("chunks", 0))
-            kept_rows[src.rel] = rows_by_path.get(src.rel, [])
+            scan.manifest_files[src.rel] = dict(entry, chunks=old.get("chunks", 0))
+            scan.kept_rows[src.rel] = rows_by_path.get(src.rel, [])
             continue
         chunks = chunk_text(src.rel, text, spec)
         entry["chunks"] = len(chunks)
-        manifest_files[src.rel] = entry
+        scan.manifest_files[src.rel] = entry
         (result.files_changed if old else result.files_added).append(src.rel)
-        new_rows[src.rel] = [(store.ChunkRow(chunk_id(c), c.path, c.start_line, c.end_line, c.hash), c) for c in chunks]
-        new_chunks.extend(chunks)
+        scan.new_rows[src.rel] = [(store.ChunkRow(chunk_id(c), c.path, c.start_line, c.end_line, c.hash), c)
+                                  for c in chunks]
+        scan.new_chunks.extend(chunks)
         if progress and i % 50 == 0:
             progress("scanning", i + 1, len(files))
-    scanned_ns = time.time_ns()
-    for rel, entry in manifest_files.items():
-        if "sha256" in entry:
-            manifest_files[rel] = mark_racy(entry, scanned_ns)
-    current = {f.rel for f in files}
-    result.files_removed = sorted(p for p in prev_files if p not in current)
-    result.chunks_new = len(new_chunks)
-    changed_paths = set(result.files_changed) | set(result.files_removed)
-    model_changed = emb is not None and plan.previous is not None and not plan.reuse_vectors
-    meta_changed = plan.previous is None or plan.previous.sources != plan.sources or plan.previous.recursive != plan.recursive
-    # The manifest must also be unchanged: a new empty or skipped file, or a touched one, adds no chunks but would
-    # look stale to every later search (which would then rescan it each time) if its entry were not recorded.
-    nothing_to_do = (prev is not None and not new_chunks and not changed_paths and not model_changed
-                     and not meta_changed and _without_racy(manifest_files) == _without_racy(prev_files)
-                     and not (emb is not None and plan.previous.vectors_missing)
-                     and (plan.previous.embedder.get("model_id") == (emb.model_id if emb else None)))
-    ordered: list[tuple[store.ChunkRow, Chunk | None]] = []
-    for rel in sorted(manifest_files):
-        if rel in new_rows:
-            ordered.extend(new_rows[rel])
-        else:
-            ordered.extend((r, None) for r in kept_rows.get(rel, []))
-    result.chunks_total = len(ordered)
-    if nothing_to_do:
-        result.up_to_date = True
-        result.generation = plan.prev_gen.name
-        return result
-    if dry_run:
-        return result
+    return scan
 
+
+def _up_to_date(plan: _Plan, scan: _Scan, prev_files: dict[str, dict], changed_paths: set[str]) -> bool:
+    """Nothing to write: no new chunks or removed files, the same model, sources and manifest. The manifest must
+    also be unchanged: a new empty or skipped file, or a touched one, adds no chunks but would look stale to every
+    later search (which would then rescan it each time) if its entry were not recorded."""
+    emb = plan.choice.embedder
+    previous = plan.previous
+    assert previous is not None
+    model_changed = emb is not None and not plan.reuse_vectors
+    meta_changed = previous.sources != plan.sources or previous.recursive != plan.recursive
+    return (not scan.new_chunks and not changed_paths and not model_changed and not meta_changed
+            and _without_racy(scan.manifest_files) == _without_racy(prev_files)
+            and not (emb is not None and previous.vectors_missing)
+            and previous.embedder.get("model_id") == (emb.model_id if emb else None))
+
+
+def _write_generation(ws, plan: _Plan, spec: ChunkSpec, ordered, changed_paths: set[str],
+                      manifest_files: dict[str, dict], result: ReindexResult, progress: Progress | None,
+                      embed_seconds: float | None) -> str:
+    """Build the next generation beside the live one and publish it; on any failure remove it, the live one kept."""
+    import numpy as np
+
+    emb = plan.choice.embedder
     gen = store.new_generation_dir(ws)
     try:
         # Full text first: its writer may fork a second process, which is safest before a model starts threads.
         docs = [{"chunk_id": r.id, "path": r.path, "lines": (r.start_line, r.end_line), "text": c.text}
                 for r, c in ordered if c is not None]
-        if prev is not None:
+        if plan.reuse_text:
             ix = fulltext.clone(plan.prev_gen / "fulltext", gen / "fulltext")
             fulltext.write(ix, changed_paths, docs, _sub(progress, "full text", len(docs)))
         else:
@@ -232,7 +260,8 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
         store.write_chunks(gen, [r for r, _ in ordered])
         if vectors is not None:
             store.write_vectors(gen, vectors, owners)
-        manifest = store.Manifest(chunker=spec.id, embedder=dict(plan.embedder_spec, dim=int(vectors.shape[1]) if vectors is not None and len(vectors) else (emb.dim if emb else 0)),
+        dim = int(vectors.shape[1]) if vectors is not None and len(vectors) else (emb.dim if emb else 0)
+        manifest = store.Manifest(chunker=spec.id, embedder=dict(plan.embedder_spec, dim=dim),
                                   files=manifest_files, sources=plan.sources, recursive=plan.recursive,
                                   vectors_missing=result.chunks_without_vectors,
                                   built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
@@ -245,8 +274,7 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
         if isinstance(exc, OSError):  # a full disk while Whoosh writes: one line, the live index untouched
             raise as_domain_error(exc, exc.filename or gen / "fulltext", "the previous index is kept") from None
         raise
-    result.generation = gen.name
-    return result
+    return gen.name
 
 
 # git's "racy" rule: a file modified this close to the scan may change again within the same mtime tick (or be

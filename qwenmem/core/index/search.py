@@ -125,19 +125,8 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
            min_score: float = 0.0, since: str | None = None, until: str | None = None,
            tags: list[str] | None = None, vector_weight: float = DEFAULT_VECTOR_WEIGHT,
            candidates: int | None = None, auto_reindex: bool = True, progress=None) -> SearchResult:
-    if not query or not query.strip():
-        raise UsageError("empty query")
-    query = without_surrogates(query)
-    if mode not in MODES:
-        raise UsageError(f"unknown mode {mode!r}; choose {', '.join(MODES)}")
-    if fusion not in FUSIONS:
-        raise UsageError(f"unknown fusion {fusion!r}; choose {', '.join(FUSIONS)}")
-    if not 0.0 <= vector_weight <= 1.0:
-        raise UsageError("--vector-weight must be between 0 and 1")
+    query, since_d, until_d = _checked(query, mode, fusion, vector_weight, since, until)
     max_results = max(1, min(int(max_results), 1000))
-    since_d, until_d = parse_day(since), parse_day(until)
-    if since_d and until_d and since_d > until_d:
-        raise UsageError(f"--since {since_d} is after --until {until_d}: no daily log can match")
     notices: list[str] = []
     reindexed, damaged = _ensure_fresh(ws, settings, auto_reindex, notices, progress)
     gen = store.current_generation(ws)
@@ -206,7 +195,31 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
     ranked = [(cid, absolute[cid]) for cid, _ in ranked if absolute[cid] >= min_score][:max_results]
     vector_scores = {cid: max(0.0, c) for cid, _ in ranked if (c := cosine(cid)) is not None}
     docs = fulltext.stored_docs(gen / "fulltext", [cid for cid, _ in ranked])
-    terms = set(query_terms(query)[0])
+    hits = _hits(ranked, docs, set(query_terms(query)[0]), text_scores, vector_scores, mode,
+                 has_vectors=cos_all is not None, files=manifest.files)
+    return SearchResult(query, mode, fusion, hits, embedder_id, gen.name, notices, reindexed)
+
+
+def _checked(query: str, mode: str, fusion: str, vector_weight: float, since: str | None,
+             until: str | None) -> tuple[str, str | None, str | None]:
+    """(query without lone surrogates, --since day, --until day), or the UsageError a bad argument deserves."""
+    if not query or not query.strip():
+        raise UsageError("empty query")
+    query = without_surrogates(query)
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r}; choose {', '.join(MODES)}")
+    if fusion not in FUSIONS:
+        raise UsageError(f"unknown fusion {fusion!r}; choose {', '.join(FUSIONS)}")
+    if not 0.0 <= vector_weight <= 1.0:
+        raise UsageError("--vector-weight must be between 0 and 1")
+    since_d, until_d = parse_day(since), parse_day(until)
+    if since_d and until_d and since_d > until_d:
+        raise UsageError(f"--since {since_d} is after --until {until_d}: no daily log can match")
+    return query, since_d, until_d
+
+
+def _hits(ranked, docs, terms: set[str], text_scores: dict[str, float], vector_scores: dict[str, float], mode: str,
+          has_vectors: bool, files: dict) -> list[SearchHit]:
     hits = []
     for cid, score in ranked:
         if cid not in docs:
@@ -217,10 +230,10 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
         hits.append(SearchHit(path, start_line, end_line, round(score, 4),
                               round(text_scores[cid], 4) if cid in text_scores else (0.0 if mode != "vector" else None),
                               round(vector_scores[cid], 4) if cid in vector_scores else
-                              (0.0 if mode in ("hybrid", "vector") and cos_all is not None else None),
+                              (0.0 if mode in ("hybrid", "vector") and has_vectors else None),
                               snippet, marks, text, match_line,
-                              ((manifest.files.get(path) or {}).get("meta") or {}).get("kind")))
-    return SearchResult(query, mode, fusion, hits, embedder_id, gen.name, notices, reindexed)
+                              ((files.get(path) or {}).get("meta") or {}).get("kind")))
+    return hits
 
 
 def calibration(model_id: str | None) -> tuple[float, float]:

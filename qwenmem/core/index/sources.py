@@ -61,19 +61,23 @@ def parse_sources(value: str | Iterable[str] | None) -> list[str]:
     return [s for s in SOURCES if s in chosen] or ["memory"]
 
 
-def discover(ws: "Workspace", sources: list[str], recursive: bool) -> list[SourceFile]:
-    found: dict[str, SourceFile] = {}
-    seen_real: set[tuple[int, int]] = set()
-    root = ws.path.resolve()
-    dir_inside: dict[Path, bool] = {}
+class _Found:
+    """The files discover() has listed so far, keyed by workspace-relative path."""
 
-    def inside(path: Path) -> bool:
+    def __init__(self, ws: "Workspace") -> None:
+        self.ws = ws
+        self.files: dict[str, SourceFile] = {}
+        self._seen_real: set[tuple[int, int]] = set()
+        self._root = ws.path.resolve()
+        self._dir_inside: dict[Path, bool] = {}
+
+    def _inside(self, path: Path) -> bool:
         try:
-            return path.resolve().is_relative_to(root)
+            return path.resolve().is_relative_to(self._root)
         except (OSError, RuntimeError):  # a symlink loop
             return False
 
-    def add(p: Path, kind: str, gen2: bool = False) -> None:
+    def add(self, p: Path, kind: str, gen2: bool = False) -> None:
         # About one lstat per file (search runs this on every query to spot a stale index). Files are keyed by
         # inode, so MEMORY.md and memory.md on a case-insensitive filesystem, or a link to a file we index
         # anyway, count once. A link (of the file or of a directory above it) that leaves the workspace is
@@ -82,45 +86,52 @@ def discover(ws: "Workspace", sources: list[str], recursive: bool) -> list[Sourc
             st = p.lstat()
         except OSError:
             return
-        if p.parent not in dir_inside:
-            dir_inside[p.parent] = inside(p.parent)
+        if p.parent not in self._dir_inside:
+            self._dir_inside[p.parent] = self._inside(p.parent)
         is_link = stat.S_ISLNK(st.st_mode)
-        rel = p.relative_to(ws.path).as_posix()
-        if not dir_inside[p.parent] or (is_link and not inside(p)):
-            found[rel] = SourceFile(p, rel, kind, st.st_size, st.st_mtime_ns, outside=True, gen2=gen2)
+        rel = p.relative_to(self.ws.path).as_posix()
+        if not self._dir_inside[p.parent] or (is_link and not self._inside(p)):
+            self.files[rel] = SourceFile(p, rel, kind, st.st_size, st.st_mtime_ns, outside=True, gen2=gen2)
             return
         if is_link:
             try:
                 st = p.stat()
             except OSError:  # dangling
                 return
-        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen_real:
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in self._seen_real:
             return
-        seen_real.add((st.st_dev, st.st_ino))
-        found[rel] = SourceFile(p, rel, kind, st.st_size, st.st_mtime_ns, gen2=gen2)
+        self._seen_real.add((st.st_dev, st.st_ino))
+        self.files[rel] = SourceFile(p, rel, kind, st.st_size, st.st_mtime_ns, gen2=gen2)
 
+
+def discover(ws: "Workspace", sources: list[str], recursive: bool) -> list[SourceFile]:
+    found = _Found(ws)
     if "memory" in sources:
-        from qwenmem.core.memory_layout import memory_layout
-
-        layout = memory_layout(ws)
-        for name in ("MEMORY.md", "memory.md"):
-            add(ws.path / name, "memory", layout.is_gen2)
-        folders = [(ws.path / layout.daily_dir, "**/*.md"), (ws.path / layout.digest_dir, "**/*.md")] \
-            if layout.is_gen2 else [(ws.memory_dir, "**/*.md" if recursive else "*.md")]
-        for folder, pattern in folders:
-            if folder.is_dir():
-                for p in sorted(folder.glob(pattern)):
-                    if not any(part.startswith(".") for part in p.relative_to(folder).parts):
-                        add(p, "memory", layout.is_gen2)
+        _discover_memory(ws, found, recursive)
     if "dialog" in sources and ws.dialog_dir.is_dir():
         for p in sorted(ws.dialog_dir.glob("*.jsonl")):
-            add(p, "dialog")
+            found.add(p, "dialog")
     if "sessions" in sources:
         from qwenmem.core.sessions import iter_session_files
 
         for p in iter_session_files(ws):
-            add(p, "sessions")
-    return [found[k] for k in sorted(found)]
+            found.add(p, "sessions")
+    return [found.files[k] for k in sorted(found.files)]
+
+
+def _discover_memory(ws: "Workspace", found: _Found, recursive: bool) -> None:
+    from qwenmem.core.memory_layout import memory_layout
+
+    layout = memory_layout(ws)
+    for name in ("MEMORY.md", "memory.md"):
+        found.add(ws.path / name, "memory", layout.is_gen2)
+    folders = [(ws.path / layout.daily_dir, "**/*.md"), (ws.path / layout.digest_dir, "**/*.md")] \
+        if layout.is_gen2 else [(ws.memory_dir, "**/*.md" if recursive else "*.md")]
+    for folder, pattern in folders:
+        if folder.is_dir():
+            for p in sorted(folder.glob(pattern)):
+                if not any(part.startswith(".") for part in p.relative_to(folder).parts):
+                    found.add(p, "memory", layout.is_gen2)
 
 
 def read_source(src: SourceFile) -> tuple[str, str]:
