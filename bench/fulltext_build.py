@@ -59,6 +59,25 @@ def hits(ws_path: Path, queries: list[str], writer_env: dict) -> list:
     return out
 
 
+def sampled_queries(ws: Path, n: int = 190, seed: int = 18) -> list[str]:
+    """Two to four consecutive words (or a CJK run) taken from random lines of the workspace."""
+    import random
+
+    rng = random.Random(seed)
+    lines = [line.lstrip("-# ").strip() for p in sorted((ws / "memory").glob("*.md"))[::10]
+             for line in p.read_text(encoding="utf-8").split("\n") if len(line) > 12]
+    out = []
+    for line in rng.sample(lines, n):
+        words = line.split()
+        if len(words) < 2:
+            out.append(line[: rng.randint(2, 6)])
+        else:
+            k = rng.randint(2, min(4, len(words)))
+            start = rng.randint(0, len(words) - k)
+            out.append(" ".join(words[start:start + k]))
+    return out
+
+
 def ranking(convs: int, ws: Path | None) -> list[str]:
     import locomo_workspace as lw
     from search_speed import QUERIES
@@ -72,7 +91,7 @@ def ranking(convs: int, ws: Path | None) -> list[str]:
         if ws is not None:
             copy = Path(tmp) / "speed-ws"
             shutil.copytree(ws, copy, ignore=shutil.ignore_patterns(".qwenmem"))
-            sets.append((ws.name, copy, QUERIES))
+            sets.append((ws.name, copy, QUERIES + sampled_queries(ws)))
         for name, path, queries in sets:
             old, new = (hits(path, queries, env) for env in WRITERS.values())
             same = sum(a == b for a, b in zip(old, new))
@@ -87,6 +106,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--convs", type=int, default=2)
     ap.add_argument("--ranking-only", action="store_true", help="skip the timed builds")
+    ap.add_argument("--no-ranking", action="store_true", help="only the timed builds")
     args = ap.parse_args()
     out = []
     if args.ws and not args.ranking_only:
@@ -106,7 +126,7 @@ def main() -> None:
             med = statistics.median(values)
             out.append(f"| {name} | {med:.1f} s | {min(values):.1f} s | {max(values):.1f} s | {chunks / med:,.0f} |")
         out.append("")
-    if args.convs or args.ws:
+    if not args.no_ranking and (args.convs or args.ws):
         out += ["Ranking:"] + ranking(args.convs, args.ws)
     print("\n".join(out))
 
