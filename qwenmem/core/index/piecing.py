@@ -14,7 +14,8 @@ from typing import Protocol
 
 
 class Splitter(Protocol):
-    align_overlap: bool
+    @property
+    def align_overlap(self) -> bool: ...
 
     def split(self, text: str) -> list[str]: ...
 

@@ -6,7 +6,8 @@ import hashlib
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable
+from pathlib import Path
+from typing import Any, Callable
 
 from qwenmem.core.fsio import as_domain_error, exclusive_lock
 from qwenmem.core.index import fulltext, piecing, store
@@ -45,7 +46,7 @@ class ReindexResult:
 @dataclass
 class _Plan:
     previous: store.Manifest | None
-    prev_gen: object
+    prev_gen: Path | None
     sources: list[str]
     recursive: bool
     choice: EmbedderChoice
@@ -53,6 +54,12 @@ class _Plan:
     reuse_text: bool
     reuse_vectors: bool
     reason: str
+
+    @property
+    def prev_dir(self) -> Path:
+        """The previous generation, where the plan reuses it (only then is it asked for)."""
+        assert self.prev_gen is not None, "internal: no previous generation"
+        return self.prev_gen
 
 
 MAX_SKIP_NOTICES = 5
@@ -81,7 +88,7 @@ def _plan(ws, settings, full, sources, recursive, backend, model, spec: ChunkSpe
     prev_gen = store.current_generation(ws)
     recorded = store.Manifest.load(prev_gen) if prev_gen else None
     # A damaged generation is rebuilt from the files, never patched; its settings are still honoured.
-    previous = recorded if recorded is not None and store.usable(prev_gen, recorded) else None
+    previous = recorded if prev_gen is not None and recorded is not None and store.usable(prev_gen, recorded) else None
     chosen_sources = parse_sources(sources) if sources is not None else (recorded.sources if recorded else ["memory"])
     rec = recursive if recursive is not None else (recorded.recursive if recorded else settings.recursive_file_watcher)
     choice = _choose_embedder(ws, settings, recorded, backend, model)
@@ -147,7 +154,7 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
     result = ReindexResult(None, False, plan.previous is None or not plan.reuse_text, plan.reason,
                            files_total=len(files), embedder=emb.model_id if emb else None, sources=plan.sources,
                            notices=list(plan.choice.notices), dry_run=dry_run)
-    scan = _scan(files, prev_files, store.load_chunks(plan.prev_gen) if prev else [], result, spec, progress, verify)
+    scan = _scan(files, prev_files, store.load_chunks(plan.prev_dir) if prev else [], result, spec, progress, verify)
     scanned_ns = time.time_ns()
     for rel, entry in scan.manifest_files.items():
         if "sha256" in entry:
@@ -165,7 +172,7 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
     result.chunks_total = len(ordered)
     if prev is not None and _up_to_date(plan, scan, prev_files, changed_paths):
         result.up_to_date = True
-        result.generation = plan.prev_gen.name
+        result.generation = plan.prev_dir.name
         return result
     if dry_run:
         return result
@@ -251,7 +258,7 @@ def _write_generation(ws, plan: _Plan, spec: ChunkSpec, ordered, changed_paths: 
         docs = [{"chunk_id": r.id, "path": r.path, "lines": (r.start_line, r.end_line), "text": c.text}
                 for r, c in ordered if c is not None]
         if plan.reuse_text:
-            ix = fulltext.clone(plan.prev_gen / "fulltext", gen / "fulltext")
+            ix = fulltext.clone(plan.prev_dir / "fulltext", gen / "fulltext")
             fulltext.write(ix, changed_paths, docs, _sub(progress, "full text", len(docs)))
         else:
             ix = fulltext.create(gen / "fulltext")
@@ -316,12 +323,12 @@ def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progres
         return None, None
     cache_by_id: dict[str, list[int]] = {}
     cache_by_hash: dict[str, list[int]] = {}
-    prev_vecs = None
+    prev_vecs: Any = None
     if plan.reuse_vectors:
-        loaded = store.load_vectors(plan.prev_gen)
+        loaded = store.load_vectors(plan.prev_dir)
         if loaded is not None:
             prev_vecs, prev_owners = loaded
-            prev_rows = store.load_chunks(plan.prev_gen)
+            prev_rows = store.load_chunks(plan.prev_dir)
             for piece, owner in enumerate(prev_owners.tolist()):
                 row = prev_rows[owner]
                 cache_by_id.setdefault(row.id, []).append(piece)
@@ -343,11 +350,11 @@ def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progres
         same_file = [j if 0 <= j < len(ordered) and ordered[j][0].path == row.path else None for j in (i - 1, i + 1)]
         previous, following = (texts.get(j) if j is not None else None for j in same_file)
         refs = []
-        for piece in piecing.chunk_pieces(emb, text, previous, following):
-            if piece not in first_of:
-                first_of[piece] = len(to_embed)
-                to_embed.append(piece)
-            refs.append(first_of[piece])
+        for piece_text in piecing.chunk_pieces(emb, text, previous, following):
+            if piece_text not in first_of:
+                first_of[piece_text] = len(to_embed)
+                to_embed.append(piece_text)
+            refs.append(first_of[piece_text])
         parts.append(("new", refs))
     fresh, done = embed_pieces(emb, to_embed, result, progress, np, embed_seconds)
     dim = fresh.shape[1] if fresh.shape[1] else (prev_vecs.shape[1] if prev_vecs is not None else emb.dim or 0)
@@ -377,7 +384,7 @@ def _texts_to_embed(plan: _Plan, ordered, cached_of) -> dict[int, str]:
     texts = {i: ordered[i][1].text for i in wanted if ordered[i][1] is not None}
     missing = [i for i in wanted if i not in texts]
     if missing:
-        stored = fulltext.stored_texts(plan.prev_gen / "fulltext", [ordered[i][0].id for i in missing])
+        stored = fulltext.stored_texts(plan.prev_dir / "fulltext", [ordered[i][0].id for i in missing])
         texts.update((i, stored[ordered[i][0].id]) for i in missing if ordered[i][0].id in stored)
     return texts
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from typing import Any
 
 from qwenmem.core.errors import BusyError, UsageError
 from qwenmem.core.index import fulltext, store
@@ -135,6 +136,7 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
     if damaged:  # --no-reindex, or another process holds the index lock: reading it would fail halfway
         return SearchResult(query, mode, fusion, [], None, gen.name, notices, reindexed)
     manifest = store.Manifest.load(gen)
+    assert manifest is not None  # _ensure_fresh found the generation usable
     # Text mode needs no chunk table: Whoosh stores each hit's path, lines and text.
     rows = store.load_chunks(gen) if mode != "text" else []
     allowed_paths = None
@@ -147,7 +149,7 @@ def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "wei
     if mode in ("hybrid", "text"):
         bm25 = dict(fulltext.search(gen / "fulltext", query, pool, allowed_paths))
     cosines: dict[str, float] = {}
-    cos_all = None
+    cos_all: Any = None
     embedder_id = None
     if mode in ("hybrid", "vector"):
         embedder_id, cos_all = _vector_side(ws, settings, manifest, gen, rows, query, notices, mode)
@@ -269,7 +271,7 @@ def _ensure_fresh(ws, settings, auto_reindex: bool, notices: list[str], progress
     gen = store.current_generation(ws)
     manifest = store.Manifest.load(gen) if gen else None
     damaged = gen is not None and (manifest is None or not store.usable(gen, manifest))
-    if gen is not None and not damaged:
+    if gen is not None and manifest is not None and not damaged:
         stale = stale_files(ws, manifest)
         if not stale:
             return None, False
