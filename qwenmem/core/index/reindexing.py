@@ -50,7 +50,7 @@ class _Plan:
     sources: list[str]
     recursive: bool
     choice: EmbedderChoice
-    embedder_spec: dict
+    embedder_spec: dict[str, Any]
     reuse_text: bool
     reuse_vectors: bool
     reason: str
@@ -77,14 +77,16 @@ def chunk_id(c: Chunk) -> str:
     return hashlib.sha256(f"{c.path}:{c.start_line}:{c.end_line}:{c.hash}".encode()).hexdigest()[:24]
 
 
-def _choose_embedder(ws, settings, previous, backend, model) -> EmbedderChoice:
+def _choose_embedder(ws: Any, settings: Any, previous: store.Manifest | None, backend: str | None,
+                     model: str | None) -> EmbedderChoice:
     if backend is None and model is None and previous is not None and previous.embedder.get("backend"):
         spec = previous.embedder
         return load_embedder(ws, settings, backend=spec.get("backend"), model=spec.get("model"))
     return load_embedder(ws, settings, backend=backend, model=model)
 
 
-def _plan(ws, settings, full, sources, recursive, backend, model, spec: ChunkSpec) -> _Plan:
+def _plan(ws: Any, settings: Any, full: bool, sources: Any, recursive: bool | None, backend: str | None,
+          model: str | None, spec: ChunkSpec) -> _Plan:
     prev_gen = store.current_generation(ws)
     recorded = store.Manifest.load(prev_gen) if prev_gen else None
     # A damaged generation is rebuilt from the files, never patched; its settings are still honoured.
@@ -112,7 +114,7 @@ def _plan(ws, settings, full, sources, recursive, backend, model, spec: ChunkSpe
     return _Plan(previous, prev_gen, chosen_sources, rec, choice, embedder_spec, reuse_text, reuse_vectors, reason)
 
 
-def run_reindex(ws, settings, *, full: bool = False, sources=None, progress: Progress | None = None,
+def run_reindex(ws: Any, settings: Any, *, full: bool = False, sources: Any = None, progress: Progress | None = None,
                 recursive: bool | None = None, backend: str | None = None, model: str | None = None,
                 chunk_spec: ChunkSpec | None = None, dry_run: bool = False,
                 embed_seconds: float | None = None, verify: bool = False) -> ReindexResult:
@@ -139,13 +141,13 @@ def run_reindex(ws, settings, *, full: bool = False, sources=None, progress: Pro
 @dataclass
 class _Scan:
     """What the scan of the source files found: their manifest entries and the chunk rows of the new index."""
-    manifest_files: dict[str, dict] = field(default_factory=dict)
+    manifest_files: dict[str, dict[str, Any]] = field(default_factory=dict)
     new_chunks: list[Chunk] = field(default_factory=list)
     kept_rows: dict[str, list[store.ChunkRow]] = field(default_factory=dict)
     new_rows: dict[str, list[tuple[store.ChunkRow, Chunk]]] = field(default_factory=dict)
 
 
-def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: bool,
+def _run(ws: Any, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: bool,
          embed_seconds: float | None = None, verify: bool = False) -> ReindexResult:
     emb = plan.choice.embedder
     prev = plan.previous if plan.reuse_text else None
@@ -181,7 +183,7 @@ def _run(ws, plan: _Plan, spec: ChunkSpec, progress: Progress | None, dry_run: b
     return result
 
 
-def _scan(files, prev_files: dict[str, dict], prev_rows: list[store.ChunkRow], result: ReindexResult,
+def _scan(files: list[Any], prev_files: dict[str, dict[str, Any]], prev_rows: list[store.ChunkRow], result: ReindexResult,
           spec: ChunkSpec, progress: Progress | None, verify: bool) -> _Scan:
     """Read and chunk every file that is new or changed; keep the entries and rows of the others."""
     rows_by_path: dict[str, list[store.ChunkRow]] = {}
@@ -230,7 +232,7 @@ def _scan(files, prev_files: dict[str, dict], prev_rows: list[store.ChunkRow], r
     return scan
 
 
-def _up_to_date(plan: _Plan, scan: _Scan, prev_files: dict[str, dict], changed_paths: set[str]) -> bool:
+def _up_to_date(plan: _Plan, scan: _Scan, prev_files: dict[str, dict[str, Any]], changed_paths: set[str]) -> bool:
     """Nothing to write: no new chunks or removed files, the same model, sources and manifest. The manifest must
     also be unchanged: a new empty or skipped file, or a touched one, adds no chunks but would look stale to every
     later search (which would then rescan it each time) if its entry were not recorded."""
@@ -245,8 +247,8 @@ def _up_to_date(plan: _Plan, scan: _Scan, prev_files: dict[str, dict], changed_p
             and previous.embedder.get("model_id") == (emb.model_id if emb else None))
 
 
-def _write_generation(ws, plan: _Plan, spec: ChunkSpec, ordered, changed_paths: set[str],
-                      manifest_files: dict[str, dict], result: ReindexResult, progress: Progress | None,
+def _write_generation(ws: Any, plan: _Plan, spec: ChunkSpec, ordered: list[Any], changed_paths: set[str],
+                      manifest_files: dict[str, dict[str, Any]], result: ReindexResult, progress: Progress | None,
                       embed_seconds: float | None) -> str:
     """Build the next generation beside the live one and publish it; on any failure remove it, the live one kept."""
     import numpy as np
@@ -290,7 +292,7 @@ def _write_generation(ws, plan: _Plan, spec: ChunkSpec, ordered, changed_paths: 
 RACY_NS = 2_000_000_000
 
 
-def mark_racy(entry: dict, scanned_ns: int) -> dict:
+def mark_racy(entry: dict[str, Any], scanned_ns: int) -> dict[str, Any]:
     racy = scanned_ns - int(entry.get("mtime_ns", 0)) < RACY_NS
     if bool(entry.get("racy")) == racy:
         return entry
@@ -302,19 +304,19 @@ def mark_racy(entry: dict, scanned_ns: int) -> dict:
     return out
 
 
-def _without_racy(files: dict[str, dict]) -> dict[str, dict]:
+def _without_racy(files: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Clearing a racy mark alone is not worth a new generation (it would also make "up to date" depend on timing)."""
     return {rel: {k: v for k, v in entry.items() if k != "racy"} for rel, entry in files.items()}
 
 
-def _sub(progress: Progress | None, stage: str, total: int):
+def _sub(progress: Progress | None, stage: str, total: int) -> Callable[[int], None] | None:
     if progress is None:
         return None
     return lambda done: progress(stage, done, total)
 
 
-def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progress | None, np,
-             embed_seconds: float | None = None):
+def _vectors(plan: _Plan, emb: Any, ordered: list[Any], result: ReindexResult, progress: Progress | None, np: Any,
+             embed_seconds: float | None = None) -> tuple[Any, Any]:
     """Piece vectors in row order: reused from the previous generation by chunk id or by text hash (the
     embedding cache: same text + same model id => same vector), embedded otherwise. A chunk whose pieces could not
     all be embedded (the endpoint went away) gets no piece at all: search finds it by full text, and the next
@@ -333,7 +335,7 @@ def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progres
                 row = prev_rows[owner]
                 cache_by_id.setdefault(row.id, []).append(piece)
                 cache_by_hash.setdefault(row.hash, []).append(piece)
-    parts: list = []  # per chunk: ("old", piece rows in prev_vecs) or ("new", indexes into to_embed)
+    parts: list[tuple[str, list[int]]] = []  # per chunk: ("old", piece rows in prev_vecs) or ("new", indexes into to_embed)
     cached_of = [cache_by_id.get(row.id) or cache_by_hash.get(row.hash) for row, _ in ordered]
     texts = _texts_to_embed(plan, ordered, cached_of)
     to_embed: list[str] = []
@@ -372,7 +374,7 @@ def _vectors(plan: _Plan, emb, ordered, result: ReindexResult, progress: Progres
     return vectors, owners
 
 
-def _texts_to_embed(plan: _Plan, ordered, cached_of) -> dict[int, str]:
+def _texts_to_embed(plan: _Plan, ordered: list[Any], cached_of: list[list[int] | None]) -> dict[int, str]:
     """The text of every row to embed and of its neighbours in the same file (their overlap is split apart, see
     piecing.py): from the new chunks, or for chunks kept from the previous generation (same chunks, new model, or
     vectors still missing) from its full-text store."""
@@ -396,8 +398,8 @@ MAX_BATCH = 256
 LIGHT_MAX_BATCH = 48  # LocalEmbedder.NUMPY_MAX_TEXTS: a search's budgeted embedding never loads torch
 
 
-def embed_pieces(emb, texts: list[str], result: ReindexResult, progress: Progress | None, np,
-                 seconds: float | None = None):
+def embed_pieces(emb: Any, texts: list[str], result: ReindexResult, progress: Progress | None, np: Any,
+                 seconds: float | None = None) -> tuple[Any, Any]:
     """(vectors [len(texts), dim], done mask). Pieces the model cannot read get a zero vector and count as done.
     An embedder that fails (endpoint down, refusing, malformed replies) stops the embedding: the pieces left are
     not done, `result.embedding_error` says why, and the caller still builds the full-text side."""
@@ -430,10 +432,11 @@ def embed_pieces(emb, texts: list[str], result: ReindexResult, progress: Progres
     return fresh, done
 
 
-def _embed_in_batches(emb, texts, readable, done, result, progress, np, deadline: float | None) -> list:
+def _embed_in_batches(emb: Any, texts: list[str], readable: list[int], done: Any, result: ReindexResult,
+                      progress: Progress | None, np: Any, deadline: float | None) -> list[tuple[list[int], Any]]:
     from qwenmem.core.errors import LLMError
 
-    rows: list = []
+    rows: list[tuple[list[int], Any]] = []
     size, at, slowest = 4, 0, 0.0
     max_batch = MAX_BATCH if deadline is None else LIGHT_MAX_BATCH
     while at < len(readable):

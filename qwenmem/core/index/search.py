@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import Any
+from typing import Any, Iterator
 
 from qwenmem.core.errors import BusyError, UsageError
 from qwenmem.core.index import fulltext, store
@@ -101,7 +101,7 @@ def parse_day(value: str | None, today: date | None = None) -> str | None:
         raise UsageError(f"bad date {value!r}: use YYYY-MM-DD or a relative 7d / 2w") from None
 
 
-def stale_files(ws, manifest: store.Manifest) -> list[str]:
+def stale_files(ws: Any, manifest: store.Manifest) -> list[str]:
     """Files added, changed or removed since the index was built: size or mtime differ, or, for a file whose mtime
     was too close to the index's own scan (racy, see reindexing.RACY_NS), its content hash differs."""
     files = discover(ws, manifest.sources, manifest.recursive)
@@ -112,7 +112,7 @@ def stale_files(ws, manifest: store.Manifest) -> list[str]:
     return out + [p for p in manifest.files if p not in current]
 
 
-def _content_changed(src, entry: dict) -> bool:
+def _content_changed(src: Any, entry: dict[str, Any]) -> bool:
     from qwenmem.core.index.sources import SkippedSource, read_source
 
     try:
@@ -122,10 +122,10 @@ def _content_changed(src, entry: dict) -> bool:
     return digest != entry.get("sha256")
 
 
-def search(ws, settings, query: str, *, mode: str = "hybrid", fusion: str = "weighted", max_results: int = 5,
+def search(ws: Any, settings: Any, query: str, *, mode: str = "hybrid", fusion: str = "weighted", max_results: int = 5,
            min_score: float = 0.0, since: str | None = None, until: str | None = None,
            tags: list[str] | None = None, vector_weight: float = DEFAULT_VECTOR_WEIGHT,
-           candidates: int | None = None, auto_reindex: bool = True, progress=None) -> SearchResult:
+           candidates: int | None = None, auto_reindex: bool = True, progress: Any = None) -> SearchResult:
     query, since_d, until_d = _checked(query, mode, fusion, vector_weight, since, until)
     max_results = max(1, min(int(max_results), 1000))
     notices: list[str] = []
@@ -220,8 +220,8 @@ def _checked(query: str, mode: str, fusion: str, vector_weight: float, since: st
     return query, since_d, until_d
 
 
-def _hits(ranked, docs, terms: set[str], text_scores: dict[str, float], vector_scores: dict[str, float], mode: str,
-          has_vectors: bool, files: dict) -> list[SearchHit]:
+def _hits(ranked: list[tuple[str, float]], docs: dict[str, tuple[str, tuple[int, int], str]], terms: set[str], text_scores: dict[str, float], vector_scores: dict[str, float], mode: str,
+          has_vectors: bool, files: dict[str, Any]) -> list[SearchHit]:
     hits = []
     for cid, score in ranked:
         if cid not in docs:
@@ -246,7 +246,7 @@ def calibration(model_id: str | None) -> tuple[float, float]:
     return DEFAULT_CALIBRATION
 
 
-def _file_matches(path: str, entry: dict, since: str | None, until: str | None, tags: list[str] | None) -> bool:
+def _file_matches(path: str, entry: dict[str, Any], since: str | None, until: str | None, tags: list[str] | None) -> bool:
     """--since/--until: the note's date (2.x front matter or folder), else the daily log's file name; --tag: the
     note's front-matter tags. A file without a date (MEMORY.md, a digest page) is outside any date range."""
     meta = (entry or {}).get("meta") or {}
@@ -261,7 +261,8 @@ def _file_matches(path: str, entry: dict, since: str | None, until: str | None, 
     return True
 
 
-def _ensure_fresh(ws, settings, auto_reindex: bool, notices: list[str], progress):
+def _ensure_fresh(ws: Any, settings: Any, auto_reindex: bool, notices: list[str], progress: Any
+                  ) -> tuple[Any, bool]:
     """Stale index policy: bring it up to date incrementally before searching (cheap: only changed files are
     re-chunked and re-embedded), and rebuild a damaged one. With auto_reindex off, or when another process is
     reindexing, search the index as it is and say so. Returns (ReindexResult or None, whether the live generation
@@ -300,7 +301,8 @@ def _ensure_fresh(ws, settings, auto_reindex: bool, notices: list[str], progress
     return result, False
 
 
-def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
+def _vector_side(ws: Any, settings: Any, manifest: store.Manifest, gen: Any, rows: list[store.ChunkRow], query: str,
+                 notices: list[str], mode: str) -> tuple[str | None, Any]:
     """(embedder id, cosine of each chunk's best piece, in row order) or (None, None) with a notice."""
     import numpy as np
 
@@ -325,6 +327,7 @@ def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
     except Exception as exc:  # noqa: BLE001 - a missing model or package must never stop a search
         notices.append(f"{exc}: full-text search only")
         return None, None
+    assert emb is not None  # the manifest names a model (its vectors loaded above)
     if mode == "hybrid" and emb.english_only and IS_CJK.search(query):
         notices.append(f"{emb.model_id} cannot read Chinese/Japanese/Korean: this query uses full text only")
         return None, None
@@ -349,7 +352,7 @@ def _vector_side(ws, settings, manifest, gen, rows, query, notices, mode):
     return emb.model_id, best.astype(np.float64)
 
 
-def _standard(values):
+def _standard(values: Any) -> Any:
     import numpy as np
 
     finite = values[~np.isnan(values)]
@@ -359,7 +362,8 @@ def _standard(values):
     return (values - float(finite.mean())) / (std if std > 1e-12 else 1.0)
 
 
-def _fuse(mode, fusion, rows, in_scope, bm25, cos_all, cosines, w):
+def _fuse(mode: str, fusion: str, rows: list[store.ChunkRow], in_scope: list[bool], bm25: dict[str, float],
+          cos_all: Any, cosines: dict[str, float], w: float) -> dict[str, float]:
     """{chunk id: score in (0, 1]}, best = 1. (numpy only past the text branch: text search stays light.)"""
 
     def relative(scores: dict[str, float]) -> dict[str, float]:
@@ -399,7 +403,7 @@ def best_line(text: str, terms: set[str]) -> int:
     return max(range(len(counts)), key=lambda i: (counts[i], -i)) if counts else 0
 
 
-def _matches(line: str, terms: set[str]):
+def _matches(line: str, terms: set[str]) -> Iterator[tuple[int, int]]:
     singles = {t for t in terms if len(t) == 1 and IS_CJK.match(t)}
     for t, s, e, _ in spans(line):
         if t in terms:
@@ -420,7 +424,7 @@ def make_snippet(text: str, terms: set[str], max_chars: int = 240) -> tuple[str,
     """The densest window of lines around the query terms, with the matched spans marked."""
     singles = {t for t in terms if len(t) == 1 and IS_CJK.match(t)}  # found inside CJK bigrams (fulltext.build_query)
 
-    def matched(line: str):
+    def matched(line: str) -> Iterator[tuple[int, int]]:
         for t, s, e, _ in spans(line):
             if t in terms:
                 yield s, e
