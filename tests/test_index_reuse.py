@@ -66,6 +66,7 @@ def test_identical_texts_are_embedded_once(tmp_path, sent):
     assert result.chunks_without_vectors == 0
 
 
+@pytest.mark.slow  # two real models on a workspace big enough for the torch path: ~20 s on a cold cache
 def test_overlap_of_neighbouring_chunks_is_embedded_once(tmp_path, sent):
     text = long_daily_log(120)
     chunks = [c.text for c in chunk_text("memory/2026-05-01.md", text)]

@@ -149,7 +149,10 @@ def test_any_json_value_in_any_known_key_is_never_an_internal_error(tmp_path_fac
 
 
 @pytest.mark.parametrize("marker", list(SPLICED) + ["long-path"])
-@pytest.mark.parametrize("name", list(FILES))
+# every literal in a session and agent.json (where the reported crashes were) in the default run, in every file in
+# the full run (each case is ~1.5 s)
+@pytest.mark.parametrize("name", [n if n in ("session", "agent.json") else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in FILES])
 def test_each_unparseable_literal_in_every_file_is_never_an_internal_error(tmp_path, name, marker):
     """The literals behind the reported crashes, each in every file, at a leaf the random test may not reach."""
     doc = FILES[name]

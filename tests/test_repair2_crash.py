@@ -230,7 +230,9 @@ def test_checkpoints_are_passed_in_order(gen2_ws, tmp_path):
     assert len(per_file) // 3 == 7  # every damaged file written once
 
 
-@pytest.mark.parametrize("step", KILL_STEPS)
+# the moments around the rename in the default run; every step (and every file) in the full run
+@pytest.mark.parametrize("step", [s if s in ("renaming", "replaced") else pytest.param(s, marks=pytest.mark.slow)
+                                  for s in KILL_STEPS])
 def test_kill_at_each_checkpoint_leaves_old_or_new_and_a_rerun_finishes(gen2_ws, tmp_path, step):
     old = _sessions(gen2_ws)
     new = _reference(tmp_path, gen2_ws)
@@ -337,7 +339,7 @@ def _convert_trial(tmp_path: Path, step: str, nth: int) -> dict[str, bytes]:
     return {rel: killed[rel] for rel in converted}
 
 
-@pytest.mark.parametrize("step", ("quarantined", "renaming", "replaced"))
+@pytest.mark.parametrize("step", ["renaming"] + [pytest.param(s, marks=pytest.mark.slow) for s in ("quarantined", "replaced")])
 def test_kill_during_a_convert_1x_run_leaves_old_or_converted(tmp_path, step):
     # files are written in name order: console/ (5 written), then discord/old0 and old1: kill while writing old1
     at_kill = _convert_trial(tmp_path, step, 7)
