@@ -107,14 +107,16 @@ def main() -> None:
     ap.add_argument("--convs", type=int, default=2)
     ap.add_argument("--ranking-only", action="store_true", help="skip the timed builds")
     ap.add_argument("--no-ranking", action="store_true", help="only the timed builds")
+    ap.add_argument("--only", choices=["old", "new"], help="time one writer only")
     args = ap.parse_args()
     out = []
     if args.ws and not args.ranking_only:
-        times: dict[str, list[float]] = {name: [] for name in WRITERS}
+        writers = {k: v for k, v in WRITERS.items() if args.only is None or k.startswith(args.only)}
+        times: dict[str, list[float]] = {name: [] for name in writers}
         loads: list[float] = []
         chunks = 0
         for _ in range(args.runs):
-            for name, env in WRITERS.items():
+            for name, env in writers.items():
                 loads.append(os.getloadavg()[0])
                 secs, chunks = cold_build(args.ws, env)
                 times[name].append(secs)

@@ -284,15 +284,20 @@ class FastSegmentWriter(SegmentWriter):  # type: ignore[misc]  # whoosh has no t
         if pdr is not None:
             pdr.close()
 
-    def commit_with(self, extra_segments: list[Any]) -> None:
-        """SegmentWriter.commit (default merge policy), with segments written by other processes after this one's."""
+    def finish_segments(self) -> list[Any]:
+        """The first half of SegmentWriter.commit (default merge policy): merge small segments, write this writer's
+        own segment; the segments to list in the new table of contents."""
         self._check_state()
-        finalsegments = self._merge_segments(None, None, None)
+        finalsegments: list[Any] = self._merge_segments(None, None, None)
         if self._added:
             finalsegments.append(self._finalize_segment())
         else:
             self._close_segment()
-        self._commit_toc(finalsegments + list(extra_segments))
+        return finalsegments
+
+    def commit_segments(self, segments: list[Any]) -> None:
+        """The second half: the table of contents naming `segments` (this writer's and other processes'), unlock."""
+        self._commit_toc(segments)
         self._finish()
 
 
@@ -341,7 +346,7 @@ def write_documents(ix: Any, remove_paths: set[str], docs: list[dict[str, Any]],
             writer.add_document(**doc)
             if progress and i % 200 == 0:
                 progress(i * len(docs) // max(1, len(mine)))
-        extra = []
+        segments = writer.finish_segments()  # while the child still writes its half
         if child is not None:
             try:
                 status, value = receive.recv()
@@ -351,8 +356,8 @@ def write_documents(ix: Any, remove_paths: set[str], docs: list[dict[str, Any]],
             child = None
             if status != "ok":
                 raise RuntimeError(f"full-text writer process failed: {value}")
-            extra.append(value)
-        writer.commit_with(extra)
+            segments.append(value)
+        writer.commit_segments(segments)
     except BaseException:
         if child is not None:
             child.terminate()
