@@ -8,7 +8,7 @@ from typing import Any, Callable
 from qwenmem.core import sessions as S
 from qwenmem.core.repair import fixes, gen2
 from qwenmem.core.repair.documents import WS, WS_NUL, Salvaged, pick_best, salvage_document, split_documents
-from qwenmem.core.repair.encoding import decode_counting, replace_surrogates
+from qwenmem.core.repair.encoding import decode_counting, replace_surrogates_noted
 from qwenmem.core.repair.strict import strict_load_bytes_problems
 from qwenmem.core.repair.classes import (  # noqa: F401  (re-exported: the names callers import from here)
     BOM, BROKEN_MESSAGES, CLASSES, CONCATENATED, DAMAGED, DUPLICATE_IDS, EMPTY, INCOMPLETE_STATE, INVALID_UTF8,
@@ -165,18 +165,8 @@ def _document_damage(d: Diagnosis, text: str, split: Any, candidates: list[Salva
 
 
 def _without_surrogates(d: Diagnosis, doc: S.SessionDoc, layout: str) -> tuple[S.SessionDoc, bool]:
-    fixed = replace_surrogates(doc.doc)
-    if not (fixed.lone or fixed.joined):
-        return doc, False
-    if fixed.lone:
-        d.add(LONE_SURROGATES)
-        d.replacements["lone_surrogates"] = fixed.lone
-        d.actions.append(f"replace {fixed.lone} lone surrogate(s) with U+FFFD (QwenPaw's next save would "
-                         "truncate this file to 0 bytes)")
-    if fixed.joined:
-        d.replacements["surrogate_pairs_joined"] = fixed.joined
-        d.actions.append(f"join {fixed.joined} split surrogate pair(s) into the characters they encode")
-    return S.SessionDoc(fixed.value, layout), True
+    value, replaced = replace_surrogates_noted(d, doc.doc, "QwenPaw's next save would truncate this file to 0 bytes")
+    return (S.SessionDoc(value, layout), True) if replaced else (doc, False)
 
 
 def _rebuilt_state(d: Diagnosis, best: Salvaged) -> bool:

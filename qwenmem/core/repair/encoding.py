@@ -11,8 +11,9 @@ import codecs
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from qwenmem.core.repair.classes import LONE_SURROGATES
 from qwenmem.core.surrogates import REPLACEMENT, fix_surrogates
 
 BOM = b"\xef\xbb\xbf"
@@ -100,3 +101,28 @@ def replace_surrogates(obj: Any) -> SurrogateFix:
 
     fix.value = walk(obj)
     return fix
+
+
+class FixLog(Protocol):
+    """Where a diagnosis records its classes, counts and planned actions (1.x and 2.x diagnoses alike)."""
+
+    replacements: dict[str, int]
+    actions: list[str]
+
+    def add(self, cls: str) -> None: ...
+
+
+def replace_surrogates_noted(log: FixLog, obj: Any, why: str) -> tuple[Any, bool]:
+    """replace_surrogates, with what it did recorded in `log`; `why` says what QwenPaw would do with the lone
+    surrogates (it differs per generation). Returns (the value, whether anything changed)."""
+    fixed = replace_surrogates(obj)
+    if not (fixed.lone or fixed.joined):
+        return obj, False
+    if fixed.lone:
+        log.add(LONE_SURROGATES)
+        log.replacements["lone_surrogates"] = fixed.lone
+        log.actions.append(f"replace {fixed.lone} lone surrogate(s) with U+FFFD ({why})")
+    if fixed.joined:
+        log.replacements["surrogate_pairs_joined"] = fixed.joined
+        log.actions.append(f"join {fixed.joined} split surrogate pair(s) into the characters they encode")
+    return fixed.value, True

@@ -12,10 +12,10 @@ import re
 from typing import Any
 
 from qwenmem.core.repair import fix2, rules2
-from qwenmem.core.repair.classes import (CONCATENATED, LONE_SURROGATES, NOT_A_SESSION, OK, TRAILING_GARBAGE,
+from qwenmem.core.repair.classes import (CONCATENATED, NOT_A_SESSION, OK, TRAILING_GARBAGE,
                                          DAMAGED, TRUNCATED, alternative)
 from qwenmem.core.repair.documents import DocSpan, Split
-from qwenmem.core.repair.encoding import replace_surrogates
+from qwenmem.core.repair.encoding import replace_surrogates_noted
 from qwenmem.core.repair.fixes import Removal
 from qwenmem.core.session_model.codec import encode_document
 
@@ -256,18 +256,7 @@ def _byte_damage(d: Any, text: str, split: Split, best: DocSpan, doc: Any, rewra
 
 
 def _without_surrogates(d: Any, doc: Any) -> tuple[Any, bool]:
-    fixed = replace_surrogates(doc)
-    if not (fixed.lone or fixed.joined):
-        return doc, False
-    if fixed.lone:
-        d.add(LONE_SURROGATES)
-        d.replacements["lone_surrogates"] = fixed.lone
-        d.actions.append(f"replace {fixed.lone} lone surrogate(s) with U+FFFD (QwenPaw 2.x cannot save this "
-                         "session: its atomic write fails on them)")
-    if fixed.joined:
-        d.replacements["surrogate_pairs_joined"] = fixed.joined
-        d.actions.append(f"join {fixed.joined} split surrogate pair(s) into the characters they encode")
-    return fixed.value, True
+    return replace_surrogates_noted(d, doc, "QwenPaw 2.x cannot save this session: its atomic write fails on them")
 
 
 def _report_violations(d: Any, before: list[rules2.Violation]) -> None:
