@@ -21,9 +21,10 @@ _CHUNK = 500
 
 def existing_keys(db: Path, session_ids: tuple[str, ...], keys: list[str]) -> set[str] | None:
     """The dedup keys among `keys` that have a row under one of `session_ids`; None when the database cannot be
-    read."""
-    from qwenmem.core.history.store import TABLE, HistoryError, open_history
+    read. UnsafeLinkError for a store linked out of the workspace (history.store.confine_store)."""
+    from qwenmem.core.history.store import TABLE, HistoryError, confine_store, open_history
 
+    confine_store(db)
     if not db.is_file():
         return None
     try:
