@@ -20,11 +20,9 @@ import pytest
 
 from conftest import invoke
 from qwenpaw2_support import copy_corpus, needs_gen2_corpus
-from test_compact2_native import AS2_PYTHON
+from validators import agentscope_python
 
 DRIVER = Path(__file__).resolve().parent / "fixtures" / "qwenpaw2" / "qwenpaw_scroll_sessions.py"
-needs_as2 = pytest.mark.skipif(not AS2_PYTHON.is_file(), reason=f"no AgentScope 2.0.10 + qwenpaw venv at {AS2_PYTHON}"
-                               " (python3 bench/agentscope2_check.py --make-venv /tmp/as2-venv)")
 ALICE = "console/alice_console--alice"
 
 
@@ -45,7 +43,7 @@ def repair_statuses(ws: Path, *args: str) -> dict[str, tuple[str, list[str]]]:
 
 
 def qwenpaw_sessions(ws: Path, n: int = 3, turns: int = 3) -> list[dict]:
-    proc = subprocess.run([str(AS2_PYTHON), str(DRIVER), str(ws), str(n), str(turns)], capture_output=True, text=True,
+    proc = subprocess.run([str(agentscope_python(qwenpaw=True)), str(DRIVER), str(ws), str(n), str(turns)], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     made = json.loads(proc.stdout.strip().splitlines()[-1])["sessions"]
@@ -68,7 +66,6 @@ def qp_ws(tmp_path):
 
 
 @needs_gen2_corpus
-@needs_as2
 def test_sessions_qwenpaw_wrote_are_ok_and_never_rewritten(qp_ws):
     ws, made = qp_ws
     for s in made:  # what QwenPaw itself does: the state keeps AgentScope's random id, the rows the chat's
@@ -94,7 +91,6 @@ def test_sessions_qwenpaw_wrote_are_ok_and_never_rewritten(qp_ws):
 
 
 @needs_gen2_corpus
-@needs_as2
 def test_rows_really_gone_are_still_found(qp_ws):
     """The rule does not blind the check: rows of the chat's id deleted -> needs_repair, and --all unpersists."""
     ws, made = qp_ws
