@@ -543,3 +543,48 @@ def test_rows_committed_only_in_the_set_aside_wal_are_salvaged(tmp_path, method)
     assert run.code == 0, run.stderr
     assert _all_rows(db) == rows  # the five late rows too
     assert Path(f"{aside}-wal").read_bytes() == wal_bytes  # read from a private copy, never replayed in place
+
+
+# --- bad input (issue 24 item 9) ---------------------------------------------------------------------------------
+
+def test_a_seq_beyond_sqlite_integers_in_a_session_is_a_dangling_pointer_not_a_traceback(tmp_path):
+    ws, facts = make_ws(tmp_path, sessions=1, turns=6)
+    path = facts[0]["path"]
+    doc = json.loads(path.read_text())
+    msg_id = next(iter(doc["agent"]["scroll"]["seq_by_id"]))
+    doc["agent"]["scroll"]["seq_by_id"][msg_id] = [2 ** 63, 2 ** 64 + 5]
+    path.write_text(json.dumps(doc))
+    run = check(ws)
+    assert run.code == 1 and "Traceback" not in run.stderr, run.stderr
+    [finding] = [f for f in run.json()["result"]["findings"] if f["code"] == "dangling_persisted"]
+    assert finding["count"] == 1 and msg_id in finding["examples"][0] and path.name in finding["examples"][0]
+
+
+def test_a_history_db_with_random_header_bytes_52_to_55_is_one_finding_naming_the_file(tmp_path):
+    ws, _ = make_ws(tmp_path)
+    db = ws / "history.db"
+    conn = sqlite3.connect(str(db), isolation_level=None)  # rows with overflow chains, as tool outputs have: SQLite
+    rng = random.Random(1)  # meets the damage (it now expects pointer-map pages) when the row scan follows them
+    conn.execute("BEGIN")
+    for i in range(200):
+        content = f"turn {i} " + "words " * (rng.randint(10, 400) if rng.random() >= 0.1 else rng.randint(2000, 8000))
+        cur = conn.execute("INSERT INTO conversation_history (session_id, agent_id, kind, role, content, blocks, "
+                           "created_at, dedup_key) VALUES (?, 'default', ?, 'user', ?, '[]', '2026-12-01T10:00:00', ?)",
+                           (f"console:s{i % 7}", rng.choice(["context_msg", "model_turn", "tool_result"]), content,
+                            f"k{i}"))
+        conn.execute("INSERT INTO conversation_history_fts(rowid, content) VALUES (?, ?)", (cur.lastrowid, content))
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = bytearray(db.read_bytes())
+    data[52:56] = bytes([0x9C, 0x41, 0x07, 0xEE])  # "largest root b-tree page": SQLite now expects auto-vacuum
+    db.write_bytes(bytes(data))
+    for side in ("-wal", "-shm"):
+        Path(f"{db}{side}").unlink(missing_ok=True)
+    for extra in (("--deep",), ()):
+        run = check(ws, *extra)
+        assert run.code == 1 and "Traceback" not in run.stderr, (extra, run.stderr)
+        doc = run.json()
+        assert doc["status"] == "problems"
+        problems = [f for f in doc["result"]["findings"] if f["severity"] == "problem"]
+        assert problems and any(str(db) in f["message"] or "history.db" in f["message"] for f in problems)
