@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from qwenmem.core.history import pages as pg
@@ -98,6 +98,21 @@ def build(read_main: Reader, main_size: int, wal_bytes: bytes | None) -> Image:
     size = header.page_size
     count = max(-(-main_size // size), wal.db_size, max(wal.pages, default=0))
     return Image(read_main, main_size, read_wal_bytes, wal, header, count, notes)
+
+
+def alternatives(image: Image) -> list[Image]:
+    """Other readings of a file whose header may lie (a damaged page size, reserved-bytes or encoding field
+    reads as valid): the page size most pages agree with, no reserved bytes, UTF-8, as QwenPaw's stores have."""
+    if not image.header.intact:
+        return []
+    size = image.wal.page_size or _guess_page_size(image.read_main, image.main_size)
+    plain = (size, 0, "utf-8")
+    if (image.page_size, image.header.reserved, image.header.encoding) == plain:
+        return []
+    header = replace(image.header, page_size=size, reserved=0, encoding="utf-8")
+    count = max(-(-image.main_size // size), image.wal.db_size, max(image.wal.pages, default=0))
+    return [replace(image, header=header, page_count=count, notes=[*image.notes, "the database header's page size, "
+                    f"reserved bytes or text encoding were not believed: read as {size}-byte pages, UTF-8"])]
 
 
 def from_bytes(data: bytes, wal: bytes | None = None) -> Image:

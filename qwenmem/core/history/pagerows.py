@@ -53,7 +53,7 @@ class PageRows:
     cut: dict[int, CutRow] = field(default_factory=dict)  # rows whose bytes the damage cut
     unlinked: int = 0  # rows on pages the table's b-tree no longer reaches
     from_wal: int = 0  # rows read from committed WAL frames
-    free_page_rows: int = 0  # rows on freelist pages (deleted by QwenPaw): not read
+    free_page_rows: int = 0  # rows on freed pages, or that a whole index no longer names (deleted): not read
     known: set[int] = field(default_factory=set)  # seqs some structure says existed
     known_exact: bool = False  # `known` comes from an index read whole
     lost_leaves: list[LostPage] = field(default_factory=list)
@@ -242,13 +242,22 @@ def _index_rowids(reader: _Reader, data: bytes, head: pg.PageHeader, kind_only: 
 
 
 def read_history_pages(image: Image) -> PageRows:
-    """Every history row on the pages of `image`, with what says which rows existed. Never raises on any bytes."""
+    """Every history row on the pages of `image`, with what says which rows existed. Never raises on any bytes.
+    When the header's page size, reserved bytes or encoding may lie, the reading that finds more rows wins."""
+    from qwenmem.core.history.image import alternatives
+
+    best = _read(image)
+    for other in alternatives(image):
+        got = _read(other)
+        if len(got.rows) > len(best.rows):
+            best = got
+    return best
+
+
+def _read(image: Image) -> PageRows:
     out = PageRows(pages=image.page_count, notes=list(image.notes))
     reader = _Reader(image)
     schema = _schema(reader)
-    free, free_whole = pg.freelist(image.header, reader.page, image.page_count)
-    if not free_whole and image.header.intact:
-        out.notes.append("the freelist could not be read whole: rows on freed pages may be read as if live")
     linked: set[int] = set()
     if schema.readable:
         tree, out.lost_leaves, _ = reader.walk(schema.roots[TABLE], True)
@@ -256,6 +265,12 @@ def read_history_pages(image: Image) -> PageRows:
     else:
         out.notes.append("the schema (page 1) or the table's root could not be read: rows were found by their "
                          "shape on every page")
+    free, free_whole = pg.freelist(image.header, reader.page, image.page_count)
+    if not free_whole or free & linked:  # a freelist that does not add up is not believed (it could hide rows)
+        free = set()
+        if image.header.intact and image.header.freelist_trunk:
+            out.notes.append("the freelist does not read whole: rows on freed pages are told from live ones only by "
+                             "the store's indexes")
     _evidence(reader, schema, out)
     seen = _Seen()
     for n in range(1, image.page_count + 1):
@@ -267,6 +282,10 @@ def read_history_pages(image: Image) -> PageRows:
             _leaf_rows(reader, n, data, head, schema, n in free, n in linked, out, seen)
         elif n not in free and head.kind in (pg.LEAF_INDEX, pg.INTERIOR_INDEX) and not out.known_exact:
             out.known.update(_index_rowids(reader, data, head, True))
+    if out.known_exact:  # a row on an unlinked page that the whole index does not name was deleted
+        for seq in [s for s in out.rows if s not in out.known and s not in seen.linked]:
+            del out.rows[seq]
+            out.free_page_rows += 1
     out.known |= set(out.cut)
     out.unlinked = len(set(out.rows) - seen.linked)
     out.from_wal = len(seen.wal)
