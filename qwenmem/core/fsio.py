@@ -92,6 +92,33 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def new_dir_made(dir_fd: int, name: str, path: Path) -> None:
+    """The hook for every directory qwenmem makes: its owner and mode (qwenmem.core.modes), then an fsync of the
+    parent, so a power cut cannot keep what is written inside it while losing the directory itself."""
+    modes.adopt_new_dir(dir_fd, name, path)
+    os.fsync(dir_fd)
+
+
+def make_dirs(directory: Path | str) -> Path:
+    """`mkdir -p`, confined and durable: each directory made gets its place's owner and mode and is fsynced in its
+    parent (new_dir_made). Returns the directory."""
+    directory = Path(directory)
+    with confine.parent_of(directory / "_", create_dirs=True, on_new_dir=new_dir_made):
+        pass
+    return directory
+
+
+def make_new_dir(directory: Path | str) -> Path:
+    """mkdir of a directory that must not exist yet (FileExistsError), its parents made as make_dirs does; the new
+    directory gets its place's owner and mode and is fsynced in its parent."""
+    directory = Path(directory)
+    make_dirs(directory.parent)
+    with confine.parent_of(directory, follow_last=False) as where:
+        os.mkdir(where.name, 0o700, dir_fd=where.dir_fd)
+        new_dir_made(where.dir_fd, where.name, directory)
+    return directory
+
+
 def ensure_unchanged(expected: Snapshot) -> None:
     """Raise ChangedUnderneathError if the file is no longer what `expected` describes."""
     current = snapshot(expected.path)
@@ -260,16 +287,18 @@ def _publish_new(dfd: int, tmp_name: str, directory: Path, candidates: Iterable[
 
 
 def copy_preserving(src: Path, dest: Path) -> Path:
-    """Copy bytes, mode (never wider than the source's) and times to `dest` (or `dest.N` if taken) durably;
-    never overwrites an existing file. The copy gets its directory's owner."""
+    """Copy bytes, mode (never wider than the source's, nor than 0600 in a private area such as .qwenmem/) and
+    times to `dest` (or `dest.N` if taken) durably; never overwrites an existing file. The copy gets its
+    directory's owner."""
     dest = Path(dest)
     try:
         with confine.open_binary(src) as source:
             sst = os.fstat(source.fileno())
             if not stat.S_ISREG(sst.st_mode):
                 raise WorkspaceError(f"{src}: not a regular file; not copied")
+            mode = sst.st_mode & (0o600 if modes.is_private(dest) else 0o777)  # a quarantine copy stays private
             return _write_new(dest.parent, _numbered(dest), lambda fh: shutil.copyfileobj(source, fh, 1 << 20),
-                              sst.st_mode & 0o777, sst)
+                              mode, sst)
     except OSError as exc:
         raise _unwritable(dest, exc) if exc.errno in _NO_SPACE else exc
 

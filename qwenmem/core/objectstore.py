@@ -9,20 +9,21 @@ place (`open("wb")`), which would rewrite a hard-linked backup with them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import stat
-import tempfile
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
 from qwenmem.core.errors import WorkspaceError
-from qwenmem.core.fsio import fsync_dir
+from qwenmem.core.fsio import fsync_dir, make_dirs
+from qwenmem.core.modes import give_owner
+from qwenmem.core.tempnames import TEMP_SUFFIX, owner_pid, pid_alive, temp_name_for
 
 CHUNK = 1 << 20
-TEMP_SUFFIX = ".qwenmem-tmp"
 
 
 class ObjectStore:
@@ -73,10 +74,14 @@ class ObjectStore:
             os.unlink(self.path_of(digest))
 
     def remove_temp_files(self) -> int:
-        """Temp files a killed run left behind (only ever called under the workspace lock)."""
+        """Temp files a killed run left behind (only ever called under the workspace lock): those whose process is
+        gone, and those of versions before the pid was in the name (`.object.<8 random>.qwenmem-tmp`)."""
         n = 0
         if self.root.is_dir():
             for p in self.root.glob(f".*{TEMP_SUFFIX}"):
+                pid = owner_pid(p.name)
+                if pid is not None and pid_alive(pid):
+                    continue
                 with contextlib.suppress(FileNotFoundError):
                     p.unlink()
                     n += 1
@@ -145,8 +150,8 @@ class Batch:
         for digest, tmp in self.pending.items():
             final = self.store.path_of(digest)
             if final.parent not in dirs:
-                final.parent.mkdir(exist_ok=True)
-            os.chmod(tmp, stat.S_IRUSR | stat.S_IRGRP)  # read-only: a backup is not edited
+                make_dirs(final.parent)
+            os.chmod(tmp, stat.S_IRUSR)  # read-only (a backup is not edited) and private, as all of .qwenmem/
             with contextlib.suppress(FileExistsError):  # stored meanwhile: same bytes, by definition
                 os.link(tmp, final)
             os.unlink(tmp)
@@ -163,14 +168,30 @@ class Batch:
     def _temp(self) -> str:
         try:
             if not self._root_ready:
-                self.store.root.mkdir(parents=True, exist_ok=True)
+                make_dirs(self.store.root)
                 self._root_ready = True
-            fd, name = tempfile.mkstemp(prefix=".object.", suffix=TEMP_SUFFIX, dir=self.store.root)
+            name, fd = _new_temp(self.store.root)
         except OSError as exc:
             raise WorkspaceError(f"cannot write into the snapshot store {self.store.root} "
                                  f"({exc.strerror or exc}); nothing was changed") from None
         os.close(fd)
         return name
+
+
+def _new_temp(root: Path) -> tuple[str, int]:
+    """An empty 0600 `.object.PID-RANDOM.qwenmem-tmp` in `root`, owned like `root`: named like every qwenmem
+    temporary, so the next run under the workspace lock removes it once its process is gone (tempnames)."""
+    owner = os.stat(root)
+    for _ in range(100):
+        name = str(root / temp_name_for("object"))
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            continue
+        os.fchmod(fd, 0o600)  # whatever the umask
+        give_owner(fd, (owner.st_uid, owner.st_gid), fd)
+        return name, fd
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(root))
 
 
 def _syncfs(path: Path) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,11 +125,18 @@ def salvage(ws: Workspace, from_file: Path | None = None, dry_run: bool = False)
 
 
 def _run_dir(ws: Workspace) -> Path:
-    from qwenmem.core.fsio import timestamp_slug
+    from qwenmem.core.fsio import make_new_dir, timestamp_slug
 
-    run = ws.data_dir / "quarantine" / f"{timestamp_slug()}-history"
-    run.mkdir(parents=True, exist_ok=False)
-    return run
+    return make_new_dir(ws.data_dir / "quarantine" / f"{timestamp_slug()}-history")
+
+
+def _backup_copy(live: Path, dest: Path) -> None:
+    """sv.backup_copy, and the copy made private and given the workspace's owner (SQLite creates it 0644, as root
+    when run from a root cron job: the whole conversation history, readable by every local user)."""
+    from qwenmem.core.modes import adopt_file
+
+    sv.backup_copy(live, dest)
+    adopt_file(dest)
 
 
 def _keep(ws: Workspace, run: Path, path: Path) -> None:
@@ -160,7 +168,7 @@ def _quarantine(ws: Workspace, sources: list[Path], live: Path, recovered: list[
         _keep(ws, run, source)
     _keep_cut(run, recovered)
     try:
-        sv.backup_copy(live, run / f"{live.name}.before-salvage")
+        _backup_copy(live, run / f"{live.name}.before-salvage")
     except sqlite3.OperationalError as exc:
         raise BusyError(f"{live}: cannot take a consistent copy before writing ({exc}); nothing was written") from None
     return run
@@ -170,6 +178,7 @@ def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[sv.Row],
              recovered: list[sv.Recovered]) -> str:
     """Build a new store from `rows` beside the live one and rename it into place, unless it would hold fewer
     rows than `floor` (the whole rows the damaged live file still has on its pages): then nothing is replaced."""
+    from qwenmem.core.modes import adopt_file
     from qwenmem.core.repair.busy import writers_of
 
     if live_corrupt:
@@ -190,9 +199,13 @@ def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[sv.Row],
             ours.unlink(missing_ok=True)
         raise QwenmemError(f"{live}: the rebuilt store would hold {held:,} rows, fewer than the {floor:,} whole rows "
                            f"still on the damaged file's pages; nothing was replaced (copies in {ws.relative(run)})")
+    # the new store is the agent's: the old one's owner and mode (a root cron run must not lock QwenPaw out of it)
+    adopt_file(tmp, like=live.stat() if live.is_file() else None)
     for sidecar in (Path(f"{live}-wal"), Path(f"{live}-shm")):
         if sidecar.exists():  # the corrupt store's journal must not be applied to the new one; its bytes are kept
-            os.replace(sidecar, run / f"{sidecar.name}.moved")
+            moved = run / f"{sidecar.name}.moved"
+            os.replace(sidecar, moved)
+            os.chmod(moved, stat.S_IMODE(moved.lstat().st_mode) & 0o600)  # private, as all of .qwenmem/
     os.replace(tmp, live)
     for leftover in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         leftover.unlink(missing_ok=True)
@@ -228,7 +241,7 @@ def rebuild_fts(ws: Workspace, dry_run: bool = False, force: bool = False) -> Ft
     try:
         with exclusive_lock(ws.lock_path):
             run = _run_dir(ws)
-            sv.backup_copy(live, run / f"{live.name}.before-rebuild-fts")
+            _backup_copy(live, run / f"{live.name}.before-rebuild-fts")
             result.quarantine = ws.relative(run)
             try:
                 conn.execute("BEGIN IMMEDIATE")
