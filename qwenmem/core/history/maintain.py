@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qwenmem.core.errors import BusyError, NotFoundError, WorkspaceError
-from qwenmem.core.fsio import exclusive_lock, fsync_dir
+from qwenmem.core.fsio import exclusive_lock, fsync_all, fsync_dir
 from qwenmem.core.history import salvage as sv
 from qwenmem.core.history.state import history_state
 from qwenmem.core.history.store import TABLE
@@ -115,11 +115,9 @@ def salvage(ws: Workspace, from_file: Path | None = None, dry_run: bool = False)
 
 
 def _run_dir(ws: Workspace) -> Path:
-    from qwenmem.core.fsio import timestamp_slug
+    from qwenmem.core.fsio import make_new_dir, timestamp_slug
 
-    run = ws.data_dir / "quarantine" / f"{timestamp_slug()}-history"
-    run.mkdir(parents=True, exist_ok=False)
-    return run
+    return make_new_dir(ws.data_dir / "quarantine" / f"{timestamp_slug()}-history")
 
 
 def _keep(ws: Workspace, run: Path, path: Path) -> None:
@@ -142,6 +140,7 @@ def _quarantine(ws: Workspace, sources: list[Path], live: Path) -> Path:
         sv.backup_copy(live, run / f"{live.name}.before-salvage")
     except sqlite3.OperationalError as exc:
         raise BusyError(f"{live}: cannot take a consistent copy before writing ({exc}); nothing was written") from None
+    fsync_dir(run)  # the copy's name (SQLite made the file in place and fsynced only its bytes)
     return run
 
 
@@ -163,6 +162,7 @@ def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[sv.Row],
     for sidecar in (Path(f"{live}-wal"), Path(f"{live}-shm")):
         if sidecar.exists():  # the corrupt store's journal must not be applied to the new one; its bytes are kept
             os.replace(sidecar, run / f"{sidecar.name}.moved")
+    fsync_all([run, live.parent])  # the moved journal's bytes kept in the quarantine before the store is replaced
     os.replace(tmp, live)
     for leftover in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         leftover.unlink(missing_ok=True)
