@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from qwenmem.core.history.state import HistoryState, history_state
-from qwenmem.core.history.store import TABLE, HistoryError, HistoryReader, open_history
+from qwenmem.core.history.store import TABLE, HistoryError, HistoryReader, confine_store, open_history
 
 FTS = f"{TABLE}_fts"
 RECALL_TOOLS = ("recall_history_python", "recall_history")  # stored, but kept out of FTS (spec §3.2)
@@ -63,10 +63,7 @@ def check_history(path: Path, sessions_dir: Path | None = None, retention_days: 
                   now: datetime | None = None) -> HistoryCheck:
     """Check one history.db. Never raises for a bad database: an unreadable one is a finding; a history.db that is
     a link leaving the workspace is refused (UnsafeLinkError) before SQLite opens it."""
-    from qwenmem.core.confine import check
-
-    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        check(p)
+    confine_store(path)
     state = history_state(path, check=False)
     result = HistoryCheck(str(path), state, deep=deep)
     for q in state.quarantined:

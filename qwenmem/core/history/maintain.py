@@ -16,7 +16,7 @@ from qwenmem.core.errors import BusyError, NotFoundError, WorkspaceError
 from qwenmem.core.fsio import exclusive_lock, fsync_all, fsync_dir
 from qwenmem.core.history import salvage as sv
 from qwenmem.core.history.state import history_state
-from qwenmem.core.history.store import TABLE
+from qwenmem.core.history.store import TABLE, confine_store
 from qwenmem.core.workspace import Workspace
 
 MERGED, REBUILT, CREATED, NOTHING = "merged", "rebuilt", "created", "nothing to salvage"
@@ -25,14 +25,12 @@ MERGED, REBUILT, CREATED, NOTHING = "merged", "rebuilt", "created", "nothing to 
 def live_history_path(ws: Workspace) -> Path:
     """The agent's history.db; one reached through a link that leaves the workspace is refused (UnsafeLinkError),
     as is an absolute `db_filename` outside it: qwenmem never writes outside the workspace."""
-    from qwenmem.core.confine import check
     from qwenmem.core.settings2 import load_gen2_settings
 
     path = load_gen2_settings(ws).history_db
     path = path if path is not None else ws.path / "history.db"
+    confine_store(path)  # first: a link out is exit 6 with the link named, as everywhere else
     ws.resolve_inside(path)
-    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        check(p)
     return path
 
 

@@ -20,7 +20,11 @@ _CHUNK = 500
 
 
 def existing_keys(db: Path, session_id: str, keys: list[str]) -> set[str] | None:
-    """The dedup keys among `keys` that have a row for `session_id`; None when the database cannot be read."""
+    """The dedup keys among `keys` that have a row for `session_id`; None when the database cannot be read.
+    UnsafeLinkError for a store linked out of the workspace (history.store.confine_store)."""
+    from qwenmem.core.history.store import confine_store
+
+    confine_store(db)
     if not db.is_file():
         return None
     try:
