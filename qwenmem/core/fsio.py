@@ -371,16 +371,18 @@ def _publish_new(dfd: int, tmp_name: str, directory: Path, candidates: Iterable[
 
 
 def copy_preserving(src: Path, dest: Path) -> Path:
-    """Copy bytes, mode (never wider than the source's) and times to `dest` (or `dest.N` if taken) durably;
-    never overwrites an existing file. The copy gets its directory's owner."""
+    """Copy bytes, mode (never wider than the source's, nor than 0600 in a private area such as .qwenmem/) and
+    times to `dest` (or `dest.N` if taken) durably; never overwrites an existing file. The copy gets its
+    directory's owner."""
     dest = Path(dest)
     try:
         with confine.open_binary(src) as source:
             sst = os.fstat(source.fileno())
             if not stat.S_ISREG(sst.st_mode):
                 raise WorkspaceError(f"{src}: not a regular file; not copied")
+            mode = sst.st_mode & (0o600 if modes.is_private(dest) else 0o777)  # a quarantine copy stays private
             return _write_new(dest.parent, _numbered(dest), lambda fh: shutil.copyfileobj(source, fh, 1 << 20),
-                              sst.st_mode & 0o777, sst)
+                              mode, sst)
     except OSError as exc:
         raise _unwritable(dest, exc) if exc.errno in _NO_SPACE else exc
 

@@ -11,19 +11,20 @@ place (`open("wb")`), which would rewrite a hard-linked backup with them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
 from qwenmem.core.errors import WorkspaceError
 from qwenmem.core.fsio import make_dirs, publish_files
+from qwenmem.core.modes import give_owner
+from qwenmem.core.tempnames import TEMP_SUFFIX, owner_pid, pid_alive, temp_name_for
 
 CHUNK = 1 << 20
-TEMP_SUFFIX = ".qwenmem-tmp"
 
 
 class ObjectStore:
@@ -89,10 +90,14 @@ class ObjectStore:
             os.unlink(self.path_of(digest))
 
     def remove_temp_files(self) -> int:
-        """Temp files a killed run left behind (only ever called under the workspace lock)."""
+        """Temp files a killed run left behind (only ever called under the workspace lock): those whose process is
+        gone, and those of versions before the pid was in the name (`.object.<8 random>.qwenmem-tmp`)."""
         n = 0
         if self.root.is_dir():
             for p in self.root.glob(f".*{TEMP_SUFFIX}"):
+                pid = owner_pid(p.name)
+                if pid is not None and pid_alive(pid):
+                    continue
                 with contextlib.suppress(FileNotFoundError):
                     p.unlink()
                     n += 1
@@ -169,7 +174,7 @@ class Batch:
         if not self.pending:
             return
         for tmp in self.pending.values():
-            os.chmod(tmp, stat.S_IRUSR | stat.S_IRGRP)  # read-only: a backup is not edited
+            os.chmod(tmp, stat.S_IRUSR)  # read-only (a backup is not edited) and private, as all of .qwenmem/
         fresh = [(Path(tmp), self.store.path_of(d)) for d, tmp in self.pending.items() if d not in self.damaged]
         torn = [(Path(tmp), self.store.path_of(d)) for d, tmp in self.pending.items() if d in self.damaged]
         # a name taken meanwhile holds the same bytes, by definition: the link is refused, the temp dropped
@@ -189,9 +194,25 @@ class Batch:
             if not self._root_ready:
                 make_dirs(self.store.root)
                 self._root_ready = True
-            fd, name = tempfile.mkstemp(prefix=".object.", suffix=TEMP_SUFFIX, dir=self.store.root)
+            name, fd = _new_temp(self.store.root)
         except OSError as exc:
             raise WorkspaceError(f"cannot write into the snapshot store {self.store.root} "
                                  f"({exc.strerror or exc}); nothing was changed") from None
         os.close(fd)
         return name
+
+
+def _new_temp(root: Path) -> tuple[str, int]:
+    """An empty 0600 `.object.PID-RANDOM.qwenmem-tmp` in `root`, owned like `root`: named like every qwenmem
+    temporary, so the next run under the workspace lock removes it once its process is gone (tempnames)."""
+    owner = os.stat(root)
+    for _ in range(100):
+        name = str(root / temp_name_for("object"))
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            continue
+        os.fchmod(fd, 0o600)  # whatever the umask
+        give_owner(fd, (owner.st_uid, owner.st_gid), fd)
+        return name, fd
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(root))
