@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qwenmem.core.errors import BusyError, NotFoundError, WorkspaceError
-from qwenmem.core.fsio import exclusive_lock, fsync_dir
+from qwenmem.core.fsio import exclusive_lock, fsync_all, fsync_dir
 from qwenmem.core.history import salvage as sv
 from qwenmem.core.history.state import history_state
 from qwenmem.core.history.store import TABLE, confine_store
@@ -148,6 +148,7 @@ def _quarantine(ws: Workspace, sources: list[Path], live: Path) -> Path:
         _backup_copy(live, run / f"{live.name}.before-salvage")
     except sqlite3.OperationalError as exc:
         raise BusyError(f"{live}: cannot take a consistent copy before writing ({exc}); nothing was written") from None
+    fsync_dir(run)  # the copy's name (SQLite made the file in place and fsynced only its bytes)
     return run
 
 
@@ -174,6 +175,7 @@ def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[sv.Row],
             moved = run / f"{sidecar.name}.moved"
             os.replace(sidecar, moved)
             os.chmod(moved, stat.S_IMODE(moved.lstat().st_mode) & 0o600)  # private, as all of .qwenmem/
+    fsync_all([run, live.parent])  # the moved journal's bytes kept in the quarantine before the store is replaced
     os.replace(tmp, live)
     for leftover in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         leftover.unlink(missing_ok=True)
