@@ -77,6 +77,41 @@ def _console_colors(stream: Any) -> dict[str, Any]:
     return {"color_system": None, "no_color": True}
 
 
+def _fd_columns(fd: int) -> int | None:
+    import os
+
+    try:
+        return os.get_terminal_size(fd).columns if os.isatty(fd) else None
+    except OSError:
+        return None
+
+
+def terminal_width() -> int | None:
+    """The width the reader sees: $COLUMNS, else stdout's terminal, else the terminal stderr or stdin is on
+    (`qwenmem sessions list | cat` in a pane), else None (a file, cron, a program)."""
+    import os
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    for fd in (1, 2, 0):
+        width = _fd_columns(fd)
+        if width:
+            return width
+    return None
+
+
+def table_width() -> int | None:
+    """How wide a table may be: the reader's terminal; None (each column its natural width, no padding past the
+    last column) when no terminal is known."""
+    return terminal_width()
+
+
+def prose_width() -> int | None:
+    """How wide wrapped prose may be (a message's text, a note): the terminal's width, else None (unwrapped)."""
+    return terminal_width()
+
+
 @lru_cache(maxsize=1)
 def out() -> Any:
     import os
@@ -91,8 +126,9 @@ def out() -> Any:
             os.dup2(devnull, sys.stdout.fileno())
             raise BrokenPipeError
 
-    # Piped output is read by programs and pagers: do not fold table rows at an imaginary 80 columns.
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 240
+    # Piped output: the terminal the pipe ends in when there is one; else rules and panels are 80 wide (tables
+    # are not folded at all: qwenmem/cli/tables.py).
+    width = None if sys.stdout.isatty() else (terminal_width() or 80)
     return _Console(highlight=False, width=width, **_console_colors(sys.stdout))
 
 
@@ -101,6 +137,50 @@ def err() -> Any:
     from rich.console import Console
 
     return Console(stderr=True, highlight=False, soft_wrap=True, **_console_colors(sys.stderr))
+
+
+def _stderr_width() -> int | None:
+    """Diagnostics are wrapped (at spaces, with a hanging indent) only on a terminal: a log file keeps one line
+    per message for grep."""
+    return _fd_columns(2)
+
+
+def _say(prefix: str, message: str) -> None:
+    width = _stderr_width()
+    plain_prefix = prefix and (_plain(prefix) + " ")
+    if width is None:
+        err().print(f"{prefix} {escape(message)}" if prefix else escape(message))
+        return
+    from qwenmem.cli.wrap import wrap
+
+    for k, line in enumerate(wrap(plain_prefix + message, width - 1, hang="  ")):
+        body = escape(line[len(plain_prefix):]) if k == 0 and prefix else escape(line)
+        err().print(f"{prefix} {body}" if k == 0 and prefix else body)
+
+
+def _plain(markup: str) -> str:
+    from rich.text import Text
+
+    return Text.from_markup(markup).plain
+
+
+def para(text: str, indent: str = "", hang: str | None = None, style: str = "", lists: bool = False,
+         console: Any = None) -> None:
+    """Print plain `text` wrapped to the reader's width (CJK by display width, kinsoku, hanging indent), or as it
+    is when no width is known (a file keeps long lines for grep and editors)."""
+    con = console or out()
+    width = prose_width() if console is None else con.width
+    lines = [indent + line for line in text.split("\n")] if width is None else wrap_lines(text, width, indent, hang,
+                                                                                         lists)
+    for line in lines:
+        shown = escape(line)
+        con.print(f"[{style}]{shown}[/]" if style and line.strip() else shown, soft_wrap=True)
+
+
+def wrap_lines(text: str, width: int, indent: str = "", hang: str | None = None, lists: bool = False) -> list[str]:
+    from qwenmem.cli.wrap import wrap
+
+    return wrap(text, width, indent, hang, lists)
 
 
 def _default(obj: Any) -> Any:
@@ -131,15 +211,16 @@ def print_json(command: str, result: Any, status: str = "ok", warnings: list[str
 
 
 def warn(message: str) -> None:
-    err().print(f"[yellow]warning:[/yellow] {escape(message)}")
+    _say("[yellow]warning:[/yellow]", message)
 
 
 def note(message: str) -> None:
-    err().print(escape(message))
+    for line in str(message).split("\n"):
+        _say("", line)
 
 
 def error_line(message: str) -> None:
-    err().print(f"[bold red]error:[/bold red] {escape(message)}")
+    _say("[bold red]error:[/bold red]", message)
 
 
 def escape(text: str) -> str:

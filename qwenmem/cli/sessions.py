@@ -114,7 +114,8 @@ def list_cmd(
     return CommandResult(data, warnings=notes, render=lambda: _render_list(rows, extras))
 
 
-LIST_COLUMNS = (Column("session", Kind.KEY), Column("channel", Kind.KEY), Column("user", Kind.KEY),
+LIST_COLUMNS = (Column("session", Kind.KEY), Column("channel", Kind.KEY, redundant=True),
+                Column("user", Kind.KEY, redundant=True),
                 Column("msgs", Kind.NUMBER, "right"), Column("tokens", Kind.NUMBER, "right"),
                 Column("summary", Kind.LABEL, "center", drop=3), Column("size", Kind.NUMBER, "right", drop=1),
                 Column("modified", Kind.TEXT, drop=2), Column("health", Kind.LABEL))

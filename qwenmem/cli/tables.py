@@ -1,8 +1,10 @@
 """Tables for people that fit the terminal, and the same rows as tab-separated values for programs.
 
 At any width the columns that name things (session, path, name) are never dropped or wrapped: they are shortened
-in the middle (`ou_cb6f9ef3…d1bf9a00`), which keeps both the channel prefix and the distinguishing tail. Numbers
-are never shortened. Columns with a drop rank (size, modified first) go before anything is shortened.
+in the middle (`ou_cb6f9ef3…d1bf9a00`), which keeps both the channel prefix and the distinguishing tail; `sessions
+show`, `repair` and `compact` accept that shortened form back (core.sessions.find_session). Numbers are never
+shortened. Columns that only repeat part of the key (channel, user) go first, then those with an early drop rank
+(size, modified), before anything is shortened.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class Column:
     kind: Kind = Kind.TEXT
     justify: Literal["left", "right", "center"] = "left"
     drop: int = 0  # 0: never dropped; otherwise dropped in ascending order when the table is too wide
+    redundant: bool = False  # repeats part of the key column (a session's channel and user): dropped first
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,9 @@ def fit(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], width: int) -
             widths[widest] -= min(total() - width, widths[widest] - floor)
             shrinkable = [i for i in shrinkable if widths[i] > floor]
 
+    for i in [i for i, c in enumerate(columns) if c.redundant]:
+        if total() > width:
+            kept.remove(i)
     drop(range(1, EARLY_DROP + 1))
     shrink(Kind.TEXT, MIN_TEXT)
     shrink(Kind.KEY, MIN_KEY)
@@ -131,33 +137,37 @@ def fit(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], width: int) -
 
 
 def render(columns: Sequence[Column], rows: Sequence[Sequence[CellValue]]) -> None:
-    """Print the rows as a table fitted to the terminal, or as TSV with `--format tsv`."""
+    """Print the rows as a table fitted to the terminal, or as TSV with `--format tsv`. No terminal (a pipe into a
+    file or a program, cron): every column its natural width. Never padded past the last column."""
     cells = [[_cell(v) for v in row] for row in rows]
     if output.table_format() == "tsv":
         for row in cells:
             output.out().file.write("\t".join((c.text if c.raw is None else c.raw).replace("\t", " ").replace("\n", " ")
                                                 for c in row) + "\n")
         return
-    from rich.table import Table
-
     console = output.out()
-    fitted = fit(columns, cells, console.width)
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for i in fitted.columns:
-        col = columns[i]
-        exact = fitted.widths[i]  # Rich must not re-fit: it would cut numbers and wrap names
-        table.add_column(col.header, justify=col.justify, no_wrap=True, overflow="ellipsis", min_width=exact,
-                         max_width=exact)
-    for row in cells:
-        shown = []
-        for i in fitted.columns:
-            cell, col = row[i], columns[i]
-            text = cell.text
-            if col.kind is Kind.KEY:
-                text = shorten_middle(text, fitted.widths[i])
-            elif col.kind is Kind.TEXT:
-                text = shorten_end(text, fitted.widths[i])
-            escaped = output.escape(text)
-            shown.append(f"[{cell.style}]{escaped}[/]" if cell.style else escaped)
-        table.add_row(*shown)
-    console.print(table)
+    width = output.table_width()
+    fitted = fit(columns, cells, width if width is not None else 1 << 30)
+    header = [Cell(columns[i].header, "bold") for i in fitted.columns]
+    for k, row in enumerate([header, *([row[i] for i in fitted.columns] for row in cells)]):
+        console.print(_line(columns, fitted, row, is_header=k == 0), soft_wrap=True, crop=False)
+
+
+def _line(columns: Sequence[Column], fitted: Fitted, row: Sequence[Cell], is_header: bool) -> str:
+    """One row as Rich markup: each cell shortened to its column, padded by its justification, GAP apart, with
+    no padding after the last non-empty cell."""
+    parts: list[str] = []
+    for cell, i in zip(row, fitted.columns):
+        col, exact = columns[i], fitted.widths[i]
+        text = cell.text
+        if not is_header and col.kind is Kind.KEY:
+            text = shorten_middle(text, exact)
+        elif is_header or col.kind in (Kind.TEXT, Kind.LABEL, Kind.NUMBER):
+            text = shorten_end(text, exact)
+        room = exact - width_of(text)
+        justify = col.justify
+        left = room if justify == "right" else room // 2 if justify == "center" else 0
+        shown = output.escape(text)
+        shown = f"[{cell.style}]{shown}[/]" if cell.style and text else shown
+        parts.append(" " * left + shown + " " * (room - left))
+    return (" " * GAP).join(parts).rstrip()
