@@ -32,6 +32,8 @@ def doctor(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceO
     return CommandResult(to_json(report), status_for(report.needs_attention), render=lambda: _render(report))
 
 
+VALUE_HANG = " " * 12  # under the value of `  sessions  …`
+FINDING_HANG = " " * 4  # under the area of `  note index: …`
 _LEVEL_STYLE = {"attention": "bold red", "note": "yellow"}
 
 
@@ -65,6 +67,7 @@ def _dream_line(d: Any) -> str:
 
 def _render(report: Any) -> None:
     con = output.out()
+    say = output.para
     for a in report.agents:
         head = f"agent {a.agent}" if a.agent else "workspace"
         mark = "[bold red]needs attention[/bold red]" if a.needs_attention else "[green]ok[/green]"
@@ -72,22 +75,22 @@ def _render(report: Any) -> None:
                   soft_wrap=True)
         if a.error is None:
             s = a.sessions
-            con.print(f"  sessions  {s.total} ({s.ok} ok, {len(s.corrupt)} damaged, {len(s.needs_flag)} need a "
-                      f"flag, {len(s.near_threshold)} near the {s.compact_threshold:,}-token threshold)")
-            con.print(f"  index     {output.escape(_index_line(a.index))}")
-            con.print(f"  dream     {output.escape(_dream_line(a.dream))}")
+            say(f"  sessions  {s.total} ({s.ok} ok, {len(s.corrupt)} damaged, {len(s.needs_flag)} need a "
+                      f"flag, {len(s.near_threshold)} near the {s.compact_threshold:,}-token threshold)", VALUE_HANG)
+            say(f"  index     {output.escape(_index_line(a.index))}", VALUE_HANG)
+            say(f"  dream     {output.escape(_dream_line(a.dream))}", VALUE_HANG)
             cron = (f"QwenPaw's dream_cron {a.schedule.dream_cron!r}" if a.schedule.qwenpaw_dreams
                     else "QwenPaw's dream_cron off")
-            con.print(f"  schedule  {output.escape(cron)}")
+            say(f"  schedule  {output.escape(cron)}", VALUE_HANG)
             for ar in a.storage:
-                con.print(f"  kept      {output.escape(ar.name)}: {ar.files} file(s), {_size(ar.bytes)}, "
-                          f"oldest {_day(ar.oldest)}")
+                say(f"  kept      {output.escape(ar.name)}: {ar.files} file(s), {_size(ar.bytes)}, "
+                    f"oldest {_day(ar.oldest)}", VALUE_HANG)
             if a.history.status != "not_applicable":
                 rows = f", {a.history.rows:,} rows" if a.history.rows is not None else ""
-                con.print(f"  history   {a.history.status} ({_size(a.history.size)}{rows})")
+                say(f"  history   {a.history.status} ({_size(a.history.size)}{rows})", VALUE_HANG)
         for f in a.findings:
             style = _LEVEL_STYLE.get(f.level, "")
-            con.print(f"  [{style}]{f.level}[/{style}] {f.area}: {output.escape(f.message)}")
+            say(f"  [{style}]{f.level}[/{style}] {f.area}: {output.escape(f.message)}", FINDING_HANG)
     n = report.attention_count
     summary = (f"{n} thing(s) need attention" if n else "nothing needs attention")
     con.print(f"[bold]{summary}[/bold] in {len(report.agents)} agent(s) ({report.elapsed_ms} ms)")

@@ -81,15 +81,13 @@ def _render(ws: Any, files: dict[str, Any], gen: Any) -> None:
     for name, p in files.items():
         t.add_row(name, output.escape(str(p)), "yes" if path_exists(p) else "-")
     con.print(t)
-    s = Table(box=None, show_edge=False, header_style="bold")
-    s.add_column("setting")
-    s.add_column("value", overflow="fold")
-    s.add_column("source", style="dim")
-    for name, value, source in gen.rows:
-        s.add_row(name, output.escape(str(value)), output.escape(source))
-    s.add_row("compact threshold", f"{gen.derived['compact_threshold']:,} tokens", "derived")
-    s.add_row("reserve", f"{gen.derived['reserve_tokens']:,} tokens", "derived")
-    con.print(s)
+    from qwenmem.cli.tables import Column, Kind, render
+
+    # a source is a whole dotted key path: wrapped after its dots at 80 columns, never cut
+    rows: list[list[Any]] = [[name, str(value), source] for name, value, source in gen.rows]
+    rows += [["compact threshold", f"{gen.derived['compact_threshold']:,} tokens", "derived"],
+             ["reserve", f"{gen.derived['reserve_tokens']:,} tokens", "derived"]]
+    render((Column("setting", Kind.KEY), Column("value", Kind.KEY), Column("source", Kind.WRAP)), rows)
     _print_qwenpaw2(con, gen)
 
 

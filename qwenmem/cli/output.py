@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from datetime import date, datetime
 from enum import Enum
@@ -145,7 +147,27 @@ def _stderr_width() -> int | None:
     return _fd_columns(2)
 
 
+_held: list[tuple[str, str]] | None = None
+
+
+@contextmanager
+def held_diagnostics() -> Iterator[None]:
+    """Hold what goes to stderr (notes, warnings, errors) until the block ends: while a pager shows stdout, a
+    summary printed on stderr would appear above the table it sums up, then be scrolled away."""
+    global _held
+    outer, _held = _held, []
+    try:
+        yield
+    finally:
+        held, _held = _held, outer
+        for prefix, message in held or []:
+            _say(prefix, message)
+
+
 def _say(prefix: str, message: str) -> None:
+    if _held is not None:
+        _held.append((prefix, message))
+        return
     width = _stderr_width()
     plain_prefix = prefix and (_plain(prefix) + " ")
     if width is None:
@@ -164,23 +186,24 @@ def _plain(markup: str) -> str:
     return Text.from_markup(markup).plain
 
 
-def para(text: str, indent: str = "", hang: str | None = None, style: str = "", lists: bool = False,
-         console: Any = None) -> None:
-    """Print plain `text` wrapped to the reader's width (CJK by display width, kinsoku, hanging indent), or as it
-    is when no width is known (a file keeps long lines for grep and editors)."""
-    con = console or out()
-    width = prose_width() if console is None else con.width
-    lines = [indent + line for line in text.split("\n")] if width is None else wrap_lines(text, width, indent, hang,
-                                                                                         lists)
-    for line in lines:
-        shown = escape(line)
-        con.print(f"[{style}]{shown}[/]" if style and line.strip() else shown, soft_wrap=True)
+def para(markup: str, hang: str = "", width: int | None = None, lists: bool = False) -> None:
+    """Print one line of Rich markup on stdout wrapped to the reader's width (by display width, CJK between
+    characters, kinsoku), continuation lines after `hang` (`lists`: a Markdown item's hang, after the marker), or as
+    it is when no width is known: a file keeps its long lines for grep and editors."""
+    from rich.text import Text
 
+    con = out()
+    width = width or prose_width()
+    text = Text.from_markup(markup)
+    if width is None:
+        con.print(text, soft_wrap=True)
+        return
+    from qwenmem.cli.wrap import list_hang, wrap_rich
 
-def wrap_lines(text: str, width: int, indent: str = "", hang: str | None = None, lists: bool = False) -> list[str]:
-    from qwenmem.cli.wrap import wrap
-
-    return wrap(text, width, indent, hang, lists)
+    for line in text.split("\n", allow_blank=True):
+        extra = list_hang(line.plain) if lists else ""
+        for piece in wrap_rich(line, width - 1, hang=hang + extra):
+            con.print(piece, soft_wrap=True)
 
 
 def _default(obj: Any) -> Any:

@@ -172,7 +172,7 @@ def _render(result: Any, query: str, quiet: bool, shown: str | int = "snippet") 
         console.print(f"[bold cyan]{output.escape(h.path)}[/]:{h.start_line}-{h.end_line}{label}  "
                       f"[dim]{' · '.join(parts)}[/]")
         if shown == "snippet":
-            console.print("  " + _highlight(h.snippet, h.highlights))
+            output.para("  " + _highlight(h.snippet, h.highlights), "  ")
             continue
         from qwenmem.core.index.search import context_lines
 

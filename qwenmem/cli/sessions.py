@@ -257,10 +257,14 @@ def _render_conversation(ref, doc, indexed, total, full: bool, thinking: bool) -
 
     con = output.out()
     who = f"user {ref.user_id}" if ref.user_id else "user ?"
-    con.print(f"[bold]{output.escape(ref.key)}[/bold]  channel {output.escape(ref.channel or '(flat)')}, {output.escape(who)}, "
-              f"session {output.escape(ref.session_id or '?')}  ({total} messages)")
+    output.para(f"[bold]{output.escape(ref.key)}[/bold]  channel {output.escape(ref.channel or '(flat)')}, "
+                f"{output.escape(who)}, session {output.escape(ref.session_id or '?')}  ({total} messages)", "  ",
+                width=con.width)
     if doc and doc.summary:
-        con.print(Panel(output.escape(doc.summary), title="compressed summary", title_align="left", border_style="cyan"))
+        from qwenmem.cli.show2 import panel_body
+
+        con.print(Panel(panel_body(con, doc.summary), title="compressed summary", title_align="left",
+                        border_style="cyan"))
     shown = len(indexed)
     if shown < total:
         con.print(f"[dim]… showing {shown} of {total} messages[/dim]")
@@ -272,7 +276,7 @@ def _render_conversation(ref, doc, indexed, total, full: bool, thinking: bool) -
         con.print(f"\n[bold {colour}]#{index} {output.escape(str(role))}[/] [dim]{output.escape(str(msg.get('name', '')))}"
                   f"  {output.escape(str(msg.get('timestamp', '')))}[/dim]{marks}")
         for line in render_blocks(msg.get("content"), full, thinking):
-            con.print(line, soft_wrap=True)
+            output.para(line, lists=True)  # wrapped on a terminal (CJK by display width, kinsoku), else as it is
 
 
 def _shorten(text: str, limit: int, full: bool) -> str:

@@ -20,6 +20,7 @@ ELLIPSIS = "…"
 GAP = 2  # Rich's padding between two columns of a box-less table
 MIN_KEY = 16  # a name shortened below this says nothing
 MIN_TEXT = 6
+MIN_WRAP = 20
 EARLY_DROP = 2  # columns ranked up to this (size, modified) go before anything is shortened; the rest after
 
 
@@ -28,6 +29,7 @@ class Kind(str, Enum):
     NUMBER = "number"  # never shortened
     LABEL = "label"  # a status word: never shortened
     TEXT = "text"  # shortened at the end
+    WRAP = "wrap"  # a long dotted name (a setting's source): wrapped after its dots onto continuation lines
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,7 @@ def fit(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], width: int) -
         if total() > width:
             kept.remove(i)
     drop(range(1, EARLY_DROP + 1))
+    shrink(Kind.WRAP, MIN_WRAP)
     shrink(Kind.TEXT, MIN_TEXT)
     shrink(Kind.KEY, MIN_KEY)
     drop(range(EARLY_DROP + 1, 1 << 30))
@@ -150,7 +153,36 @@ def render(columns: Sequence[Column], rows: Sequence[Sequence[CellValue]]) -> No
     fitted = fit(columns, cells, width if width is not None else 1 << 30)
     header = [Cell(columns[i].header, "bold") for i in fitted.columns]
     for k, row in enumerate([header, *([row[i] for i in fitted.columns] for row in cells)]):
-        console.print(_line(columns, fitted, row, is_header=k == 0), soft_wrap=True, crop=False)
+        for physical in _wrapped(columns, fitted, row):
+            console.print(_line(columns, fitted, physical, is_header=k == 0), soft_wrap=True, crop=False)
+
+
+def wrap_dotted(text: str, width: int) -> list[str]:
+    """`agent.json running.light_context_config.x` in lines of at most `width` cells, broken after a dot or at a
+    space (a piece longer than the line is cut where it must be)."""
+    import re
+
+    lines: list[str] = []
+    line = ""
+    for piece in re.findall(r"[^ .]*\.|[^ .]+ ?| ", text):
+        if line and width_of(line.rstrip() + piece.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = ""
+        while width_of(piece.rstrip()) > width:
+            lines.append(piece[:width])
+            piece = piece[width:]
+        line += piece
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
+    return lines
+
+
+def _wrapped(columns: Sequence[Column], fitted: Fitted, row: Sequence[Cell]) -> list[list[Cell]]:
+    """One logical row as its physical lines: a WRAP cell continues below, the other cells blank there."""
+    pieces = [wrap_dotted(cell.text, fitted.widths[i]) if columns[i].kind is Kind.WRAP else [cell.text]
+              for cell, i in zip(row, fitted.columns)]
+    height = max(len(p) for p in pieces)
+    return [[Cell(p[n] if n < len(p) else "", cell.style) for p, cell in zip(pieces, row)] for n in range(height)]
 
 
 def _line(columns: Sequence[Column], fitted: Fitted, row: Sequence[Cell], is_header: bool) -> str:
