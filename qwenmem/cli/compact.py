@@ -212,10 +212,10 @@ def _render_check(reports: list[Any], detailed: bool) -> None:
         return
     first = reports[0]
     b = first.budget
-    con.print(f"[dim]{first.generation} generation, {first.tokenizer}: M={b.max_input_length:,}, "
+    output.para(f"[dim]{first.generation} generation, {first.tokenizer}: M={b.max_input_length:,}, "
               f"T=int(M×{b.threshold_ratio:g})={b.threshold:,}, R=int(M×{b.reserve_ratio:g})={b.reserve:,}; "
               f"threshold = T − (system + summary); room = threshold − messages; in ctx: messages in the context "
-              f"(`sessions list` msgs: every message in the file)[/dim]")
+              f"(`sessions list` msgs: every message in the file)[/dim]", width=con.width)
     if detailed:
         for r in reports:
             con.print(f"\n{output.escape(r.reason)}")

@@ -9,11 +9,11 @@ from qwenmem.cli import output
 from qwenmem.cli.tables import Cell, Column, Kind, number
 from qwenmem.cli.tables import render as render_table
 
-CHECK2_COLUMNS = (Column("session", Kind.KEY), Column("strategy", Kind.LABEL), Column("in ctx", Kind.NUMBER, "right"),
+CHECK2_COLUMNS = (Column("session", Kind.KEY), Column("strategy", Kind.LABEL, drop=5), Column("in ctx", Kind.NUMBER, "right"),
                   Column("system", Kind.NUMBER, "right", drop=2), Column("tools", Kind.NUMBER, "right", drop=2),
                   Column("summary", Kind.NUMBER, "right", drop=1), Column("messages", Kind.NUMBER, "right"),
-                  Column("total", Kind.NUMBER, "right"), Column("C", Kind.NUMBER, "right"),
-                  Column("trigger", Kind.NUMBER, "right"), Column("reserve", Kind.NUMBER, "right"),
+                  Column("total", Kind.NUMBER, "right"), Column("C", Kind.NUMBER, "right", drop=4),
+                  Column("trigger", Kind.NUMBER, "right"), Column("reserve", Kind.NUMBER, "right", drop=3),
                   Column("compact?", Kind.LABEL), Column("keep", Kind.NUMBER, "right"))
 
 
@@ -33,11 +33,12 @@ def render_check2(reports: list[Any], detailed: bool) -> None:
         for r in reports])
     if output.table_format() == "tsv":
         return
-    con.print("[dim]in ctx: messages in the live context (`sessions list` msgs: every message in the file). "
+    output.para("[dim]in ctx: messages in the live context (`sessions list` msgs: every message in the file). "
               "2.x generation, AgentScope count: total = 2000×data blocks + int(bytes/4 + 0.5) over system, "
               "tools, summary and messages together (one rounding; the columns are rounded each). native: compacts "
               "at total ≥ trigger = ⌈t·C⌉, keeps ≤ reserve = ⌊r·C⌋; scroll: evicts at total > trigger = ⌊t·C⌋, reserve = "
-              "min(40000, max(r·C, min(10000, 0.1·C))), hard = C − min(4096, max(1, int(0.05·C)))[/dim]")
+              "min(40000, max(r·C, min(10000, 0.1·C))), hard = C − min(4096, max(1, int(0.05·C)))[/dim]",
+                width=con.width)
     for r in reports:
         if not detailed:
             continue

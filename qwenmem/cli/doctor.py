@@ -71,8 +71,7 @@ def _render(report: Any) -> None:
     for a in report.agents:
         head = f"agent {a.agent}" if a.agent else "workspace"
         mark = "[bold red]needs attention[/bold red]" if a.needs_attention else "[green]ok[/green]"
-        con.print(f"[bold]{output.escape(head)}[/bold]  {mark}  [dim]{output.escape(a.workspace)}[/dim]",
-                  soft_wrap=True)
+        say(f"[bold]{output.escape(head)}[/bold]  {mark}  [dim]{output.escape(a.workspace)}[/dim]", "  ")
         if a.error is None:
             s = a.sessions
             say(f"  sessions  {s.total} ({s.ok} ok, {len(s.corrupt)} damaged, {len(s.needs_flag)} need a "

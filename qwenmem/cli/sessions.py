@@ -282,7 +282,7 @@ def _render_conversation(ref, doc, indexed, total, full: bool, thinking: bool) -
 def _shorten(text: str, limit: int, full: bool) -> str:
     if full or len(text) <= limit:
         return text
-    return text[:limit] + f" … [{len(text) - limit:,} more characters; --full shows all]"
+    return text[:limit].rstrip() + f" … [{len(text) - limit:,} more characters; --full shows all]"
 
 
 def render_blocks(content, full: bool, thinking: bool) -> list[str]:

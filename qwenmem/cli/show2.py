@@ -134,7 +134,7 @@ def _render(ref, model, record, shown, total, full, thinking) -> None:
 def _emit(con, lines) -> None:
     """Plain text straight to a pipe or file (a 20,000-message record renders in well under a second); styled
     Text objects to a terminal."""
-    if not con.is_terminal:
+    if not con.is_terminal and output.prose_width() is None:
         sys.stdout.write("\n".join("".join(text for text, _ in line) for line in lines) + "\n")
         sys.stdout.flush()
         return
@@ -162,7 +162,7 @@ def panel_body(con: Any, text: str) -> Any:
 def _shorten(text: str, limit: int, full: bool) -> str:
     if full or len(text) <= limit:
         return text
-    return text[:limit] + f" … [{len(text) - limit:,} more characters; --full shows all]"
+    return text[:limit].rstrip() + f" … [{len(text) - limit:,} more characters; --full shows all]"
 
 
 def render_blocks(blocks, full: bool, thinking: bool) -> list[list[tuple[str, str | None]]]:

@@ -158,13 +158,13 @@ def render(columns: Sequence[Column], rows: Sequence[Sequence[CellValue]]) -> No
 
 
 def wrap_dotted(text: str, width: int) -> list[str]:
-    """`agent.json running.light_context_config.x` in lines of at most `width` cells, broken after a dot or at a
-    space (a piece longer than the line is cut where it must be)."""
+    """`agent.json running.light_context_config.x` (or a path) in lines of at most `width` cells, broken after a
+    dot or a slash or at a space (a piece longer than the line is cut where it must be)."""
     import re
 
     lines: list[str] = []
     line = ""
-    for piece in re.findall(r"[^ .]*\.|[^ .]+ ?| ", text):
+    for piece in re.findall(r"[^ ./]*[./]|[^ ./]+ ?| ", text):
         if line and width_of(line.rstrip() + piece.rstrip()) > width:
             lines.append(line.rstrip())
             line = ""

@@ -61,6 +61,8 @@ def _segments(text: str) -> list[tuple[int, int, int]]:
             end = i
             while i < n and text[i].isspace():
                 i += 1
+            if i < n and text[i] in CLOSING and ord(text[i]) > 0x7F:
+                continue  # `… [3 more]`, ` 。`: a full-width closing mark after a space still never starts a line
             out.append((start, end, i))
             start = i
             continue
@@ -143,7 +145,7 @@ def wrap(text: str, width: int, indent: str = "", hang: str | None = None, lists
         extra = list_hang(para) if lists else ""
         cont = (hang if hang is not None else indent) + extra
         for k, (s, e) in enumerate(line_spans(para, width, width_of(indent), width_of(cont))):
-            lines.append((indent if k == 0 else cont) + para[s:e])
+            lines.append(((indent if k == 0 else cont) + para[s:e]).rstrip())
     return lines
 
 
@@ -157,6 +159,8 @@ def wrap_rich(text: Any, width: int, indent: str = "", hang: str | None = None) 
     for para in text.plain.split("\n"):
         piece = text[offset:offset + len(para)]
         for k, (s, e) in enumerate(line_spans(para, width, width_of(indent), width_of(cont))):
-            lines.append(Text(indent if k == 0 else cont) + piece[s:e])
+            line = Text(indent if k == 0 else cont) + piece[s:e]
+            line.rstrip()
+            lines.append(line)
         offset += len(para) + 1
     return lines
