@@ -64,7 +64,8 @@ def schedule(
     named = workspace or st.workspace
     if job is Job.DOCTOR:  # doctor covers every agent of the root it is given (or the one --agent names)
         target = Path(named).expanduser() if named else (ws.root or ws.path)
-        chosen = ["--agent", agent or st.agent] if agent or st.agent else []
+        chosen_agent = agent or st.agent
+        chosen: list[str] = ["--agent", chosen_agent] if chosen_agent else []
     else:
         target, chosen = ws.path, []
     argv = [*qwenmem_command(), "-w", str(Path(target).resolve()), *JOBS[job.value][0], *chosen]
