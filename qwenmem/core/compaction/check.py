@@ -63,6 +63,9 @@ class CheckReport:
     problems: list[str] = field(default_factory=list)
 
 
+PARTIAL = "partial"  # error_kind of a session that was written although part of the work could not be done
+
+
 @dataclass
 class CompactReport:
     key: str

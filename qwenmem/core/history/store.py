@@ -22,6 +22,8 @@ from typing import Any
 
 from qwenmem.core.history.rows import COLUMNS, HistoryRow
 
+SIDECARS = ("-wal", "-shm", "-journal")  # SQLite opens these beside the database by name
+
 BUSY_TIMEOUT_S = 2.0
 MISSING, CORRUPT, LOCKED, UNREADABLE, NOT_HISTORY = "missing", "corrupt", "locked", "unreadable", "not_history"
 TABLE = "conversation_history"
@@ -43,6 +45,16 @@ def classify(exc: BaseException) -> str:
             and not isinstance(exc, sqlite3.OperationalError):
         return CORRUPT
     return UNREADABLE
+
+
+def confine_store(path: Path) -> None:
+    """Refuse (UnsafeLinkError, one line naming the link) a history.db, or any sidecar SQLite would open beside it,
+    reached through a link that leaves the workspace or loops: the one check every path to the store goes through
+    before anything stats, reads or writes it (qwenmem.core.confine; a path under no workspace passes)."""
+    from qwenmem.core.confine import check
+
+    for p in (path, *(Path(f"{path}{side}") for side in SIDECARS)):
+        check(p)
 
 
 def _ro_uri(path: Path) -> str:
@@ -120,8 +132,10 @@ def _copy_and_open(path: Path) -> HistoryReader:
 
 
 def open_history(path: Path) -> HistoryReader:
-    """A read-only reader of `path`; raises HistoryError (never sqlite3.Error) when it cannot be read."""
+    """A read-only reader of `path`; raises HistoryError (never sqlite3.Error) when it cannot be read, UnsafeLinkError
+    when it or a sidecar is a link out of the workspace."""
     path = Path(path)
+    confine_store(path)
     if not path.exists():
         raise HistoryError(path, MISSING, "no history database")
     if not path.is_file():
