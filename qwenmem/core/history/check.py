@@ -139,10 +139,11 @@ def _fts_content(path: Path, result: HistoryCheck) -> None:
     tmp = tempfile.mkdtemp(prefix="qwenmem-history-check-")
     try:
         copy = Path(tmp) / "history.db"
-        src = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0)
+        src = open_history(path)  # the read-only opening that leaves no file beside history.db
         dst = sqlite3.connect(str(copy))
         try:
-            src.backup(dst)
+            src.conn.backup(dst)
+            src.ensure_unchanged()
             dst.execute(f"INSERT INTO {FTS}({FTS}, rank) VALUES('integrity-check', 1)")
         except sqlite3.DatabaseError as exc:
             if result.fts == "ok":
@@ -152,7 +153,7 @@ def _fts_content(path: Path, result: HistoryCheck) -> None:
         finally:
             src.close()
             dst.close()
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, HistoryError) as exc:
         result.findings.append(Finding("unreadable", PROBLEM, f"cannot copy the store for the deep check: {exc}"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -168,6 +169,7 @@ def _bad_json(reader: HistoryReader, result: HistoryCheck) -> None:
                 count += 1
                 if len(bad) < EXAMPLES:
                     bad.append(f"seq {seq} {name}")
+    reader.ensure_unchanged()  # a scan of an immutable opening is only an answer if the file held still
     if count:
         result.findings.append(Finding("bad_json", PROBLEM, f"{count} JSON column value(s) do not parse: QwenPaw "
                                        "shows those rows without their blocks or metadata", count, bad))
