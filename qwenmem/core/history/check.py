@@ -18,12 +18,13 @@ import json
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from qwenmem.core.errors import WorkspaceError
 from qwenmem.core.history.state import HistoryState, history_state
 from qwenmem.core.history.store import TABLE, HistoryError, HistoryReader, confine_store, open_history
 
@@ -84,7 +85,10 @@ def check_history(path: Path, sessions_dir: Path | None = None, retention_days: 
             if sessions_dir is not None:
                 _dangling(reader, sessions_dir, result)
     except HistoryError as exc:
-        result.findings.append(Finding("unreadable", PROBLEM, f"{exc.kind}: {exc.detail}"))
+        result.findings.append(Finding("unreadable", PROBLEM, f"{path}: {exc.kind}: {exc.detail}"))
+    except sqlite3.Error as exc:  # a damaged page met while reading rows (the header or schema read fine)
+        result.findings.append(Finding("unreadable", PROBLEM, f"{path}: corrupt: {exc} (`qwenmem history salvage` "
+                                       "reads every row still on its pages)"))
     size = state.size + (state.wal_size or 0)
     if size >= SIZE_WARNING:
         result.findings.append(Finding("size", NOTICE, f"{size / (1 << 30):.1f} GiB with its WAL: QwenPaw never "
@@ -96,8 +100,10 @@ def _integrity(reader: HistoryReader, result: HistoryCheck) -> None:
     lines = [str(r[0]) for r in reader._query("PRAGMA integrity_check(20)")]
     result.integrity = "ok" if lines == ["ok"] else "; ".join(lines)
     if lines != ["ok"]:
-        result.findings.append(Finding("integrity", PROBLEM, "integrity_check failed: QwenPaw will rename the store "
-                                       "aside and start an empty one at its next start", len(lines), lines[:EXAMPLES]))
+        result.findings.append(Finding("integrity", PROBLEM, f"{result.path}: integrity_check failed: QwenPaw will "
+                                       "rename the store aside and start an empty one at its next start (`qwenmem "
+                                       "history salvage` reads every row still on its pages)", len(lines),
+                                       lines[:EXAMPLES]))
 
 
 def _ids(reader: HistoryReader, sql: str, args: tuple[Any, ...] = ()) -> Iterator[int]:
@@ -226,33 +232,60 @@ def _session_docs(sessions_dir: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             yield rel.as_posix(), doc
 
 
+SQLITE_INT = (-(1 << 63), (1 << 63) - 1)  # a seq outside it cannot be a row: SQLite integers are 64-bit
+
+
+def _present(reader: HistoryReader, sid: str, lo: Any, hi: Any) -> bool:
+    """Whether the session has a row with seq in [lo, hi]; a bound that is not a 64-bit integer has none."""
+    if not all(type(v) is int and SQLITE_INT[0] <= v <= SQLITE_INT[1] for v in (lo, hi)):
+        return False
+    (n,) = reader._query(f"SELECT count(*) FROM {TABLE} WHERE session_id = ? AND seq BETWEEN ? AND ?",
+                         (sid, lo, hi))[0]
+    return bool(n)
+
+
+def _chats_locator(sessions_dir: Path) -> Callable[[str, dict[str, Any]], str | None]:
+    """rel path, doc -> the file's history.db session id by `history.keys`' rule (chats.json beside sessions/, else
+    the scroll index). A file-name guess is not used: a dangling finding must not rest on it."""
+    from qwenmem.core.history.keys import rows_key
+    from qwenmem.core.sessions import chats_index, identify
+    from qwenmem.core.workspace import Workspace
+
+    ws = Workspace(sessions_dir.parent, sessions_dir.parent, None, "history check")
+    try:
+        index = chats_index(ws)
+    except (OSError, ValueError, WorkspaceError):  # a damaged chats.json: the scroll index alone
+        index = {}
+
+    def locate(rel: str, doc: dict[str, Any]) -> str | None:
+        key = rows_key(identify(sessions_dir / rel, ws, index), doc)
+        return key.session_id if key.certain else None
+    return locate
+
+
 def _dangling(reader: HistoryReader, sessions_dir: Path, result: HistoryCheck) -> None:
     from qwenmem.core.session_model.detect import read_document
 
     evicted: list[str] = []
     persisted: list[str] = []
     n_evicted = n_persisted = 0
+    locate = _chats_locator(sessions_dir)
     for rel, doc in _session_docs(sessions_dir):
         session = read_document(doc)
         if session is None or session.scroll is None:
             continue
-        index = session.scroll.index if isinstance(session.scroll.index, dict) else {}
-        sid = index.get("session_id") if isinstance(index.get("session_id"), str) else session.session_id
+        sid = locate(rel, doc)
         if not sid:
             continue
         for lo, hi in session.scroll.eviction_spans():
-            (present,) = reader._query(f"SELECT count(*) FROM {TABLE} WHERE session_id = ? AND seq BETWEEN ? AND ?",
-                                       (sid, lo, hi))[0]
-            if not present:
+            if not _present(reader, sid, lo, hi):
                 n_evicted += 1
                 if len(evicted) < EXAMPLES:
                     evicted.append(f"{rel}: seq {lo}-{hi}")
         for msg_id, span in session.scroll.seq_by_id.items():
             if not (isinstance(span, list) and len(span) == 2 and all(type(v) is int for v in span)):
                 continue
-            (present,) = reader._query(f"SELECT count(*) FROM {TABLE} WHERE session_id = ? AND seq BETWEEN ? AND ?",
-                                       (sid, span[0], span[1]))[0]
-            if not present:
+            if not _present(reader, sid, span[0], span[1]):
                 n_persisted += 1
                 if len(persisted) < EXAMPLES:
                     persisted.append(f"{rel}: message {msg_id} seq {span[0]}-{span[1]}")
