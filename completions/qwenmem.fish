@@ -2,7 +2,7 @@
 function __qwenmem_subs
     switch "$argv[1]"
         case ""
-            printf "%s\n" compact completions demo doctor dream fleet history info reindex search sessions snapshot
+            printf "%s\n" compact completions demo doctor dream fleet history info reindex schedule search sessions snapshot
         case "history"
             printf "%s\n" check rebuild-fts salvage
         case "sessions"
@@ -84,6 +84,10 @@ function __qwenmem_takes_value
         case "reindex|--sources"
         case "reindex|--workspace"
         case "reindex|-w"
+        case "schedule|--agent"
+        case "schedule|--at"
+        case "schedule|--workspace"
+        case "schedule|-w"
         case "search|--agent"
         case "search|--context"
         case "search|--format"
@@ -151,8 +155,10 @@ function __qwenmem_args
             echo 1
         case "fleet"
             echo -1
-        case "search"
+        case "schedule"
             echo 1
+        case "search"
+            echo -1
         case "sessions repair"
             echo -1
         case "sessions restore"
@@ -234,6 +240,7 @@ complete -c qwenmem -n '__qwenmem_path_is ""' -a 'fleet' -d 'Run one maintenance
 complete -c qwenmem -n '__qwenmem_path_is ""' -a 'history' -d 'Check and salvage QwenPaw 2.x\'s history database (history.db)'
 complete -c qwenmem -n '__qwenmem_path_is ""' -a 'info' -d 'Show the resolved workspace, its files, every setting with its source…'
 complete -c qwenmem -n '__qwenmem_path_is ""' -a 'reindex' -d 'Build or update the search index in <workspace>/.qwenmem/index/ (neve…'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'schedule' -d 'Print a crontab line (or a systemd user service and timer) for a nigh…'
 complete -c qwenmem -n '__qwenmem_path_is ""' -a 'search' -d 'Search the memory files (MEMORY.md, memory/*.md, and whatever `reinde…'
 complete -c qwenmem -n '__qwenmem_path_is ""' -a 'sessions' -d 'List, show and repair session files (short-term memory)'
 complete -c qwenmem -n '__qwenmem_path_is ""' -a 'snapshot' -d 'Take a snapshot of memory/, digest/ and MEMORY.md into <workspace>/.q…'
@@ -283,6 +290,8 @@ complete -c qwenmem -n '__qwenmem_path_is "demo"' -l keep -d 'Keep the demo copy
 complete -c qwenmem -n '__qwenmem_path_is "demo"' -l no-keep -d 'Keep the demo copy afterwards (default: remove it)'
 complete -c qwenmem -n '__qwenmem_path_is "demo"' -l into -d 'Copy the sample here instead of a temp dir' -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l quiet -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "doctor"' -s q -d 'Print nothing on success (for cron)'
 complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
 complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "doctor"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
@@ -369,6 +378,13 @@ complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l model -d 'Embedding mode
 complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l sources -d 'Comma list: memory (MEMORY.md, memory/*.md), dialog (dialog/*.jsonl),…' -x -a 'memory dialog sessions all'
 complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "reindex"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l systemd -d 'Print a systemd user service and timer instead of a crontab line'
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l at -d 'Time of day, HH:MM (local time; default: dream 04:00, doctor 08:00, s…' -x
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_wants_arg "schedule"' -a 'dream doctor snapshot'
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l no-reindex -d 'Search the index as it is, even if stale'
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l quiet -d 'Print nothing on success (for cron)'
