@@ -2,7 +2,7 @@
 function __qwenmem_subs
     switch "$argv[1]"
         case ""
-            printf "%s\n" compact completions demo doctor dream fleet history info reindex search sessions snapshot
+            printf "%s\n" compact completions demo doctor dream fleet history info reindex schedule search sessions snapshot
         case "history"
             printf "%s\n" check rebuild-fts salvage
         case "sessions"
@@ -84,6 +84,10 @@ function __qwenmem_takes_value
         case "reindex|--sources"
         case "reindex|--workspace"
         case "reindex|-w"
+        case "schedule|--agent"
+        case "schedule|--at"
+        case "schedule|--workspace"
+        case "schedule|-w"
         case "search|--agent"
         case "search|--context"
         case "search|--format"
@@ -151,8 +155,10 @@ function __qwenmem_args
             echo 1
         case "fleet"
             echo -1
-        case "search"
+        case "schedule"
             echo 1
+        case "search"
+            echo -1
         case "sessions repair"
             echo -1
         case "sessions restore"
@@ -225,7 +231,7 @@ function __qwenmem_dynamic
     command qwenmem __complete $argv[1] $ctx 2>/dev/null
 end
 complete -c qwenmem -f
-complete -c qwenmem -n '__qwenmem_path_is ""' -a 'compact completions demo doctor dream fleet history info reindex search sessions snapshot'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'compact completions demo doctor dream fleet history info reindex schedule search sessions snapshot'
 complete -c qwenmem -n '__qwenmem_path_is ""' -l debug
 complete -c qwenmem -n '__qwenmem_path_is ""' -l no-pager
 complete -c qwenmem -n '__qwenmem_path_is ""' -l version
@@ -272,6 +278,8 @@ complete -c qwenmem -n '__qwenmem_path_is "demo"' -l keep
 complete -c qwenmem -n '__qwenmem_path_is "demo"' -l no-keep
 complete -c qwenmem -n '__qwenmem_path_is "demo"' -l into -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l json
+complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l quiet
+complete -c qwenmem -n '__qwenmem_path_is "doctor"' -s q
 complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l agent -x -a '(__qwenmem_dynamic agents)'
 complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l workspace -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "doctor"' -s w -x -a '(__fish_complete_directories)'
@@ -356,6 +364,13 @@ complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l model -x
 complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l sources -x -a 'memory dialog sessions all'
 complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l workspace -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "reindex"' -s w -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l json
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l systemd
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l agent -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l at -x
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l workspace -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -s w -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_wants_arg "schedule"' -a 'dream doctor snapshot'
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l json
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l no-reindex
 complete -c qwenmem -n '__qwenmem_path_is "search"' -l quiet
