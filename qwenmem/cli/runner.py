@@ -158,8 +158,8 @@ def _render_for_people(result: CommandResult) -> None:
             say(text)
     if result.render is not None:
         if st_pager():
-            with output.out().pager(pager=_Pager(), styles=True):
-                result.render()
+            with output.held_diagnostics(), output.out().pager(pager=_Pager(), styles=True):
+                result.render()  # its notes on stderr come after the paged table, not above it
         else:
             result.render()
     if not result.warnings_first:

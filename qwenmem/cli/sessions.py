@@ -114,7 +114,8 @@ def list_cmd(
     return CommandResult(data, warnings=notes, render=lambda: _render_list(rows, extras))
 
 
-LIST_COLUMNS = (Column("session", Kind.KEY), Column("channel", Kind.KEY), Column("user", Kind.KEY),
+LIST_COLUMNS = (Column("session", Kind.KEY), Column("channel", Kind.KEY, redundant=True),
+                Column("user", Kind.KEY, redundant=True),
                 Column("msgs", Kind.NUMBER, "right"), Column("tokens", Kind.NUMBER, "right"),
                 Column("summary", Kind.LABEL, "center", drop=3), Column("size", Kind.NUMBER, "right", drop=1),
                 Column("modified", Kind.TEXT, drop=2), Column("health", Kind.LABEL))
@@ -256,10 +257,14 @@ def _render_conversation(ref, doc, indexed, total, full: bool, thinking: bool) -
 
     con = output.out()
     who = f"user {ref.user_id}" if ref.user_id else "user ?"
-    con.print(f"[bold]{output.escape(ref.key)}[/bold]  channel {output.escape(ref.channel or '(flat)')}, {output.escape(who)}, "
-              f"session {output.escape(ref.session_id or '?')}  ({total} messages)")
+    output.para(f"[bold]{output.escape(ref.key)}[/bold]  channel {output.escape(ref.channel or '(flat)')}, "
+                f"{output.escape(who)}, session {output.escape(ref.session_id or '?')}  ({total} messages)", "  ",
+                width=con.width)
     if doc and doc.summary:
-        con.print(Panel(output.escape(doc.summary), title="compressed summary", title_align="left", border_style="cyan"))
+        from qwenmem.cli.show2 import panel_body
+
+        con.print(Panel(panel_body(con, doc.summary), title="compressed summary", title_align="left",
+                        border_style="cyan"))
     shown = len(indexed)
     if shown < total:
         con.print(f"[dim]… showing {shown} of {total} messages[/dim]")
@@ -271,13 +276,13 @@ def _render_conversation(ref, doc, indexed, total, full: bool, thinking: bool) -
         con.print(f"\n[bold {colour}]#{index} {output.escape(str(role))}[/] [dim]{output.escape(str(msg.get('name', '')))}"
                   f"  {output.escape(str(msg.get('timestamp', '')))}[/dim]{marks}")
         for line in render_blocks(msg.get("content"), full, thinking):
-            con.print(line, soft_wrap=True)
+            output.para(line, lists=True)  # wrapped on a terminal (CJK by display width, kinsoku), else as it is
 
 
 def _shorten(text: str, limit: int, full: bool) -> str:
     if full or len(text) <= limit:
         return text
-    return text[:limit] + f" … [{len(text) - limit:,} more characters; --full shows all]"
+    return text[:limit].rstrip() + f" … [{len(text) - limit:,} more characters; --full shows all]"
 
 
 def render_blocks(content, full: bool, thinking: bool) -> list[str]:
