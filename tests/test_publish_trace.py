@@ -53,7 +53,7 @@ def _second_snapshot_after_change(ws: Path) -> None:
 GEN2_COMMANDS = {
     "repair": (["sessions", "repair", "--all"], _damage_a_session),
     "compact": (["compact", "--all", "--force", "--summarizer", "extractive"], None),
-    "dream": (["dream", "--mode", "deterministic", "--no-embeddings"], None),
+    "dream": (["dream", "--mode", "deterministic", "--no-embeddings", "--date", "2026-12-01"], None),  # the corpus's day
     "reindex": (["reindex", "--embedder", "none"], None),
     "snapshot": (["snapshot"], _second_snapshot_after_change),
     "history-salvage": (["history", "salvage"], _corrupt_copy_beside_history),
