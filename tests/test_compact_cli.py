@@ -209,10 +209,10 @@ def test_all_compacts_the_healthy_sessions_and_skips_the_damaged_one(sample_ws):
 
 
 ENVELOPE = {"qwenmem_json", "command", "status", "result", "warnings", "errors"}
-CHECK_ROW = {"key", "path", "generation", "tokenizer", "tokens", "budget", "message_count", "legacy_compressed",
+CHECK_ROW = {"key", "path", "generation", "config_layout", "tokenizer", "tokens", "budget", "message_count", "legacy_compressed",
              "would_compact", "reason", "room", "kept_ids", "removed_ids", "keep_tokens", "aligned", "fallback",
              "prunable_outputs", "tokens_after_prune", "health", "problems"}
-BUDGET = {"generation", "max_input_length", "threshold_ratio", "reserve_ratio", "threshold", "reserve",
+BUDGET = {"config_layout", "max_input_length", "threshold_ratio", "reserve_ratio", "threshold", "reserve",
           "system_tokens", "summary_tokens", "fixed_tokens", "left", "blocked"}
 REPORT = {"key", "path", "status", "check", "tier1", "tier2", "tier3", "kept_ids", "removed_ids",
           "context_tokens_before", "context_tokens_after", "backup", "warnings", "error", "error_kind"}
@@ -228,7 +228,7 @@ TIER_DETAIL = {
 def test_json_contract(sample_ws):
     check = invoke("compact", "--check", KEY, "--json", "-w", str(sample_ws)).json()
     assert set(check) == ENVELOPE and check["command"] == "compact check"
-    assert set(check["result"]) == {"workspace", "generation", "sessions"}
+    assert set(check["result"]) == {"workspace", "config_layout", "sessions"}
     row = check["result"]["sessions"][0]
     assert set(row) == CHECK_ROW and set(row["budget"]) == BUDGET
     assert set(row["tokens"]) == {"system", "summary", "messages", "tool_outputs"}
@@ -318,3 +318,30 @@ def test_a_huge_daily_log_stops_compaction_before_any_write(sample_ws, llm_serve
     assert run.code == 3 and "--no-longterm" in run.stderr and "Traceback" not in run.stderr
     assert state() == before
     assert invoke("compact", KEY, *SMALL, *_llm(llm_server), "--no-longterm", "-w", str(sample_ws)).code == 0
+
+
+def _generation_values(doc: object) -> list[str]:
+    """Every value of a `generation` key anywhere in a JSON document."""
+    found: list[str] = []
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            found += [v for k, v in node.items() if k == "generation" and not isinstance(v, dict)]
+            stack += list(node.values())
+        elif isinstance(node, list):
+            stack += node
+    return found
+
+
+def test_generation_means_only_the_qwenpaw_generation(sample_ws):
+    """`generation` is 1.x or 2.x wherever compact --check and info say it; the agent.json key layout has its own
+    name (it used to be `generation: current|legacy` beside `generation: 2.x`)."""
+    check = invoke("compact", "--check", "--all", "--json", "-w", str(sample_ws)).json()
+    info = invoke("info", "--json", "-w", str(sample_ws)).json()
+    values = _generation_values(check) + _generation_values(info)
+    assert values and set(values) <= {"1.x", "2.x", "mixed"}, values
+    assert check["result"]["config_layout"] in ("current", "legacy")
+    assert all(s["config_layout"] == check["result"]["config_layout"] for s in check["result"]["sessions"])
+    names = [row["name"] for row in info["result"]["settings"]]
+    assert "config_layout" in names and "generation" not in names

@@ -218,7 +218,7 @@ def test_legacy_agent_json_uses_the_legacy_formulas(tmp_path):
     run = invoke("compact", "--check", "--all", "--json", "-w", str(ws_dir))
     report = run.json()["result"]["sessions"][0]
     sys_prompt = "You are Paw."
-    assert report["generation"] == "legacy" and report["budget"]["threshold"] == 98304
+    assert report["generation"] == "1.x" and report["config_layout"] == "legacy" and report["budget"]["threshold"] == 98304
     assert report["budget"]["fixed_tokens"] == int(len((sys_prompt + "s").encode()) / 4 + 0.5)
 
 

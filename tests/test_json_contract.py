@@ -80,9 +80,9 @@ PINS = {
     "sessions restore run": {"created", "files", "kind", "path", "run_id"},
     "sessions restore": {"backup_run", "files", "from_run"},
     "sessions restore file": {"kept_current", "path", "source", "status"},
-    "compact check": {"generation", "sessions", "workspace"},
+    "compact check": {"config_layout", "sessions", "workspace"},
     "compact check session": {
-        "aligned", "budget", "fallback", "generation", "health", "keep_tokens", "kept_ids", "key",
+        "aligned", "budget", "config_layout", "fallback", "generation", "health", "keep_tokens", "kept_ids", "key",
         "legacy_compressed", "message_count", "path", "problems", "prunable_outputs", "reason", "removed_ids", "room",
         "tokenizer", "tokens", "tokens_after_prune", "would_compact"},
     "compact": {"dry_run", "sessions", "workspace"},
@@ -154,7 +154,7 @@ QWENPAW2_INFO = {"strategy", "strategy_source", "scroll", "history_retention_day
 def test_sessions_list_contract(sample_ws):
     doc = invoke("-w", str(sample_ws), "sessions", "list", "--json").json()
     assert set(doc) == ENVELOPE
-    assert doc["qwenmem_json"] == 4 and doc["command"] == "sessions list" and doc["status"] == "ok"
+    assert doc["qwenmem_json"] == 5 and doc["command"] == "sessions list" and doc["status"] == "ok"
     assert set(doc["result"]) == {"workspace", "tokenizer", "count", "sessions", "generation", "strategy", "history",
                                   "history_only"}
     assert set(doc["result"]["generation"]) == {"generation", "files_1x", "files_2x", "markers"}
@@ -226,7 +226,7 @@ def test_json_after_double_dash_is_a_search_query_not_the_flag(sample_ws):
 def _doc(ws, *args):
     run = invoke("-w", str(ws), *args, "--json")
     doc = run.json()
-    assert set(doc) == ENVELOPE and doc["qwenmem_json"] == 4, (args, run.stderr)
+    assert set(doc) == ENVELOPE and doc["qwenmem_json"] == 5, (args, run.stderr)
     return doc
 
 

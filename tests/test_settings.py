@@ -22,7 +22,7 @@ def ws_with(tmp_path, agent: dict | str | None, root_config: dict | None = None)
 
 def test_defaults_without_agent_json_are_qwenpaw_head_defaults(tmp_path):
     s = load_settings(ws_with(tmp_path, None), env={})
-    assert s.generation == CURRENT
+    assert s.config_layout == CURRENT
     assert (s.max_input_length, s.compact_threshold_ratio, s.reserve_threshold_ratio) == (131072, 0.8, 0.1)
     assert s.compact_threshold == 104857 and s.reserve_tokens == 13107
     assert (s.pruning_recent_n, s.pruning_old_msg_max_bytes, s.pruning_recent_msg_max_bytes) == (2, 3000, 50000)
@@ -38,7 +38,7 @@ def test_current_generation_keys(tmp_path):
         "reme_light_memory_config": {"dream_cron": "", "embedding_model_config": {"model_name": "bge-m3"}}},
         "future_top_level": {"x": 1}}
     s = load_settings(ws_with(tmp_path, agent), env={"EMBEDDING_BASE_URL": "http://127.0.0.1:1/v1"})
-    assert s.generation == CURRENT
+    assert s.config_layout == CURRENT
     assert (s.token_count_estimate_divisor, s.compact_threshold_ratio, s.reserve_threshold_ratio) == (3, 0.6, 0.2)
     assert s.pruning_old_msg_max_bytes == 1000 and s.dream_cron == "" and s.language == "en"
     assert s.embedding.model_name == "bge-m3" and s.embedding.base_url == "http://127.0.0.1:1/v1"
@@ -51,7 +51,7 @@ def test_legacy_generation_keys(tmp_path):
                          "context_compact": {"memory_compact_ratio": 0.5, "memory_reserve_ratio": 0.2},
                          "tool_result_compact": {"recent_n": 3, "old_max_bytes": 2000}}}
     s = load_settings(ws_with(tmp_path, agent), env={})
-    assert s.generation == LEGACY
+    assert s.config_layout == LEGACY
     assert s.max_input_length == 65536 and s.compact_threshold == 32768 and s.reserve_tokens == 13107
     assert (s.pruning_recent_n, s.pruning_old_msg_max_bytes) == (3, 2000)
     assert s.tool_results_cache == "tool_result"
@@ -59,7 +59,7 @@ def test_legacy_generation_keys(tmp_path):
 
 def test_legacy_defaults_use_ratio_075(tmp_path):
     s = load_settings(ws_with(tmp_path, {"running": {"max_input_length": 131072}}), env={})
-    assert s.generation == LEGACY and s.compact_threshold == 98304
+    assert s.config_layout == LEGACY and s.compact_threshold == 98304
 
 
 def test_wrong_types_are_ignored_not_fatal(tmp_path):

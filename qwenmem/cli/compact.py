@@ -60,7 +60,7 @@ class CompactCheckResult:
     """`compact --check --json` result."""
 
     workspace: str
-    generation: str
+    config_layout: str  # agent.json key layout: current | legacy
     sessions: list[Any]
 
 
@@ -162,7 +162,7 @@ def compact(
                 if session:
                     raise
                 warnings.append(str(exc))
-        data = CompactCheckResult(str(ws.path), settings.generation, reports)
+        data = CompactCheckResult(str(ws.path), settings.config_layout, reports)
         return CommandResult(data, warnings=warnings, command="compact check",
                              render=lambda: _render_check(reports, detailed=bool(session)))
 
@@ -219,7 +219,7 @@ def _render_check(reports: list[Any], detailed: bool) -> None:
         return
     first = reports[0]
     b = first.budget
-    output.para(f"[dim]{first.generation} generation, {first.tokenizer}: M={b.max_input_length:,}, "
+    output.para(f"[dim]QwenPaw 1.x rules, agent.json {first.config_layout} keys, {first.tokenizer}: M={b.max_input_length:,}, "
               f"T=int(M×{b.threshold_ratio:g})={b.threshold:,}, R=int(M×{b.reserve_ratio:g})={b.reserve:,}; "
               f"threshold = T − (system + summary); room = threshold − messages; in ctx: messages in the context "
               f"(`sessions list` msgs: every message in the file)[/dim]", width=con.width)

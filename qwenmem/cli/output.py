@@ -20,9 +20,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-JSON_VERSION = 4  # 2: reindex, dream: warnings only in the envelope (no `notices`/`warnings` in result)
+JSON_VERSION = 5  # 2: reindex, dream: warnings only in the envelope (no `notices`/`warnings` in result)
 #                  4: history salvage: `complete`; sources without `tool`, with cut/missing seqs, lost pages, WAL rows
 #                   3: snapshot, snapshot restore, history salvage likewise (no `warnings`/`notices` in result)
+#                  5: compact --check: `generation` is only ever the QwenPaw generation (1.x/2.x); the agent.json
+#                     key layout (current/legacy) is `config_layout`, in `result`, each 1.x report and its budget
 
 
 class ColorMode(str, Enum):

@@ -42,7 +42,7 @@ class EmbeddingConfig:
 
 @dataclass
 class Settings:
-    generation: str = CURRENT
+    config_layout: str = CURRENT  # which agent.json key layout holds the settings: current | legacy
     language: str = "zh"
     user_timezone: str | None = None
     active_provider: str | None = None
@@ -237,20 +237,20 @@ def load_settings(ws: Workspace, env: Mapping[str, str] | None = None) -> Settin
         settings.files["agent.json"] = str(agent_json)
     running = dict_at(doc, "running")
     if any(k in running for k in _CURRENT_KEYS) or not any(k in running for k in _LEGACY_KEYS):
-        settings.generation = CURRENT
+        settings.config_layout = CURRENT
         _apply_paths(settings, doc, CURRENT_PATHS, "agent.json")
     else:
-        settings.generation = LEGACY
+        settings.config_layout = LEGACY
         for name, value in LEGACY_DEFAULTS.items():
             setattr(settings, name, value)
         _apply_paths(settings, doc, LEGACY_PATHS, "agent.json")
-    settings.sources["generation"] = "agent.json keys" if running else "default"
+    settings.sources["config_layout"] = "agent.json keys" if running else "default"
     _apply_paths(settings, doc, {"language": "language"}, "agent.json")
     active = dict_at(doc, "active_model")
     if active.get("provider_id") and active.get("model"):
         settings.active_provider, settings.active_model = str(active["provider_id"]), str(active["model"])
         settings.sources["active_provider"] = settings.sources["active_model"] = "agent.json active_model"
-        if settings.generation == CURRENT:
+        if settings.config_layout == CURRENT:
             found = _model_limit_from_providers(ws, settings.active_provider, settings.active_model, env)
             if found:
                 settings.max_input_length, where = found

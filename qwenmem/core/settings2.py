@@ -171,7 +171,7 @@ def rows_for_2x(rows: list[tuple[str, Any, str]], gen2: Gen2Settings) -> list[tu
     for name, value, source in rows:
         if name in REMOVED_IN_2X:
             continue
-        if name == "generation":
+        if name == "config_layout":  # 1.x key layouts mean nothing to 2.x
             continue
         if name in DEFAULTS_2X and source == "default":
             value, source = DEFAULTS_2X[name], "default (2.x)"
@@ -217,7 +217,7 @@ def qwenpaw2_info(ws: Workspace, settings: Settings, env: Mapping[str, str] | No
     n1, n2 = count_file_generations(ws)
     generation = workspace_generation(ws, n1, n2)
     is2 = generation.generation in ("2.x", "mixed")
-    gen2 = load_gen2_settings(ws, env=env, legacy_agent_json=settings.generation == "legacy" and not is2)
+    gen2 = load_gen2_settings(ws, env=env, legacy_agent_json=settings.config_layout == "legacy" and not is2)
     history = history_state(gen2.history_db_file(), check=is2)
     reme = {key: ReMeDirState(path=str(ws.path / name), exists=(ws.path / name).is_dir())
             for key, name in gen2.reme_dirs.items() if key in ("metadata_dir", "digest_dir", "session_dir")}

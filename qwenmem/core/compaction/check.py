@@ -43,7 +43,8 @@ class Tokens:
 class CheckReport:
     key: str
     path: str
-    generation: str
+    generation: str  # the QwenPaw generation whose rules checked the file: always 1.x here
+    config_layout: str  # agent.json key layout the settings came from: current | legacy
     tokenizer: str
     tokens: Tokens
     budget: Budget
@@ -107,7 +108,7 @@ def unusable_reason(loaded: LoadedSession) -> str:
 
 def plan_for(run: CompactRun, doc: SessionDoc, msgs: list[Any]) -> tuple[Budget, Plan, list[int]]:
     m, t, r = run.numbers
-    budget = compute_budget(run.settings.generation, m, t, r, doc.sys_prompt, doc.summary, run.counter)
+    budget = compute_budget(run.settings.config_layout, m, t, r, doc.sys_prompt, doc.summary, run.counter)
     tokens = [message_tokens(x, run.counter) for x in msgs]
     return budget, plan_compaction(msgs, tokens, budget, run.opts.force), tokens
 
@@ -129,7 +130,7 @@ def check_loaded(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Che
     pruned_msgs = copy_json(msgs)
     pruned = prune_tool_results(pruned_msgs, run.prune_limits, run.ws.path)
     return CheckReport(
-        key=ref.key, path=ref.rel, generation=run.settings.generation, tokenizer=counter.name,
+        key=ref.key, path=ref.rel, generation="1.x", config_layout=run.settings.config_layout, tokenizer=counter.name,
         tokens=Tokens(budget.system_tokens, budget.summary_tokens, sum(tokens),
                       sum(tool_output_tokens(x, counter) for x in msgs)),
         budget=budget, message_count=len(msgs), legacy_compressed=len(entries) - len(active),

@@ -85,7 +85,7 @@ def prune_limits(settings: Settings, opts: CompactOptions, ws: Workspace) -> Pru
 def summary_budget(settings: Settings, opts: CompactOptions) -> int:
     m, t, _ = effective_numbers(settings, opts)
     # Q@HEAD formats the summarizer input within T; ReMe (Q@PRE) within int(M * ratio * 0.95)
-    return int(m * t * 0.95) if settings.generation == LEGACY else int(m * t)
+    return int(m * t * 0.95) if settings.config_layout == LEGACY else int(m * t)
 
 
 def check_summarizer_choice(opts: CompactOptions) -> None:

@@ -1,6 +1,6 @@
 """When QwenPaw compacts, and which messages it keeps (spec qwenpaw-workspace.md §4.3-4.4, reme-index.md §4.3).
 
-Two generations are reproduced exactly:
+Two agent.json key layouts (QwenPaw 1.x releases) are reproduced exactly:
   * current (Q@HEAD LightContextManager): T=int(M*0.8), R=int(M*0.1), S=count(sys_prompt)+count(summary) as two
     separately rounded counts, L=T-S; compaction when the in-context message tokens reach L; the kept suffix is the
     largest suffix within R whose tool_use ids equal its tool_result ids (AsMsgHandler.context_check).
@@ -23,7 +23,7 @@ LEGACY_KEEP_RECENT = 3  # QWENPAW_MEMORY_COMPACT_KEEP_RECENT default, used by th
 
 @dataclass(frozen=True)
 class Budget:
-    generation: str
+    config_layout: str  # agent.json key layout: current | legacy (each has its own formula)
     max_input_length: int
     threshold_ratio: float
     reserve_ratio: float
@@ -31,17 +31,17 @@ class Budget:
     reserve: int  # R
     system_tokens: int
     summary_tokens: int
-    fixed_tokens: int  # S, as the generation computes it
+    fixed_tokens: int  # S, as that key layout computes it
     left: int  # L = T - S
     blocked: str = ""  # why compaction can never trigger with these numbers ("" when it can)
 
 
-def compute_budget(generation: str, max_input_length: int, threshold_ratio: float, reserve_ratio: float,
+def compute_budget(config_layout: str, max_input_length: int, threshold_ratio: float, reserve_ratio: float,
                    sys_prompt: str, summary: str, counter: TokenCounter) -> Budget:
     threshold = int(max_input_length * threshold_ratio)
     reserve = int(max_input_length * reserve_ratio)
     system_tokens, summary_tokens = counter.count(sys_prompt), counter.count(summary)
-    if generation == LEGACY:
+    if config_layout == LEGACY:
         fixed = counter.count(sys_prompt + summary)
     else:
         fixed = system_tokens + summary_tokens
@@ -50,10 +50,10 @@ def compute_budget(generation: str, max_input_length: int, threshold_ratio: floa
     if left <= 0:
         blocked = (f"system prompt + summary ({fixed} tokens) already use the whole threshold {threshold}; "
                    "QwenPaw skips compaction (it suggests /clear)")
-    elif generation == LEGACY and left <= reserve:
+    elif config_layout == LEGACY and left <= reserve:
         blocked = (f"left threshold {left} is not above the reserve {reserve}; ReMe's context check asserts L > R "
                    "and silently never compacts")
-    return Budget(generation, max_input_length, threshold_ratio, reserve_ratio, threshold, reserve, system_tokens,
+    return Budget(config_layout, max_input_length, threshold_ratio, reserve_ratio, threshold, reserve, system_tokens,
                   summary_tokens, fixed, left, blocked)
 
 
@@ -173,7 +173,7 @@ def plan_compaction(messages: Sequence[Any], tokens: Sequence[int], budget: Budg
                         everything, [], total)
     reason = "forced" if force and (budget.blocked or total < budget.left) else (
         f"{total} message tokens reach the threshold {budget.left}")
-    if budget.generation == LEGACY:
+    if budget.config_layout == LEGACY:
         keep, aligned = keep_indices_legacy(messages, tokens, budget.reserve)
         fallback = ""
         if not aligned:

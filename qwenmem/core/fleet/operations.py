@@ -104,7 +104,7 @@ def _compact(ws: Workspace, ns: argparse.Namespace) -> Outcome:
                 reports.append(check_session(ws, ref, settings, opts))
             except WorkspaceError as exc:
                 warnings.append(str(exc))
-        result = {"workspace": str(ws.path), "generation": settings.generation, "sessions": to_plain(reports)}
+        result = {"workspace": str(ws.path), "config_layout": settings.config_layout, "sessions": to_plain(reports)}
         return Outcome(PROBLEMS if warnings else OK, result, warnings)
     if ns.summarizer != "extractive":
         from qwenmem.core.llm import resolve_llm_config
