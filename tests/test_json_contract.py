@@ -70,7 +70,8 @@ PINS = {
         "session_id", "summary", "total_messages", "user_id"},
     "sessions show message": {"index", "marks", "message", "normalized"},
     "info": {
-        "agent", "derived", "files", "found_by", "generation", "notes", "qwenpaw2", "root", "settings", "workspace"},
+        "agent", "derived", "embedding_kernel", "files", "found_by", "generation", "notes", "qwenpaw2", "root",
+        "settings", "workspace"},
     "sessions repair": {"counts", "files", "mode", "quarantine", "run", "statuses", "workspace"},
     "sessions repair file": {
         "actions", "classes", "evidence", "generation", "key", "messages_added", "messages_found", "messages_intact",
@@ -91,7 +92,7 @@ PINS = {
         "path", "removed_ids", "status", "tier1", "tier2", "tier3", "warnings"},
     "reindex": {
         "chunks_new", "chunks_total", "chunks_without_vectors", "dry_run", "embed_seconds", "embedder",
-        "embedding_error", "files_added", "files_changed", "files_removed", "files_skipped", "files_total", "full",
+        "embedding_error", "embedding_kernel", "files_added", "files_changed", "files_removed", "files_skipped", "files_total", "full",
         "generation", "pieces_embedded", "pieces_reused", "reason", "seconds", "sources", "up_to_date"},
     "search": {"count", "embedder", "fusion", "hits", "mode", "query"},
     "search hit": {
