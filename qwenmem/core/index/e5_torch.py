@@ -205,7 +205,7 @@ class E5Torch:
         self.position = t(f.f32("emb.pos").reshape(f.max_positions, h).copy())
         self.type0 = t(f.f32("emb.type").reshape(f.type_rows, h)[0].copy())
         self.norm0 = (t(f.f32("emb.ln.w").copy()), t(f.f32("emb.ln.b").copy()))
-        self.blocks = []
+        self.blocks: list[dict[str, Any]] = []
         for n in range(f.layers):
             def mat(name: str, cols: int = h) -> Any:
                 return t(f.q4(f"l{n}.{name}.w", cols))
