@@ -92,7 +92,7 @@ def check_history(path: Path, sessions_dir: Path | None = None, retention_days: 
     size = state.size + (state.wal_size or 0)
     if size >= SIZE_WARNING:
         result.findings.append(Finding("size", NOTICE, f"{size / (1 << 30):.1f} GiB with its WAL: QwenPaw never "
-                                       "vacuums it (spec §8.16)", size))
+                                       "vacuums it", size))
     return result
 
 
@@ -115,7 +115,7 @@ def _fts(reader: HistoryReader, result: HistoryCheck) -> None:
     if not reader._query("SELECT 1 FROM sqlite_master WHERE name = ?", (f"{FTS}_docsize",)):
         result.fts = "absent"
         result.findings.append(Finding("fts_absent", NOTICE, "no full-text table: QwenPaw's recall falls back to "
-                                       "LIKE (SQLite without FTS5, spec §3.2)"))
+                                       "LIKE (SQLite without FTS5)"))
         return
     marks = ", ".join("?" for _ in RECALL_TOOLS)
     expected = set(_ids(reader, f"SELECT seq FROM {TABLE} WHERE name IS NULL OR name NOT IN ({marks})",
@@ -139,10 +139,11 @@ def _fts_content(path: Path, result: HistoryCheck) -> None:
     tmp = tempfile.mkdtemp(prefix="qwenmem-history-check-")
     try:
         copy = Path(tmp) / "history.db"
-        src = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0)
+        src = open_history(path)  # the read-only opening that leaves no file beside history.db
         dst = sqlite3.connect(str(copy))
         try:
-            src.backup(dst)
+            src.conn.backup(dst)
+            src.ensure_unchanged()
             dst.execute(f"INSERT INTO {FTS}({FTS}, rank) VALUES('integrity-check', 1)")
         except sqlite3.DatabaseError as exc:
             if result.fts == "ok":
@@ -152,7 +153,7 @@ def _fts_content(path: Path, result: HistoryCheck) -> None:
         finally:
             src.close()
             dst.close()
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, HistoryError) as exc:
         result.findings.append(Finding("unreadable", PROBLEM, f"cannot copy the store for the deep check: {exc}"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -168,6 +169,7 @@ def _bad_json(reader: HistoryReader, result: HistoryCheck) -> None:
                 count += 1
                 if len(bad) < EXAMPLES:
                     bad.append(f"seq {seq} {name}")
+    reader.ensure_unchanged()  # a scan of an immutable opening is only an answer if the file held still
     if count:
         result.findings.append(Finding("bad_json", PROBLEM, f"{count} JSON column value(s) do not parse: QwenPaw "
                                        "shows those rows without their blocks or metadata", count, bad))
@@ -188,7 +190,7 @@ def _placeholders(reader: HistoryReader, result: HistoryCheck) -> None:
                              "'%\"qwenpaw_tag\": \"scroll_memory\"%' ORDER BY seq"))
     if seqs:
         result.findings.append(Finding("placeholder_rows", NOTICE, f"{len(seqs)} scroll placeholder(s) imported as "
-                                       "history rows (QwenPaw's import does not skip them, spec §8.9): recall "
+                                       "history rows (QwenPaw's import does not skip them): recall "
                                        "searches hit the eviction summary as if it were a turn", len(seqs),
                                        [f"seq {s}" for s in seqs[:EXAMPLES]]))
 
