@@ -4,13 +4,17 @@ to the live tail, and nothing leaves the file that is not in history.db (checked
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
 import subprocess
+import sys
+from pathlib import Path
 
 from conftest import REPO, invoke
-from qwenpaw2_support import copy_corpus, needs_gen2_corpus
-from test_compact2_check import conversation_of_bytes, scroll_ws
-from test_compact2_native import AS2_PYTHON
+from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
+from test_compact2_check import conversation_of_bytes, scroll_ws, write_ws
+from validators import optional_agentscope_python
 
 
 def rows_of(db, session_id: str) -> tuple[set[str], set[str]]:
@@ -59,8 +63,9 @@ def test_corpus_scroll_eviction_keeps_everything_in_history_db(tmp_path):
     assert after["agent"]["scroll"]["summary_update_failed"] is True  # the continuation summary was not updated
     kept_before = [m["id"] for m in before["agent"]["state"]["context"][1:] if m["id"] not in r["removed_ids"]]
     assert [m["id"] for m in after["agent"]["state"]["context"][1:]] == kept_before
-    if AS2_PYTHON.is_file():
-        proc = subprocess.run([str(AS2_PYTHON), str(REPO / "bench" / "agentscope2_check.py"), str(path)],
+    as2_python = optional_agentscope_python()
+    if as2_python is not None:
+        proc = subprocess.run([str(as2_python), str(REPO / "bench" / "agentscope2_check.py"), str(path)],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -89,22 +94,100 @@ def test_rows_are_written_before_messages_leave_the_file(tmp_path):
     assert again["result"]["sessions"][0]["status"] == "unchanged"
 
 
-def test_a_locked_history_db_keeps_unpersisted_messages_in_the_file(tmp_path):
-    msgs = conversation_of_bytes(48_000, n=20)
-    ws = scroll_ws(tmp_path, msgs, in_history=6)
+def _locked(ws: Path, *args: str):
     holder = sqlite3.connect(ws / "history.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # QwenPaw (or anyone) holds the write lock longer than the 5 s timeout
     try:
-        run = invoke("-w", str(ws), "compact", "console/t", "--max-input-length", "10000", "--system-tokens", "0",
-                     "--json")
+        return invoke("-w", str(ws), "compact", "console/t", "--system-tokens", "0", "--tools-tokens", "0", "--json",
+                      *args)
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    r = run.json()["result"]["sessions"][0]
-    assert any("could not be written" in w for w in run.json()["warnings"])
+
+
+def test_a_locked_history_db_keeps_unpersisted_messages_in_the_file_and_exits_1(tmp_path):
+    msgs = conversation_of_bytes(48_000, n=20)
+    ws = scroll_ws(tmp_path, msgs, in_history=6)
+    run = _locked(ws, "--max-input-length", "10000")
+    doc = run.json()
+    r = doc["result"]["sessions"][0]
+    assert any("could not be written" in w for w in doc["warnings"])
     assert r["removed_ids"] == [m["id"] for m in msgs[:6]]  # only what already had rows left the file
     msg_rows, _ = rows_of(ws / "history.db", "console:t")
     assert set(r["removed_ids"]) <= msg_rows
+    # written, but not all done: a partial success (README exit-code table: 1)
+    assert r["status"] == "compacted" and r["error_kind"] == "partial"
+    assert run.code == 1 and doc["status"] == "problems"
+
+
+def test_a_locked_history_db_with_nothing_written_is_busy(tmp_path):
+    msgs = conversation_of_bytes(48_000, n=20)
+    ws = scroll_ws(tmp_path, msgs, in_history=0)  # nothing has rows: nothing may leave the file
+    before = (ws / "sessions" / "console" / "t.json").read_bytes()
+    run = _locked(ws, "--max-input-length", "10000")
+    r = run.json()["result"]["sessions"][0]
+    assert r["status"] == "failed" and r["error_kind"] == "busy" and r["removed_ids"] == []
+    assert (ws / "sessions" / "console" / "t.json").read_bytes() == before
+    assert run.code == 4  # busy, nothing written: what `history salvage` exits on a locked store too
+
+
+# the child: `qwenmem compact …`, SIGKILLed right after its history.db transaction committed, before the session
+# file is rewritten
+KILLED_AFTER_HISTORY_COMMIT = """
+import os, signal, sys
+from qwenmem.core.compaction2 import history_write
+
+real_write_rows = history_write.write_rows
+
+def write_rows(db, rows):
+    real_write_rows(db, rows)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+history_write.write_rows = write_rows
+from qwenmem.cli.app import main
+main(sys.argv[1:])
+"""
+
+
+def _half_persisted_ws(dest: Path, msgs: list[dict]) -> Path:
+    """A scroll session whose first 6 messages QwenPaw persisted (rows, persisted_ids, seq_by_id); the rest not."""
+    seqs = {m["id"]: (i + 1, i + 1) for i, m in enumerate(msgs[:6])}
+    ws = write_ws(dest, msgs, "scroll", scroll=builder.scroll_state("console:t", msgs[:6], seqs, None, []))
+    conn = builder.create_history_db(ws / "history.db")
+    builder.insert_rows(conn, builder.rows_for("console:t", msgs[:6]))
+    conn.commit()
+    conn.close()
+    return ws
+
+
+def _outcome(ws: Path) -> tuple[dict, list, list]:
+    """The session's scroll bookkeeping and live tail (the new placeholder's random ids aside), and the rows."""
+    doc = json.loads((ws / "sessions" / "console" / "t.json").read_text())
+    scroll_state = {k: v for k, v in doc["agent"]["scroll"].items() if k != "synthetic_ids"}
+    with sqlite3.connect(f"file:{ws / 'history.db'}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT seq, kind, dedup_key FROM conversation_history ORDER BY seq").fetchall()
+    return scroll_state, doc["agent"]["state"]["context"][1:], rows
+
+
+def test_a_rerun_after_a_kill_between_history_commit_and_session_rewrite_converges(tmp_path):
+    msgs = conversation_of_bytes(48_000, n=20)
+    args = ["compact", "console/t", "--max-input-length", "10000", "--system-tokens", "0", "--tools-tokens", "0"]
+    whole = _half_persisted_ws(tmp_path / "whole", msgs)
+    assert invoke("-w", str(whole), *args).code == 0
+    killed = _half_persisted_ws(tmp_path / "killed", msgs)
+    session = killed / "sessions" / "console" / "t.json"
+    before = session.read_bytes()
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", KILLED_AFTER_HISTORY_COMMIT, "-w", str(killed), *args], env=env,
+                          capture_output=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert session.read_bytes() == before  # killed before the rewrite ...
+    assert len(rows_of(killed / "history.db", "console:t")[0]) == 20  # ... after the commit
+    assert invoke("-w", str(killed), *args).code == 0
+    scroll_state, live, rows = _outcome(killed)
+    assert (scroll_state, live, rows) == _outcome(whole)
+    assert live and set(scroll_state["persisted_ids"]) == {m["id"] for m in live}
+    assert set(scroll_state["seq_by_id"]) == {m["id"] for m in live}
 
 
 def test_dry_run_and_below_trigger_write_nothing(tmp_path):

@@ -88,7 +88,7 @@ def test_search_names_the_endpoint_that_is_down_or_answers_junk_and_answers_from
     with server:
         _point_agent_json_at(sample_ws, server.base_url)
         assert run_cli("reindex", "-w", str(sample_ws)).code == 0
-        server.embedding_reply = b"<html>502 Bad Gateway</html>"
+        server.embeddings_step = {"raw": b"<html>502 Bad Gateway</html>"}
         junk = run_cli("search", "ECONNREFUSED", "-w", str(sample_ws), "--json")
     assert junk.code == 0, junk.stderr
     assert junk.json()["result"]["hits"][0]["path"] == "memory/2026-11-27.md"

@@ -112,6 +112,9 @@ def compact(
     """Compact sessions the way QwenPaw does: cut old tool outputs, summarize what leaves the context,
     and note it in the day's memory log. Removed messages go to dialog/<date>.jsonl; originals are backed up.
 
+    Exit 1 on a partial success: a 2.x scroll session whose history.db stays locked has only the messages that
+    already had rows evicted. Exit 4 when the lock (or a change on disk) let nothing be written.
+
     Examples:
 
       qwenmem compact --check --all
@@ -176,14 +179,18 @@ def compact(
     skipped = [r for r in results if r.status == "skipped"]  # damaged sessions: repair first; a partial run
     warnings = [f"{r.key}: {w}" for r in results for w in r.warnings]
     warnings += [f"{r.key}: skipped, {r.error}" for r in results if r.status == "skipped"]
+    from qwenmem.core.compaction.check import PARTIAL
+
+    partial = [r for r in results if r.status != "failed" and r.error_kind == PARTIAL]  # written, not all done: 1
+    warnings += [f"{r.key}: partly done, {r.error}" for r in partial]
     failures = [ErrorItem(r.error_kind, f"{r.key}: {r.error}") for r in failed]
     code = exit_code_for_compaction_failures([r.error_kind for r in failed], len(results)) if failed else None
-    return CommandResult(CompactResult(str(ws.path), dry_run, results), status_for(bool(failed or skipped)),
+    return CommandResult(CompactResult(str(ws.path), dry_run, results), status_for(bool(failed or skipped or partial)),
                          warnings=warnings, errors=failures, exit_code=code, quiet=False,
                          render=None if quiet else lambda: _render_results(results, dry_run))
 
 
-CHECK_COLUMNS = (Column("session", Kind.KEY), Column("msgs", Kind.NUMBER, "right"),
+CHECK_COLUMNS = (Column("session", Kind.KEY), Column("in ctx", Kind.NUMBER, "right"),
                  Column("system", Kind.NUMBER, "right", drop=2), Column("summary", Kind.NUMBER, "right", drop=1),
                  Column("messages", Kind.NUMBER, "right"), Column("tool out", Kind.NUMBER, "right", drop=1),
                  Column("threshold", Kind.NUMBER, "right"), Column("room", Kind.NUMBER, "right"),
@@ -212,9 +219,10 @@ def _render_check(reports: list[Any], detailed: bool) -> None:
         return
     first = reports[0]
     b = first.budget
-    con.print(f"[dim]{first.generation} generation, {first.tokenizer}: M={b.max_input_length:,}, "
+    output.para(f"[dim]{first.generation} generation, {first.tokenizer}: M={b.max_input_length:,}, "
               f"T=int(M×{b.threshold_ratio:g})={b.threshold:,}, R=int(M×{b.reserve_ratio:g})={b.reserve:,}; "
-              f"threshold = T − (system + summary); room = threshold − messages[/dim]")
+              f"threshold = T − (system + summary); room = threshold − messages; in ctx: messages in the context "
+              f"(`sessions list` msgs: every message in the file)[/dim]", width=con.width)
     if detailed:
         for r in reports:
             con.print(f"\n{output.escape(r.reason)}")

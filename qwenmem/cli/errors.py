@@ -12,7 +12,7 @@ class ExitCode(IntEnum):
     PROBLEMS = 1  # problems found (--check), partial success, no search results, or an internal error
     USAGE = 2  # bad arguments, unknown or ambiguous session, unsafe path
     WORKSPACE = 3  # workspace or a config file missing, unreadable or malformed
-    BUSY = 4  # another qwenmem holds the lock, or a file changed underneath us; nothing was written
+    BUSY = 4  # another qwenmem (or QwenPaw, on history.db) holds the lock, or a file changed underneath; nothing written
     LLM = 5  # the LLM endpoint failed or its reply was rejected; nothing was written
     UNSAFE_LINK = 6  # a link in the workspace leads outside it or loops: not followed, the rest was done
     DISK_FULL = 7  # no space left on the device (or quota): the file named was left as it was
@@ -22,11 +22,12 @@ class ExitCode(IntEnum):
 
 EXIT_CODE_HELP = {
     ExitCode.OK: "success, or nothing to do",
-    ExitCode.PROBLEMS: ("problems found (e.g. `repair --check`), partial success (e.g. `reindex` with the embedder down), "
-                       "no results (`search`), or an internal error"),
+    ExitCode.PROBLEMS: ("problems found (e.g. `repair --check`), partial success (e.g. `reindex` with the embedder down, "
+                       "`compact` with history.db locked), no results (`search`), or an internal error"),
     ExitCode.USAGE: "usage error: bad option, unknown or ambiguous session, path outside the workspace",
     ExitCode.WORKSPACE: "workspace or config file missing, unreadable or malformed",
-    ExitCode.BUSY: "busy: another qwenmem holds the lock, or a file changed while we worked (nothing written)",
+    ExitCode.BUSY: ("busy: another qwenmem holds the lock, QwenPaw keeps history.db locked, or a file changed while we "
+                    "worked (nothing written)"),
     ExitCode.LLM: "the LLM endpoint failed or its reply was rejected (nothing written)",
     ExitCode.UNSAFE_LINK: "a symlink in the workspace leads outside it or loops: it was not followed (the rest was done)",
     ExitCode.DISK_FULL: "no space left on the device: the file named was left as it was",
@@ -59,7 +60,7 @@ def classify(exc: BaseException) -> tuple[ExitCode, str]:
 
 
 #: how core/compaction names a session's failure in its report (one per session of a `compact --all` run)
-_COMPACTION_KINDS: dict[str, ExitCode] = {"llm": ExitCode.LLM, "changed": ExitCode.BUSY}
+_COMPACTION_KINDS: dict[str, ExitCode] = {"llm": ExitCode.LLM, "changed": ExitCode.BUSY, "busy": ExitCode.BUSY}
 
 
 def exit_code_for_compaction_failures(kinds: list[str], sessions: int) -> ExitCode:

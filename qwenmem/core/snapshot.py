@@ -24,9 +24,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
 
+from qwenmem.core import confine
 from qwenmem.core.errors import ChangedUnderneathError, NotFoundError, UsageError, WorkspaceError
 from qwenmem.core.fsio import (Snapshot, atomic_write_bytes, ensure_unchanged, exclusive_lock, fsync_dir,
-                               write_new_bytes)
+                               make_dirs, write_new_bytes)
 from qwenmem.core.objectstore import CHUNK, Batch, ObjectStore
 from qwenmem.core.workspace import Workspace
 
@@ -124,6 +125,19 @@ def _read_listing(store: ObjectStore, digest: str, verified: bool = True) -> lis
 # --- walking the live tree -------------------------------------------------------------------------------------
 
 
+def _link_notice(path: Path, rel: str) -> str:
+    """A link is never followed into a snapshot; one leading out of the workspace is named as `dream` names it (and
+    recorded: the run ends with exit UNSAFE_LINK)."""
+    from qwenmem.core.confine import check
+    from qwenmem.core.errors import UnsafeLinkError
+
+    try:
+        check(path)
+    except UnsafeLinkError as exc:
+        return f"{rel}: not backed up ({exc})"
+    return f"{rel}: symlink; not backed up"
+
+
 class _Walk:
     """Hash (and, unless dry, store) every regular file in scope; build the directory listings bottom-up."""
 
@@ -167,9 +181,10 @@ class _Walk:
                     self.files[rel] = entry
                     entries.append({"name": name, "type": "file", "sha256": entry.sha256, "size": entry.size,
                                     "mode": entry.mode, "mtime_ns": entry.mtime_ns})
+            elif stat.S_ISLNK(st.st_mode):
+                self.skipped.append(_link_notice(path, rel))
             else:
-                kind = "symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-                self.skipped.append(f"{rel}: {kind}; not backed up")
+                self.skipped.append(f"{rel}: not a regular file; not backed up")
         data = _listing_bytes(entries)
         digest = hashlib.sha256(data).hexdigest()
         if self.sink is None:  # dry
@@ -229,7 +244,7 @@ def list_snapshots(ws: Workspace) -> tuple[list[SnapshotInfo], list[str]]:
         if not ID_RE.match(p.stem):
             continue
         try:
-            doc = json.loads(p.read_bytes())
+            doc = json.loads(confine.read_bytes(p))
             if doc.get("qwenmem_snapshot") != FORMAT or doc.get("id") != p.stem:
                 raise ValueError("not a qwenmem snapshot manifest of this version")
             found.append(_info(doc, p))
@@ -439,7 +454,7 @@ def _restore_locked(ws: Workspace, ident: str | None, dry_run: bool, exact: bool
     store = _store(ws)
     try:
         for d in missing_dirs:
-            (ws.path / d).mkdir(parents=True, exist_ok=True)
+            make_dirs(ws.path / d)  # each one fsynced in its parent before the files restored into it
         for rel, want, _ in plan:
             expected = _expected(ws, rel, current.get(rel))
             target = ws.path / rel

@@ -69,7 +69,11 @@ def rows_for_message(msg: dict[str, Any], session_id: str, agent_id: str | None)
 
 
 def write_rows(db: Path, rows: list[tuple[Any, ...]]) -> int:
-    """Insert in one IMMEDIATE transaction (busy timeout 5 s like QwenPaw). Returns how many rows were new."""
+    """Insert in one IMMEDIATE transaction (busy timeout 5 s like QwenPaw). Returns how many rows were new.
+    A store linked out of the workspace is refused (UnsafeLinkError) before SQLite opens it."""
+    from qwenmem.core.history.store import confine_store
+
+    confine_store(db)
     conn = sqlite3.connect(str(db), timeout=5.0, isolation_level=None)
     try:
         conn.execute("PRAGMA busy_timeout=5000")

@@ -23,7 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from qwenmem.core.compaction.check import CompactReport
+from qwenmem.core.jsonsafe import copy_json
+from qwenmem.core.compaction.check import PARTIAL, CompactReport
 from qwenmem.core.compaction.context import CompactRun
 from qwenmem.core.compaction.tiers import (Gen2Decision, LongtermDetail, NativeDetail, PruneDetail, ScrollDetail,
                                            TierReport)
@@ -80,6 +81,7 @@ class _Session2:
     strategy: str
     fixed: Size
     pruned: PruneOutcome = field(default_factory=PruneOutcome)
+    history_unwritable: str = ""  # why history.db rows could not be written (a lock held past the busy timeout)
 
 
 def _start(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> _Session2 | CompactReport:
@@ -90,7 +92,7 @@ def _start(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> _Session2
         return report
     check = check_gen2(run, ref, loaded)
     report.check = check
-    doc: dict[str, Any] = copy.deepcopy(loaded.gen2_doc or {})
+    doc: dict[str, Any] = copy_json(loaded.gen2_doc or {})
     state = state_of(doc)
     assert state is not None  # unusable_2x checked it
     context = list(state.get("context") or [])
@@ -226,16 +228,38 @@ def write_pruned_only(run: CompactRun, s: _Session2) -> CompactReport:
 
 
 def tier2_scroll(run: CompactRun, s: _Session2) -> CompactReport:
-    """Scroll: persist the live messages QwenPaw never persisted, then evict the middle into a Tier-0 block."""
+    """Scroll: persist the live messages QwenPaw never persisted, then evict the middle into a Tier-0 block. When
+    history.db stays locked, what already had rows may still leave the file: that is a partial success (exit 1);
+    with nothing written at all the session is busy (exit 4), as `history salvage` is on a locked store."""
+    report = _tier2_scroll(run, s)
+    if s.history_unwritable and report.status in ("compacted", "pruned"):
+        report.error_kind = PARTIAL
+        report.error = (f"history.db stayed locked ({s.history_unwritable}): the messages without rows stay in the "
+                        "file; rerun `compact` when QwenPaw is idle")
+    elif s.history_unwritable and report.status == "unchanged":
+        report.status, report.error_kind = "failed", "busy"
+        report.error = (f"history.db stayed locked ({s.history_unwritable}): nothing written; rerun `compact` when "
+                        "QwenPaw is idle")
+    return report
+
+
+def _tier2_scroll(run: CompactRun, s: _Session2) -> CompactReport:
     from qwenmem.core.compaction2 import scroll
     from qwenmem.core.compaction2.evict import evict, read_history_index
+    from qwenmem.core.history.keys import rows_key_in
 
     report, opts = s.report, run.opts
-    sid = s.state.get("session_id")
     db = run.gen2_settings.history_db
-    if sid is None or db is None or not db.is_file():
+    if db is None or not db.is_file():
         report.status, report.error_kind = "skipped", "unsupported"
         report.error = "no history.db rows to evict against (nothing may leave the file that is not in history.db)"
+        return report
+    key = rows_key_in(s.ref, s.doc, db)  # the chat's session id, never agent.state.session_id
+    sid = key.session_id
+    if sid is None or not key.certain:
+        report.status, report.error_kind = "skipped", "unsupported"
+        report.error = ("the history.db session id of this file is not known (not registered in chats.json, no "
+                        "scroll index names it): rows written under a guess would not be the session's")
         return report
     context = list(s.state.get("context") or [])
     model = s.loaded.as_model()
@@ -285,20 +309,23 @@ def _persist_live(run: CompactRun, s: _Session2, db: Path, sid: str, context: li
 
     hist = read_history_index(db, sid)
     unpersisted = [m for m, syn in zip(context, synthetic) if not syn and not hist.has_rows(m)]
-    if not unpersisted:
-        return hist, unpersisted, 0
-    if run.opts.dry_run:
+    if run.opts.dry_run and unpersisted:
         return _as_if_persisted(hist, unpersisted), unpersisted, 0
-    from qwenmem.core.compaction2.history_write import rows_for_message, write_rows
-
-    agent_id = hist.agent_id or run.ws.path.name
-    rows = [row for m in unpersisted for row in rows_for_message(m, sid, agent_id)]
     rows_written = 0
-    try:
-        rows_written = write_rows(db, rows)
-    except sqlite3.Error as exc:
-        s.report.warnings.append(f"history.db rows could not be written ({exc}); those messages stay in the file")
-    hist = read_history_index(db, sid)  # what is really there now decides
+    if unpersisted:
+        from qwenmem.core.compaction2.history_write import rows_for_message, write_rows
+
+        agent_id = hist.agent_id or run.ws.path.name
+        rows = [row for m in unpersisted for row in rows_for_message(m, sid, agent_id)]
+        try:
+            rows_written = write_rows(db, rows)
+        except sqlite3.Error as exc:
+            s.history_unwritable = str(exc)
+            s.report.warnings.append(f"history.db rows could not be written ({exc}); those messages stay in the "
+                                     "file")
+        hist = read_history_index(db, sid)  # what is really there now decides
+    # rows that exist are recorded whoever wrote them: a rerun after a kill between the history.db commit and the
+    # session rewrite finds them already there and must record them as the interrupted run would have
     _note_persisted(s.doc, context, synthetic, hist)
     return hist, unpersisted, rows_written
 
@@ -319,7 +346,7 @@ async def prepare_gen2(run: CompactRun, ref: SessionRef, loaded: LoadedSession) 
 
 def _as_if_persisted(hist: HistoryIndex, messages: list[Any]) -> HistoryIndex:
     """A copy of the history index with placeholder seqs for messages whose rows a real run would write."""
-    out = copy.deepcopy(hist)
+    out = copy.deepcopy(hist)  # a dataclass, not a JSON value
     nxt = max([0, *out.msg_seq.values(), *out.result_seq.values()]) + 1
     for m in messages:
         out.msg_seq.setdefault(str(m.get("id")), nxt)

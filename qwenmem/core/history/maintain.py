@@ -7,16 +7,19 @@ building a new one beside it and renaming it into place).
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qwenmem.core.errors import BusyError, NotFoundError, WorkspaceError
-from qwenmem.core.fsio import exclusive_lock, fsync_dir
+from qwenmem.core.errors import BusyError, NotFoundError, QwenmemError, WorkspaceError
+from qwenmem.core.fsio import exclusive_lock, fsync_all, fsync_dir
 from qwenmem.core.history import salvage as sv
+from qwenmem.core.history.rows import COLUMNS
 from qwenmem.core.history.state import history_state
-from qwenmem.core.history.store import TABLE
+from qwenmem.core.history.store import TABLE, confine_store
 from qwenmem.core.workspace import Workspace
 
 MERGED, REBUILT, CREATED, NOTHING = "merged", "rebuilt", "created", "nothing to salvage"
@@ -25,27 +28,28 @@ MERGED, REBUILT, CREATED, NOTHING = "merged", "rebuilt", "created", "nothing to 
 def live_history_path(ws: Workspace) -> Path:
     """The agent's history.db; one reached through a link that leaves the workspace is refused (UnsafeLinkError),
     as is an absolute `db_filename` outside it: qwenmem never writes outside the workspace."""
-    from qwenmem.core.confine import check
     from qwenmem.core.settings2 import load_gen2_settings
 
     path = load_gen2_settings(ws).history_db
     path = path if path is not None else ws.path / "history.db"
+    confine_store(path)  # first: a link out is exit 6 with the link named, as everywhere else
     ws.resolve_inside(path)
-    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        check(p)
     return path
 
 
 @dataclass
 class SourceReport:
     path: str
-    method: str
+    method: str  # "page reader"
     rows_read: int
-    from_lost_and_found: int
+    from_lost_and_found: int  # rows from pages the table's b-tree no longer reaches
     notices: list[str] = field(default_factory=list)
-    tool: str | None = None  # the sqlite3 shell of a page-level recovery: "<path> (SQLite <version>)"
     partial_rows: int = 0  # rows read only in part (cut by the damage): not written, kept in the quarantine
-    scan_only: int = 0  # rows the b-tree scan added to the page-level tool's
+    scan_only: int = 0  # whole rows only SQLite's b-tree scan read (the cross-check; none expected)
+    rows_from_wal: int = 0  # rows read from committed frames of the source's -wal
+    cut_seqs: list[int] = field(default_factory=list)  # the partial rows, by seq
+    missing_seqs: list[int] = field(default_factory=list)  # rows its indexes or FTS name, found on no page
+    lost_pages: int = 0  # leaf pages of the table that are gone (an unknown number of rows with them)
 
 
 @dataclass
@@ -59,6 +63,7 @@ class SalvageResult:
     renumbered: int = 0
     already_present: int = 0
     quarantine: str | None = None  # workspace-relative run directory holding the originals
+    complete: bool = True  # every row known to exist was recovered whole (else exit 1)
     notices: list[str] = field(default_factory=list)
 
 
@@ -84,10 +89,14 @@ def salvage(ws: Workspace, from_file: Path | None = None, dry_run: bool = False)
                               "--from to salvage it")
         return result
     rows: dict[int, sv.Row] = {}
+    recovered: list[sv.Recovered] = []
     for source in sources:
         got = sv.recover_rows(source)
+        recovered.append(got)
         result.sources.append(SourceReport(str(source), got.method, len(got.rows), got.from_lost_and_found,
-                                           got.notices, got.tool, len(got.partial), got.scan_only))
+                                           got.notices, len(got.partial), got.scan_only, got.from_wal,
+                                           got.partial, got.missing, got.lost_pages))
+        result.complete = result.complete and got.complete
         for row in got.rows:
             rows.setdefault(row[0], row)  # the same seq in two copies: the first source (the live one) wins
     ordered = list(rows.values())
@@ -96,14 +105,15 @@ def salvage(ws: Workspace, from_file: Path | None = None, dry_run: bool = False)
         result.inserted = result.kept_seq = len(ordered)
         if not dry_run:
             with exclusive_lock(ws.lock_path):
-                result.quarantine = _rebuild(ws, live, sources, ordered, live_corrupt)
+                floor = recovered[0].rows_on_pages if live_corrupt else 0
+                result.quarantine = _rebuild(ws, live, sources, ordered, live_corrupt, floor, recovered)
         return result
     result.action = MERGED
     if dry_run:
         counts = sv.merge_rows(live, ordered, dry_run=True)
     else:
         with exclusive_lock(ws.lock_path):
-            run = _quarantine(ws, sources, live)
+            run = _quarantine(ws, sources, live, recovered)
             result.quarantine = ws.relative(run)
             counts = sv.merge_rows(live, ordered)
     result.inserted, result.kept_seq = counts.inserted, counts.kept_seq
@@ -115,11 +125,18 @@ def salvage(ws: Workspace, from_file: Path | None = None, dry_run: bool = False)
 
 
 def _run_dir(ws: Workspace) -> Path:
-    from qwenmem.core.fsio import timestamp_slug
+    from qwenmem.core.fsio import make_new_dir, timestamp_slug
 
-    run = ws.data_dir / "quarantine" / f"{timestamp_slug()}-history"
-    run.mkdir(parents=True, exist_ok=False)
-    return run
+    return make_new_dir(ws.data_dir / "quarantine" / f"{timestamp_slug()}-history")
+
+
+def _backup_copy(live: Path, dest: Path) -> None:
+    """sv.backup_copy, and the copy made private and given the workspace's owner (SQLite creates it 0644, as root
+    when run from a root cron job: the whole conversation history, readable by every local user)."""
+    from qwenmem.core.modes import adopt_file
+
+    sv.backup_copy(live, dest)
+    adopt_file(dest)
 
 
 def _keep(ws: Workspace, run: Path, path: Path) -> None:
@@ -134,18 +151,35 @@ def _keep(ws: Workspace, run: Path, path: Path) -> None:
                                      "nothing was changed") from None
 
 
-def _quarantine(ws: Workspace, sources: list[Path], live: Path) -> Path:
+def _keep_cut(run: Path, recovered: list[sv.Recovered]) -> None:
+    """What could be read of the rows the damage cut, one JSON line each (the bytes are in the copies beside it)."""
+    from qwenmem.core.fsio import write_new_bytes
+
+    lines = [json.dumps({"source": got.source, "seq": cut.seq, "reason": cut.reason,
+                         "row": {name: (v.hex() if isinstance(v, bytes) else v) for name, v in zip(COLUMNS, cut.row)}},
+                        ensure_ascii=False) for got in recovered for cut in got.cut]
+    if lines:
+        write_new_bytes(("\n".join(lines) + "\n").encode(), [run / "cut-rows.jsonl"], mode=0o600)
+
+
+def _quarantine(ws: Workspace, sources: list[Path], live: Path, recovered: list[sv.Recovered]) -> Path:
     run = _run_dir(ws)
     for source in sources:
         _keep(ws, run, source)
+    _keep_cut(run, recovered)
     try:
-        sv.backup_copy(live, run / f"{live.name}.before-salvage")
+        _backup_copy(live, run / f"{live.name}.before-salvage")
     except sqlite3.OperationalError as exc:
         raise BusyError(f"{live}: cannot take a consistent copy before writing ({exc}); nothing was written") from None
+    fsync_dir(run)  # the copy's name (SQLite made the file in place and fsynced only its bytes)
     return run
 
 
-def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[sv.Row], live_corrupt: bool) -> str:
+def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[sv.Row], live_corrupt: bool, floor: int,
+             recovered: list[sv.Recovered]) -> str:
+    """Build a new store from `rows` beside the live one and rename it into place, unless it would hold fewer
+    rows than `floor` (the whole rows the damaged live file still has on its pages): then nothing is replaced."""
+    from qwenmem.core.modes import adopt_file
     from qwenmem.core.repair.busy import writers_of
 
     if live_corrupt:
@@ -156,13 +190,24 @@ def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[sv.Row],
     run = _run_dir(ws)
     for source in sources:
         _keep(ws, run, source)
+    _keep_cut(run, recovered)
     tmp = live.with_name(f".{live.name}.qwenmem-salvage-{os.getpid()}")
     for stale in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         stale.unlink(missing_ok=True)  # our own leftover from a killed run (pid-named), never QwenPaw's file
-    sv.build_store(tmp, rows)
+    held = sv.build_store(tmp, rows)
+    if held < floor:
+        for ours in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            ours.unlink(missing_ok=True)
+        raise QwenmemError(f"{live}: the rebuilt store would hold {held:,} rows, fewer than the {floor:,} whole rows "
+                           f"still on the damaged file's pages; nothing was replaced (copies in {ws.relative(run)})")
+    # the new store is the agent's: the old one's owner and mode (a root cron run must not lock QwenPaw out of it)
+    adopt_file(tmp, like=live.stat() if live.is_file() else None)
     for sidecar in (Path(f"{live}-wal"), Path(f"{live}-shm")):
         if sidecar.exists():  # the corrupt store's journal must not be applied to the new one; its bytes are kept
-            os.replace(sidecar, run / f"{sidecar.name}.moved")
+            moved = run / f"{sidecar.name}.moved"
+            os.replace(sidecar, moved)
+            os.chmod(moved, stat.S_IMODE(moved.lstat().st_mode) & 0o600)  # private, as all of .qwenmem/
+    fsync_all([run, live.parent])  # the moved journal's bytes kept in the quarantine before the store is replaced
     os.replace(tmp, live)
     for leftover in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         leftover.unlink(missing_ok=True)
@@ -198,7 +243,7 @@ def rebuild_fts(ws: Workspace, dry_run: bool = False, force: bool = False) -> Ft
     try:
         with exclusive_lock(ws.lock_path):
             run = _run_dir(ws)
-            sv.backup_copy(live, run / f"{live.name}.before-rebuild-fts")
+            _backup_copy(live, run / f"{live.name}.before-rebuild-fts")
             result.quarantine = ws.relative(run)
             try:
                 conn.execute("BEGIN IMMEDIATE")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qwenmem.core.history.store import CORRUPT, LOCKED, MISSING, HistoryError, open_history
+from qwenmem.core.history.store import CORRUPT, LOCKED, MISSING, HistoryError, confine_store, open_history
 
 DEFAULT_DB_FILENAME = "history.db"
 OK = "ok"
@@ -52,8 +52,10 @@ class HistoryState:
 
 def history_state(path: Path, check: bool = True) -> HistoryState:
     """Path, size, rows and health of one history.db. `check` runs PRAGMA quick_check (seconds on a big store).
-    Never raises for a bad database: the problem is in `status` / `detail`."""
+    Never raises for a bad database: the problem is in `status` / `detail`; a store linked out of the workspace is
+    refused (UnsafeLinkError) before it is even looked at."""
     path = Path(path)
+    confine_store(path)
     state = HistoryState(str(path), path.exists(), quarantined=[str(p) for p in quarantined_siblings(path)])
     if not state.exists:
         state.detail = "no history database"

