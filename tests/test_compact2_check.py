@@ -189,8 +189,8 @@ def test_scroll_keeps_the_active_turn_and_announces_rows_to_write(tmp_path):
 @needs_gen2_corpus
 def test_corpus_native_compaction_point_agrees_with_qwenpaw(tmp_path):
     """bob's native session was compacted by QwenPaw at C=9000 inside the reply c45468…: the context then was the
-    22 messages now in dialog/2026-12-01.jsonl. QwenPaw compressed all of them and kept nothing of them (the kept
-    c45468… holds only the text written after the compaction)."""
+    22 messages now in dialog/2026-12-01.jsonl. QwenPaw compressed all of them and kept a zero-block copy of the
+    reply c45468… (same id; it holds only the text written after the compaction)."""
     ws = copy_corpus(tmp_path)
     dialog = [json.loads(line) for line in (ws / "dialog" / "2026-12-01.jsonl").read_text().splitlines()]
     after = json.loads((ws / "sessions" / "console" / "bob_console--bob.json").read_text())["agent"]["state"]
@@ -208,8 +208,9 @@ def test_corpus_native_compaction_point_agrees_with_qwenpaw(tmp_path):
     assert r["would_compact"] is True
     assert r["removed_ids"] == [m["id"] for m in dialog]
     kept_now = {b["id"] for m in after["context"][:1] for b in m["content"]}
-    assert r["kept_ids"] == []  # nothing of the pre-compaction context was kept ...
-    assert not kept_now & {b["id"] for b in dialog[-1]["content"]}  # ... as QwenPaw's file shows
+    # no block of the pre-compaction context was kept, only the reply's id, as QwenPaw's file shows
+    assert r["kept_ids"] == [after["context"][0]["id"]] == [dialog[-1]["id"]]
+    assert not kept_now & {b["id"] for b in dialog[-1]["content"]}
     # one step earlier (the reply held only its tool call) QwenPaw did not compact; neither does qwenmem
     doc["agent"]["state"]["context"][-1]["content"] = dialog[-1]["content"][:1]
     pre.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")

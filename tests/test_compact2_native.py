@@ -38,6 +38,10 @@ def pre_compaction_corpus(tmp_path: Path) -> tuple[Path, Path, bytes]:
     return ws, pre, original
 
 
+def dialog_last_id(dialog: bytes) -> str:
+    return json.loads(dialog.decode().splitlines()[-1])["id"]
+
+
 @needs_gen2_corpus
 def test_corpus_compaction_writes_what_qwenpaw_wrote(tmp_path):
     ws, pre, qwenpaw_dialog = pre_compaction_corpus(tmp_path)
@@ -48,7 +52,14 @@ def test_corpus_compaction_writes_what_qwenpaw_wrote(tmp_path):
     assert r["status"] == "compacted" and r["tier2"]["detail"]["summarizer"] == "extractive"
     assert (ws / "dialog" / "2026-12-01.jsonl").read_bytes() == qwenpaw_dialog  # QwenPaw's offload, byte for byte
     st = json.loads(pre.read_text())["agent"]["state"]
-    assert st["context"] == []  # QwenPaw kept nothing of these 22 messages either
+    # all 22 compressed; the reply in progress goes on in a zero-block copy (same id, name, usage), as in QwenPaw's
+    # own file, where that copy later received the reply's text
+    qwenpaw_after = json.loads((ws / "sessions" / "console" / "bob_console--bob.json").read_text())["agent"]["state"]
+    [kept] = st["context"]
+    assert kept["content"] == [] and kept["id"] == qwenpaw_after["context"][0]["id"] == dialog_last_id(qwenpaw_dialog)
+    assert {k: v for k, v in kept.items() if k not in ("content", "created_at", "usage")} == {
+        k: v for k, v in qwenpaw_after["context"][0].items() if k not in ("content", "created_at", "usage")}
+    assert kept["usage"] == json.loads(qwenpaw_dialog.decode().splitlines()[-1])["usage"]
     reminder = (f"\n<system-reminder>The compressed context is offloaded to '{ws / 'dialog' / '2026-12-01.jsonl'}', "
                 "you can refer to it when needed.</system-reminder>")
     assert st["summary"].startswith("<system-info>Here is a summary of your previous work\n# Task Overview\n")
