@@ -12,6 +12,7 @@ Exit 0 when every file validates, 1 otherwise (one line per problem on stdout).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,8 @@ from pathlib import Path
 AGENTSCOPE = "agentscope==2.0.10"
 # QwenPaw itself, without its dependency tree: bench/agentscope2_convert.py needs only its 1.x converter and loader
 QWENPAW = "qwenpaw==2.2.2.post1"
+# the venv every validator test and bench uses (tests/validators.py; .ci/run builds a cached one and sets this)
+DEFAULT_VENV = os.environ.get("QWENMEM_AS2_VENV") or "/tmp/as2-venv"
 
 
 def make_venv(where: Path) -> None:
@@ -63,7 +66,7 @@ def check(paths: list[Path]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--make-venv"]:
-        make_venv(Path(argv[1] if len(argv) > 1 else "/tmp/as2-venv"))
+        make_venv(Path(argv[1] if len(argv) > 1 else DEFAULT_VENV))
         return 0
     paths = files(argv)
     problems = check(paths)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -184,7 +185,7 @@ def run(c: int, sessions: list, work: Path, as2: Path | None) -> tuple[list[dict
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--agentscope-python", type=Path, default=Path("/tmp/as2-venv/bin/python"))
+    ap.add_argument("--agentscope-python", type=Path, default=Path(os.environ.get("QWENMEM_AS2_VENV") or "/tmp/as2-venv") / "bin" / "python")
     ap.add_argument("--make-venv", action="store_true")
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args()

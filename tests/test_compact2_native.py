@@ -9,13 +9,12 @@ import stat
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from conftest import REPO, invoke
 from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
 from test_compact2_check import _block, _msg, conversation_of_bytes, write_ws
+from validators import agentscope_python
 
-AS2_PYTHON = Path(os.environ.get("QWENMEM_AS2_PYTHON", "/tmp/as2-venv/bin/python"))
 # AgentScope's summary_template, copied from agentscope/agent/_config.py L119-135 @as2.0.10 (not from qwenmem)
 TEMPLATE = ("<system-info>Here is a summary of your previous work\n# Task Overview\n{task_overview}\n\n"
             "# Current State\n{current_state}\n\n# Important Discoveries\n{important_discoveries}\n\n"
@@ -165,12 +164,11 @@ def test_scroll_session_without_history_db_is_skipped_not_damaged(tmp_path):
 
 
 @needs_gen2_corpus
-@pytest.mark.skipif(not AS2_PYTHON.is_file(), reason=f"no AgentScope 2.0.10 venv at {AS2_PYTHON} "
-                    "(bench/agentscope2_check.py --make-venv creates one)")
 def test_compacted_files_pass_agentscope_validation(tmp_path):
+    as2_python = agentscope_python()
     ws, pre, _ = pre_compaction_corpus(tmp_path)
     assert invoke("-w", str(ws), "compact", "console/bob_pre").code == 0
-    proc = subprocess.run([str(AS2_PYTHON), str(REPO / "bench" / "agentscope2_check.py"), str(pre),
+    proc = subprocess.run([str(as2_python), str(REPO / "bench" / "agentscope2_check.py"), str(pre),
                            str(ws / "dialog" / "2026-12-01.jsonl")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

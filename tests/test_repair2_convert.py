@@ -9,13 +9,12 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
 
 from conftest import SHARED, invoke
 from qwenpaw2_support import copy_corpus, needs_gen2_corpus
+from validators import agentscope_python, optional_agentscope_python
 from qwenmem.core.repair.gen2 import validation_problems
 
-AS2_PYTHON = Path("/tmp/as2-venv/bin/python")
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 REAL = SHARED / "corpus" / "real"
 
@@ -169,23 +168,20 @@ def test_real_1x_sessions_in_a_copy_of_the_2x_corpus_convert_and_validate(tmp_pa
         assert validation_problems(dest.read_bytes()) == [], dest
     for rel in ("discord/42_discord--dm--42.json", "telegram/7_telegram--7.json"):
         assert validation_problems((ws / "sessions" / rel).read_bytes()) == []
-    if AS2_PYTHON.exists():
-        out = subprocess.run([str(AS2_PYTHON), str(BENCH / "agentscope2_validate.py"), *map(str, placed)],
+    as2_python = optional_agentscope_python()
+    if as2_python is not None:
+        out = subprocess.run([str(as2_python), str(BENCH / "agentscope2_validate.py"), *map(str, placed)],
                              capture_output=True, text=True)
         assert out.returncode == 0, out.stdout[:2000]
 
 
-@pytest.mark.skipif(not AS2_PYTHON.exists(), reason="needs the agentscope==2.0.10 venv with the qwenpaw wheel at "
-                    "/tmp/as2-venv (python bench/agentscope2_check.py --make-venv /tmp/as2-venv)")
 def test_the_conversion_equals_qwenpaws_own(tmp_path):
-    probe = subprocess.run([str(AS2_PYTHON), "-c", "import qwenpaw._compat"], capture_output=True)
-    if probe.returncode:
-        pytest.skip("the qwenpaw wheel is not installed in /tmp/as2-venv (bench/agentscope2_check.py --make-venv)")
+    as2_python = agentscope_python(qwenpaw=True)
     ws = _workspace(tmp_path, {"discord/old.json": GEN1})
     original = tmp_path / "original.json"
     original.write_bytes((ws / "sessions" / "discord" / "old.json").read_bytes())
     assert _repair(ws, "--all", "--convert-1x").code == 0
-    out = subprocess.run([str(AS2_PYTHON), str(BENCH / "agentscope2_convert.py"), str(original),
+    out = subprocess.run([str(as2_python), str(BENCH / "agentscope2_convert.py"), str(original),
                           str(ws / "sessions" / "discord" / "old.json")], capture_output=True, text=True)
     pair = json.loads(out.stdout)["pairs"][0]
     assert pair["valid"] and pair["equal"], pair["difference"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import invoke
 from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
+from validators import agentscope_python
 from qwenmem.core.repair.diagnose import diagnose
 from qwenmem.core.repair.gen2 import validation_problems
 
@@ -274,24 +274,20 @@ def test_a_null_session_id_is_dropped_not_replaced_by_an_object():
     assert d.new_bytes is not None and "session_id" not in json.loads(d.new_bytes)["agent"]["state"]
 
 
-AS2_PYTHON = Path("/tmp/as2-venv/bin/python")
-
-
-@pytest.mark.skipif(not AS2_PYTHON.exists(), reason="needs the agentscope==2.0.10 venv at /tmp/as2-venv "
-                    "(python bench/agentscope2_check.py --make-venv /tmp/as2-venv)")
 def test_repaired_files_pass_agentscopes_own_validation(tmp_path):
     import subprocess
 
+    as2_python = agentscope_python()
     ws = _workspace(tmp_path)
     doc, _ = _misplaced_result(_healthy())
     doc["agent"]["state"]["context"][0]["content"].append({"type": "data", "source": {"type": "url",
                                                                                        "url": "https://x.test/a.png"}})
     path = _session(ws, "console/a.json", doc)
     script = Path(__file__).resolve().parents[1] / "bench" / "agentscope2_validate.py"
-    before = subprocess.run([str(AS2_PYTHON), str(script), str(path)], capture_output=True, text=True)
+    before = subprocess.run([str(as2_python), str(script), str(path)], capture_output=True, text=True)
     assert before.returncode == 1 and not json.loads(before.stdout)["files"][0]["ok"]
     assert _repair(ws, "--all").code == 0
-    after = subprocess.run([str(AS2_PYTHON), str(script), str(path)], capture_output=True, text=True)
+    after = subprocess.run([str(as2_python), str(script), str(path)], capture_output=True, text=True)
     assert after.returncode == 0, after.stdout
 
 

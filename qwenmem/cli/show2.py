@@ -26,7 +26,7 @@ def show(ws, ref, loaded, query: str, history: bool, tail, role, full: bool, thi
     from qwenmem.cli.result import CommandResult, status_for
 
     model = loaded.as_model() if loaded is not None else None
-    record = _record(ws, ref, model, query) if history else None
+    record = _record(ws, ref, loaded, model, query) if history else None
     messages = record.messages if record else (model.messages if model else [])
     shown = _filter(messages, role, tail, compressed)
     health = loaded.health if loaded is not None else "ok"
@@ -58,19 +58,20 @@ def _scroll_json(model):
             "synthetic_ids": model.scroll.synthetic_ids}
 
 
-def _record(ws, ref, model, query):
+def _record(ws, ref, loaded, model, query):
     from qwenmem.core.errors import WorkspaceError
     from qwenmem.core.history import HistoryError
+    from qwenmem.core.history.keys import rows_key_in
     from qwenmem.core.history.record import full_record
     from qwenmem.core.settings2 import load_gen2_settings
 
     settings = load_gen2_settings(ws)
     if ref is None:
         session_id = query
-    elif ref.source == "chats.json":
-        session_id = ref.session_id
-    else:
-        session_id = (model.session_id if model else None) or ref.session_id
+    else:  # the rows rule of list, repair and compact (never agent.state.session_id)
+        doc = loaded.gen2_doc if loaded is not None else None
+        db = settings.history_db if settings.history_db is not None and settings.history_db.is_file() else None
+        session_id = rows_key_in(ref, doc, db).session_id or ref.session_id
     try:
         return full_record(settings.history_db, session_id, model)
     except HistoryError as exc:

@@ -118,7 +118,7 @@ def parent_of(path: os.PathLike[str] | str, *, follow_last: bool = True, create_
     if root is None or path == root:
         parent = path.parent
         if create_dirs:
-            parent.mkdir(parents=True, exist_ok=True)
+            _make_dirs_unconfined(parent, on_new_dir)
         fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
         try:
             yield Resolved(fd, path.name, path)
@@ -131,6 +131,24 @@ def parent_of(path: os.PathLike[str] | str, *, follow_last: bool = True, create_
         yield _walk(root, list(path.relative_to(root).parts), fds, follow_last, create_dirs, on_new_dir)
     finally:
         for fd in fds:
+            os.close(fd)
+
+
+def _make_dirs_unconfined(directory: Path, on_new_dir: NewDirHook | None) -> None:
+    """mkdir -p outside every workspace, calling `on_new_dir` for each directory made (as the confined walk does)."""
+    missing: list[Path] = []
+    d = directory
+    while not d.exists() and d != d.parent:
+        missing.append(d)
+        d = d.parent
+    for d in reversed(missing):
+        fd = os.open(d.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(d.name, 0o777, dir_fd=fd)
+                if on_new_dir is not None:
+                    on_new_dir(fd, d.name, d)
+        finally:
             os.close(fd)
 
 

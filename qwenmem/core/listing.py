@@ -88,13 +88,14 @@ def _row_2x(loaded: LoadedSession, gen2_doc: dict[str, Any], counter: TokenCount
     """A 2.x file: `messages` is the live tail (the scroll placeholder is not transcript); the model sees them all."""
     from qwenmem.core.session_model.gen2 import quick_stats
 
+    from qwenmem.core.history.keys import rows_key
+
     ref, st = loaded.ref, quick_stats(gen2_doc)
-    session_id, identity = ref.session_id, ref.source
-    if identity != "chats.json" and st["session_id"]:
-        session_id, identity = st["session_id"], "agent.state.session_id"
+    key = rows_key(ref, gen2_doc)  # never agent.state.session_id: QwenPaw leaves it random
+    session_id, identity = (key.session_id, key.source) if key.certain else (ref.session_id, ref.source)
     return SessionRow(
         key=ref.key, path=ref.rel, channel=ref.channel, user_id=ref.user_id, session_id=session_id,
-        identity=identity, ambiguous=ref.ambiguous and identity != "agent.state.session_id",
+        identity=identity, ambiguous=ref.ambiguous and not key.certain,
         messages=st["messages"], in_context=st["in_context"],
         tokens=sum(message_tokens(m, counter) for m in st["context"]),
         has_summary=bool(st["summary"] or st["continuation_summary"]), summary_tokens=counter.count(st["summary"]),
@@ -226,6 +227,7 @@ def list_sessions_with_history(ws: Workspace, counter: TokenCounter, channel: st
                                ) -> tuple[list[SessionRow], ListingHistory]:
     """(rows, ListingHistory): the rows with their history.db row counts and at-risk flags, plus the workspace's
     generation, the store's state and the sessions that exist only in history.db."""
+    from qwenmem.core.history.keys import ref_candidates
     from qwenmem.core.history.overview import annotate
 
     if sort not in SORT_KEYS:
@@ -247,7 +249,7 @@ def list_sessions_with_history(ws: Workspace, counter: TokenCounter, channel: st
                 pass
         refs.append(ref)
     rows = fold_backups(_rows(refs, counter))
-    extras = annotate(ws, rows, all_ids)
+    extras = annotate(ws, rows, all_ids, {ref.rel: ref_candidates(ref) for ref in refs})
     keyfunc = {
         "modified": lambda r: r.modified or "",
         "name": lambda r: r.key,

@@ -63,6 +63,22 @@ def adopt_new_dir(dir_fd: int, name: str, path: Path) -> None:
         os.close(fd)
 
 
+def adopt_file(path: os.PathLike[str] | str, like: os.stat_result | None = None) -> None:
+    """Give one file another library created (SQLite's backup copy, a rebuilt store) qwenmem's rules: the owner and
+    mode of `like` (the file it stands in for), else its directory's owner and the mode its place calls for (0600
+    in a private area). A link is not followed."""
+    path = Path(path)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        dir_st = os.stat(path.parent)
+        os.fchmod(fd, stat.S_IMODE(like.st_mode) if like is not None else new_file_mode(path, dir_st))
+        owner = (like.st_uid, like.st_gid) if like is not None else (dir_st.st_uid, dir_st.st_gid)
+        if _running_as_root() and (os.fstat(fd).st_uid, os.fstat(fd).st_gid) != owner:
+            os.fchown(fd, *owner)
+    finally:
+        os.close(fd)
+
+
 def adopt_tree(top: os.PathLike[str] | str) -> None:
     """Give files another library wrote under `top` (Whoosh's index segments) qwenmem's owner and mode rules:
     the owner of `top`'s parent, files 0600 and directories 0700 in a private area. Links are not followed."""

@@ -89,7 +89,8 @@ def file_strategy(doc: dict[str, Any], configured: str) -> tuple[str, str]:
 def history_index(db_path: Path | None, session_id: Any) -> tuple[HistoryIndex | None, str]:
     """(HistoryIndex, "") of this session's rows in history.db, or (None, why) when it cannot be read."""
     if db_path is None or session_id is None:
-        return None, "no history.db or no session id"
+        return None, ("no history.db" if db_path is None else "no chats.json entry or scroll index names this "
+                      "file's history.db session id")
     if not db_path.is_file():
         return None, f"{db_path.name} does not exist"
     from qwenmem.core.history.store import HistoryError
@@ -169,8 +170,12 @@ def _native_verdict(x: _Inputs, state: dict[str, Any], force: bool) -> _Verdict:
                     list(split.boundary_blocks) if split and at is not None else None, notices=list(d.notes))
 
 
-def _scroll_verdict(x: _Inputs, state: dict[str, Any], history_db: Path | None, force: bool) -> _Verdict:
-    hist, why = history_index(history_db, state.get("session_id"))
+def _scroll_verdict(x: _Inputs, ref: SessionRef, doc: dict[str, Any], history_db: Path | None, force: bool
+                    ) -> _Verdict:
+    from qwenmem.core.history.keys import rows_key_in
+
+    key = rows_key_in(ref, doc, history_db if history_db is not None and history_db.is_file() else None)
+    hist, why = history_index(history_db, key.session_id if key.certain else None)
     notices = [] if hist is not None else [f"history.db not readable ({why}): nothing may be evicted"]
     in_history = [hist is not None and hist.has_rows(m) for m in x.context]
     missing = sum(1 for i, s in zip(in_history, x.synthetic) if not i and not s)
@@ -215,7 +220,7 @@ def check_gen2(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Check
     x = _Inputs(context, summary, [str(m.get("id")) if isinstance(m, dict) else "?" for m in context], synthetic,
                 system.size + tools.size, c, t, r)
     v = (_native_verdict(x, state, opts.force) if strategy == NATIVE
-         else _scroll_verdict(x, state, gen2_settings.history_db, opts.force))
+         else _scroll_verdict(x, ref, doc, gen2_settings.history_db, opts.force))
     msgs_size = sum((message_size(m) for m in context), ZERO)
     terms = Terms(system.tokens, system.source, tools.tokens, tools.source, summary_size(summary).tokens,
                   tokens_of(msgs_size), msgs_size.data + summary_size(summary).data,

@@ -245,13 +245,20 @@ def tier2_scroll(run: CompactRun, s: _Session2) -> CompactReport:
 def _tier2_scroll(run: CompactRun, s: _Session2) -> CompactReport:
     from qwenmem.core.compaction2 import scroll
     from qwenmem.core.compaction2.evict import evict, read_history_index
+    from qwenmem.core.history.keys import rows_key_in
 
     report, opts = s.report, run.opts
-    sid = s.state.get("session_id")
     db = run.gen2_settings.history_db
-    if sid is None or db is None or not db.is_file():
+    if db is None or not db.is_file():
         report.status, report.error_kind = "skipped", "unsupported"
         report.error = "no history.db rows to evict against (nothing may leave the file that is not in history.db)"
+        return report
+    key = rows_key_in(s.ref, s.doc, db)  # the chat's session id, never agent.state.session_id
+    sid = key.session_id
+    if sid is None or not key.certain:
+        report.status, report.error_kind = "skipped", "unsupported"
+        report.error = ("the history.db session id of this file is not known (not registered in chats.json, no "
+                        "scroll index names it): rows written under a guess would not be the session's")
         return report
     context = list(s.state.get("context") or [])
     model = s.loaded.as_model()

@@ -18,12 +18,13 @@ import json
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from qwenmem.core.errors import WorkspaceError
 from qwenmem.core.history.state import HistoryState, history_state
 from qwenmem.core.history.store import TABLE, HistoryError, HistoryReader, confine_store, open_history
 
@@ -226,18 +227,37 @@ def _session_docs(sessions_dir: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             yield rel.as_posix(), doc
 
 
+def _chats_locator(sessions_dir: Path) -> Callable[[str, dict[str, Any]], str | None]:
+    """rel path, doc -> the file's history.db session id by `history.keys`' rule (chats.json beside sessions/, else
+    the scroll index). A file-name guess is not used: a dangling finding must not rest on it."""
+    from qwenmem.core.history.keys import rows_key
+    from qwenmem.core.sessions import chats_index, identify
+    from qwenmem.core.workspace import Workspace
+
+    ws = Workspace(sessions_dir.parent, sessions_dir.parent, None, "history check")
+    try:
+        index = chats_index(ws)
+    except (OSError, ValueError, WorkspaceError):  # a damaged chats.json: the scroll index alone
+        index = {}
+
+    def locate(rel: str, doc: dict[str, Any]) -> str | None:
+        key = rows_key(identify(sessions_dir / rel, ws, index), doc)
+        return key.session_id if key.certain else None
+    return locate
+
+
 def _dangling(reader: HistoryReader, sessions_dir: Path, result: HistoryCheck) -> None:
     from qwenmem.core.session_model.detect import read_document
 
     evicted: list[str] = []
     persisted: list[str] = []
     n_evicted = n_persisted = 0
+    locate = _chats_locator(sessions_dir)
     for rel, doc in _session_docs(sessions_dir):
         session = read_document(doc)
         if session is None or session.scroll is None:
             continue
-        index = session.scroll.index if isinstance(session.scroll.index, dict) else {}
-        sid = index.get("session_id") if isinstance(index.get("session_id"), str) else session.session_id
+        sid = locate(rel, doc)
         if not sid:
             continue
         for lo, hi in session.scroll.eviction_spans():

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from qwenmem.core.errors import BusyError, NotFoundError, WorkspaceError
-from qwenmem.core.fsio import exclusive_lock, fsync_dir
+from qwenmem.core.fsio import exclusive_lock, fsync_all, fsync_dir
 from qwenmem.core.history import salvage as sv
 from qwenmem.core.history.state import history_state
 from qwenmem.core.history.store import TABLE, confine_store
@@ -113,11 +114,18 @@ def salvage(ws: Workspace, from_file: Path | None = None, dry_run: bool = False)
 
 
 def _run_dir(ws: Workspace) -> Path:
-    from qwenmem.core.fsio import timestamp_slug
+    from qwenmem.core.fsio import make_new_dir, timestamp_slug
 
-    run = ws.data_dir / "quarantine" / f"{timestamp_slug()}-history"
-    run.mkdir(parents=True, exist_ok=False)
-    return run
+    return make_new_dir(ws.data_dir / "quarantine" / f"{timestamp_slug()}-history")
+
+
+def _backup_copy(live: Path, dest: Path) -> None:
+    """sv.backup_copy, and the copy made private and given the workspace's owner (SQLite creates it 0644, as root
+    when run from a root cron job: the whole conversation history, readable by every local user)."""
+    from qwenmem.core.modes import adopt_file
+
+    sv.backup_copy(live, dest)
+    adopt_file(dest)
 
 
 def _keep(ws: Workspace, run: Path, path: Path) -> None:
@@ -137,13 +145,15 @@ def _quarantine(ws: Workspace, sources: list[Path], live: Path) -> Path:
     for source in sources:
         _keep(ws, run, source)
     try:
-        sv.backup_copy(live, run / f"{live.name}.before-salvage")
+        _backup_copy(live, run / f"{live.name}.before-salvage")
     except sqlite3.OperationalError as exc:
         raise BusyError(f"{live}: cannot take a consistent copy before writing ({exc}); nothing was written") from None
+    fsync_dir(run)  # the copy's name (SQLite made the file in place and fsynced only its bytes)
     return run
 
 
 def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[sv.Row], live_corrupt: bool) -> str:
+    from qwenmem.core.modes import adopt_file
     from qwenmem.core.repair.busy import writers_of
 
     if live_corrupt:
@@ -158,9 +168,14 @@ def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[sv.Row],
     for stale in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         stale.unlink(missing_ok=True)  # our own leftover from a killed run (pid-named), never QwenPaw's file
     sv.build_store(tmp, rows)
+    # the new store is the agent's: the old one's owner and mode (a root cron run must not lock QwenPaw out of it)
+    adopt_file(tmp, like=live.stat() if live.is_file() else None)
     for sidecar in (Path(f"{live}-wal"), Path(f"{live}-shm")):
         if sidecar.exists():  # the corrupt store's journal must not be applied to the new one; its bytes are kept
-            os.replace(sidecar, run / f"{sidecar.name}.moved")
+            moved = run / f"{sidecar.name}.moved"
+            os.replace(sidecar, moved)
+            os.chmod(moved, stat.S_IMODE(moved.lstat().st_mode) & 0o600)  # private, as all of .qwenmem/
+    fsync_all([run, live.parent])  # the moved journal's bytes kept in the quarantine before the store is replaced
     os.replace(tmp, live)
     for leftover in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         leftover.unlink(missing_ok=True)
@@ -196,7 +211,7 @@ def rebuild_fts(ws: Workspace, dry_run: bool = False, force: bool = False) -> Ft
     try:
         with exclusive_lock(ws.lock_path):
             run = _run_dir(ws)
-            sv.backup_copy(live, run / f"{live.name}.before-rebuild-fts")
+            _backup_copy(live, run / f"{live.name}.before-rebuild-fts")
             result.quarantine = ws.relative(run)
             try:
                 conn.execute("BEGIN IMMEDIATE")

@@ -1,8 +1,8 @@
 """What `sessions list` adds for a 2.x workspace: history rows per session, sessions that exist only in history.db,
 and 1.x files whose turns QwenPaw 2.x will never import (spec qwenpaw2-workspace.md §3.7, §8.4).
 
-Rows are matched to files by the chat's `session_id` from chats.json (the listing's identity), never by file name;
-an unregistered 2.x file falls back to its own `agent.state.session_id`.
+Rows are matched to files by `history.keys`' rule (the chat's `session_id` from chats.json, else the scroll index's;
+an unregistered file's name is only a guess), never by `agent.state.session_id`, which QwenPaw leaves random.
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Iterable
 
+from qwenmem.core.history.keys import CHATS_JSON, FILENAME, SCROLL_INDEX
 from qwenmem.core.history.rows import parse_timestamp
 from qwenmem.core.history.state import HistoryState, history_state, quarantined_siblings
 from qwenmem.core.history.store import HistoryError, open_history
 from qwenmem.core.workspace import Workspace
 
+CERTAIN = (CHATS_JSON, SCROLL_INDEX)
 UNREGISTERED = "unregistered in chats.json: QwenPaw 2.x never imports its turns into history.db"
 
 
@@ -82,10 +84,12 @@ def at_risk_reasons(row: Any, retention_days: int, now: datetime | None = None) 
     return reasons
 
 
-def annotate(ws: Workspace, rows: Iterable[Any], all_session_ids: set[str] | None = None) -> ListingHistory:
+def annotate(ws: Workspace, rows: Iterable[Any], all_session_ids: set[str] | None = None,
+             guesses: dict[str, list[str]] | None = None) -> ListingHistory:
     """Fill `history_rows` and `at_risk` of each listing row; list the sessions only history.db knows.
     `all_session_ids`: the session ids of every file (also those a filter hid), so a filtered listing does not
-    report them as history-only."""
+    report them as history-only. `guesses`: per row path, the session ids its file name can come from
+    (`history.keys.ref_candidates`), tried for a file neither chats.json nor a scroll index names."""
     from qwenmem.core.settings2 import load_gen2_settings, read_agent_json, workspace_generation
 
     rows = list(rows)
@@ -108,8 +112,12 @@ def annotate(ws: Workspace, rows: Iterable[Any], all_session_ids: set[str] | Non
                          f"({state.quarantined[0].rsplit('/', 1)[-1]}…): QwenPaw replaced a corrupt store, the evicted "
                          "turns in it are unreachable from QwenPaw")
     for row in rows:
-        if counts is not None and row.session_id is not None and row.identity in ("chats.json", "agent.state.session_id"):
+        if counts is not None and row.session_id is not None and row.identity in CERTAIN:
             row.history_rows = counts.get(row.session_id, 0)
+        elif counts and row.generation == "2.x":
+            found = next((c for c in (guesses or {}).get(row.path, []) if c in counts), None)
+            if found is not None:  # a guess from the file name, which is only reported (history.keys)
+                row.session_id, row.identity, row.history_rows = found, FILENAME, counts[found]
         if row.generation == "1.x" and generation.generation in ("2.x", "mixed") and settings.strategy == "scroll":
             row.at_risk = at_risk_reasons(row, settings.history_retention_days)
     known = {r.session_id for r in rows if r.session_id} | (all_session_ids or set())

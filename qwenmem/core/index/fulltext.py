@@ -20,25 +20,29 @@ def schema() -> Any:
 
 
 def create(directory: Path) -> Any:
-    from whoosh import index
+    from qwenmem.core.index.whoosh_storage import create_index
 
-    directory.mkdir(parents=True, exist_ok=True)
-    return index.create_in(str(directory), schema())
+    return create_index(directory, schema())
 
 
 def clone(previous: Path, directory: Path) -> Any:
     """Start the new generation from the old one's files. Whoosh never rewrites a file it has written (new
     segments and a new TOC are added, old files are unlinked), so hard links are safe and cost nothing."""
-    from whoosh import index
+    from qwenmem.core.fsio import fsync_all, fsync_dir, make_dirs
+    from qwenmem.core.index.whoosh_storage import open_index
 
-    directory.mkdir(parents=True, exist_ok=True)
+    make_dirs(directory)
+    copied = []
     for f in previous.iterdir():
         if f.is_file() and not f.name.endswith("_LOCK"):
             try:
                 os.link(f, directory / f.name)
             except OSError:
                 shutil.copy2(f, directory / f.name)
-    return index.open_dir(str(directory))
+                copied.append(directory / f.name)
+    fsync_all(copied)
+    fsync_dir(directory)
+    return open_index(directory)
 
 
 def write(ix: Any, remove_paths: set[str], add: list[dict[str, Any]], progress: Callable[[int], None] | None = None

@@ -16,7 +16,6 @@ deleted, and only inside index/ (everything there is rebuildable).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qwenmem.core import confine, modes
-from qwenmem.core.fsio import atomic_write_bytes, fsync_dir
+from qwenmem.core.fsio import atomic_write_bytes, fsync_all, make_dirs
 
 if TYPE_CHECKING:  # pragma: no cover
     from qwenmem.core.workspace import Workspace
@@ -57,7 +56,7 @@ def current_generation(ws: "Workspace") -> Path | None:
 def new_generation_dir(ws: "Workspace") -> Path:
     root = index_dir(ws)
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        make_dirs(root)
     except OSError as exc:  # e.g. a plain file named index, or a read-only .qwenmem/
         from qwenmem.core.errors import WorkspaceError
 
@@ -66,20 +65,17 @@ def new_generation_dir(ws: "Workspace") -> Path:
     numbers = [int(p.name[4:]) for p in root.glob("gen-*") if p.name[4:].isdigit()]
     gen = root / f"gen-{max(numbers, default=0) + 1:06d}"
     gen.mkdir()
+    fsync_all([root])  # the generation's name, durable in index/ before anything is written into it
     return gen
 
 
 def publish(ws: "Workspace", gen: Path) -> None:
     """Make `gen` the live generation (atomic), then drop every other generation."""
     modes.adopt_tree(index_dir(ws))  # Whoosh wrote its files itself: the workspace's owner, private modes
-    for f in gen.rglob("*"):
-        if f.is_file():
-            fd = os.open(f, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-    fsync_dir(gen)
+    # every file of the generation and every directory entry in it durable before CURRENT names it
+    parts = [p for p in gen.rglob("*") if not p.is_symlink()]
+    fsync_all(p for p in parts if p.is_file())
+    fsync_all([gen, *(p for p in parts if p.is_dir())])
     atomic_write_bytes(index_dir(ws) / POINTER, (gen.name + "\n").encode())
     drop_stale_generations(ws)
 

@@ -163,7 +163,7 @@ def _is_gen2_workspace(ws: Workspace) -> bool:
     return workspace_generation(ws, *count_file_generations(ws)).generation in ("2.x", "mixed")
 
 
-def _link_history(ws: Workspace, d: Diagnosis, data: bytes) -> None:
+def _link_history(ws: Workspace, ref: SessionRef, d: Diagnosis, data: bytes) -> None:
     """persisted_* of scroll only for messages whose history.db rows exist (spec §10)."""
     from qwenmem.core.repair.history_link import PERSISTED_WITHOUT_ROWS, check_bytes_against_history
     from qwenmem.core.settings2 import load_gen2_settings
@@ -172,7 +172,7 @@ def _link_history(ws: Workspace, d: Diagnosis, data: bytes) -> None:
         db = load_gen2_settings(ws).history_db_file()
     except (OSError, ValueError, WorkspaceError):
         return
-    new, actions = check_bytes_against_history(d.new_bytes if d.new_bytes is not None else data, db)
+    new, actions = check_bytes_against_history(d.new_bytes if d.new_bytes is not None else data, db, ref)
     d.notes.extend(a[len("note: "):] for a in actions if a.startswith("note:"))
     if new is None:
         return
@@ -261,7 +261,7 @@ def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_b
     if gen2_ws and d.generation == "1.x" and d.session is not None and not (convert and _convert(d, data)):
         _explain_conversion(d, d.session)
     if d.generation == "2.x" and d.check_bytes is not None and not d.unrecoverable:
-        _link_history(ws, d, data)
+        _link_history(ws, ref, d, data)
     rep = _report(ref, d, snap.sha256)
     new_bytes = d.new_bytes
     if d.unrecoverable or d.messages_lost or EMPTY in d.classes or NOT_A_SESSION in d.classes or from_file:
