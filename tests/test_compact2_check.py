@@ -211,11 +211,17 @@ def test_corpus_native_compaction_point_agrees_with_qwenpaw(tmp_path):
     # no block of the pre-compaction context was kept, only the reply's id, as QwenPaw's file shows
     assert r["kept_ids"] == [after["context"][0]["id"]] == [dialog[-1]["id"]]
     assert not kept_now & {b["id"] for b in dialog[-1]["content"]}
-    # one step earlier (the reply held only its tool call) QwenPaw did not compact; neither does qwenmem
+    # one step earlier (the reply held only its tool call) the corpus's agent did not compact. That agent was
+    # wired without QwenPaw's tool set (its corpus SOURCES.md): with no tools and no system prompt, neither does
+    # qwenmem. The agent QwenPaw's AgentBuilder makes sends ~9,700 tokens of prompt and tools at once: over the
+    # 7,200 trigger by itself, so by default qwenmem compacts here, as that agent would.
     doc["agent"]["state"]["context"][-1]["content"] = dialog[-1]["content"][:1]
     pre.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
-    earlier = invoke("-w", str(ws), "compact", "--check", str(pre), "--json").json()["result"]["sessions"][0]
+    earlier = invoke("-w", str(ws), "compact", "--check", str(pre), "--json", "--system-tokens", "0",
+                     "--tools-tokens", "0").json()["result"]["sessions"][0]
     assert earlier["would_compact"] is False, earlier["reason"]
+    default = invoke("-w", str(ws), "compact", "--check", str(pre), "--json").json()["result"]["sessions"][0]
+    assert default["would_compact"] is True and default["terms"]["system"] + default["terms"]["tools"] > 7200
 
 
 @needs_gen2_corpus

@@ -77,7 +77,7 @@ def test_llm_summary_is_rendered_with_agentscope_template(tmp_path, llm_server):
     llm_server.set_script([{"content": "```json\n" + json.dumps(fields) + "\n```"}])
     ws = write_ws(tmp_path, conversation_of_bytes(40_000, n=20), "native")
     run = invoke("-w", str(ws), "compact", "console/t", "--max-input-length", "10000", "--system-tokens", "0",
-                 "--llm-base-url", llm_server.base_url, "--llm-model", "scripted", "--llm-api-key", "sk-test", "--json")
+                 "--tools-tokens", "0", "--llm-base-url", llm_server.base_url, "--llm-model", "scripted", "--llm-api-key", "sk-test", "--json")
     assert run.code == 0, run.stderr
     st = json.loads((ws / "sessions" / "console" / "t.json").read_text())["agent"]["state"]
     head, _, tail = st["summary"].partition("\n<system-reminder>")
@@ -109,7 +109,7 @@ def test_no_tool_call_is_separated_from_its_result(tmp_path):
     msgs.append(_msg("assistant", content, 60))
     ws = write_ws(tmp_path, msgs, "native")
     run = invoke("-w", str(ws), "compact", "console/t", "--max-input-length", "10000", "--system-tokens", "0",
-                 "--json")
+                 "--tools-tokens", "0", "--json")
     assert run.code == 0, run.stderr
     st = json.loads((ws / "sessions" / "console" / "t.json").read_text())["agent"]["state"]
     compressed = [json.loads(line) for line in next((ws / "dialog").glob("*.jsonl")).read_text().splitlines()]

@@ -28,7 +28,8 @@ from qwenmem.core.compaction.context import CompactRun
 from qwenmem.core.compaction.tiers import (Gen2Decision, LongtermDetail, NativeDetail, PruneDetail, ScrollDetail,
                                            TierReport)
 from qwenmem.core.compaction2 import native
-from qwenmem.core.compaction2.check import NATIVE, Check2Report, check_gen2, file_strategy, reply_id_of, state_of
+from qwenmem.core.compaction2.check import (NATIVE, Check2Report, check_gen2, file_strategy, fixed_parts,
+                                            reply_id_of, state_of)
 from qwenmem.core.compaction2.dialog import DialogPlan, missing_from_dialog, plan_dialog, write_dialog
 from qwenmem.core.compaction2.evict import HistoryIndex
 from qwenmem.core.compaction2.prune import PruneOutcome, prune
@@ -98,8 +99,9 @@ def _start(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> _Session2
     report.context_tokens_before = report.context_tokens_after = check.terms.total
     report.kept_ids = list(check.kept_ids) if check.would_compact else [str(m.get("id")) for m in context]
     strategy, _ = file_strategy(doc, run.gen2_settings.strategy)
+    system, tools = fixed_parts(run, ref, doc, strategy)
     return _Session2(ref, loaded, report, check, doc, state, context, state.get("summary") or "", strategy,
-                     run.gen2_fixed)
+                     system.size + tools.size)
 
 
 def tier1_prune(run: CompactRun, s: _Session2) -> None:
