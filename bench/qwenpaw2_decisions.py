@@ -137,6 +137,22 @@ def _tau_context(name: str, context: list[dict], c: int, target: float, fixed_to
     return context[:max(cut, 2)]
 
 
+def unique_tool_ids(context: list[dict], prefix: str) -> list[dict]:
+    """τ-bench reuses tool-call ids across conversations; QwenPaw's own ids are unique (a repeated id is a damaged
+    session that QwenPaw's `_sanitize_tool_messages` dedups), so each call gets its own, its result follows it."""
+    import copy
+
+    out, latest, n = copy.deepcopy(context), {}, 0
+    for msg in out:
+        for block in msg["content"]:
+            if block["type"] == "tool_call":
+                n += 1
+                latest[block["id"]] = block["id"] = f"{prefix}_{n}"
+            elif block["type"] == "tool_result" and block["id"] in latest:
+                block["id"] = latest[block["id"]]
+    return out
+
+
 def build_cases(strategy: str, fixed_tokens: int) -> list[dict]:
     import builder  # tests/fixtures/qwenpaw2/builder.py
     from compact2_tau import tau_sessions
@@ -147,7 +163,7 @@ def build_cases(strategy: str, fixed_tokens: int) -> list[dict]:
         for k, target in enumerate(TARGETS):
             name, _, context = sessions[k % len(sessions)]
             sid, uid = f"console:t{c}x{k}", f"t{c}x{k}"
-            ctx = _tau_context(name, context, c, target, fixed_tokens)
+            ctx = unique_tool_ids(_tau_context(name, context, c, target, fixed_tokens), f"call_{c}x{k}")
             scroll = builder.scroll_state(sid, ctx, {}, None, []) if strategy == "scroll" else None
             doc = builder.document(builder.state(sid, ctx), scroll)
             cases.append({"name": f"{name}@{target:g}C", "C": c, "session_id": sid, "user_id": uid, "doc": doc})

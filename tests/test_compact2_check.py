@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import invoke
-from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
+from qwenpaw2_support import builder, copy_corpus, name_agent_as_the_generator, needs_gen2_corpus
 
 
 def _block(text: str, i: int) -> dict:
@@ -192,6 +192,7 @@ def test_corpus_native_compaction_point_agrees_with_qwenpaw(tmp_path):
     22 messages now in dialog/2026-12-01.jsonl. QwenPaw compressed all of them and kept a zero-block copy of the
     reply c45468… (same id; it holds only the text written after the compaction)."""
     ws = copy_corpus(tmp_path)
+    name_agent_as_the_generator(ws)
     dialog = [json.loads(line) for line in (ws / "dialog" / "2026-12-01.jsonl").read_text().splitlines()]
     after = json.loads((ws / "sessions" / "console" / "bob_console--bob.json").read_text())["agent"]["state"]
     assert after["context"][0]["id"] == dialog[-1]["id"]  # the reply that was split

@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 from conftest import REPO, invoke
-from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
+from qwenpaw2_support import builder, copy_corpus, name_agent_as_the_generator, needs_gen2_corpus
 from test_compact2_check import _block, _msg, conversation_of_bytes, write_ws
 from validators import agentscope_python
 
@@ -25,6 +25,7 @@ def pre_compaction_corpus(tmp_path: Path) -> tuple[Path, Path, bytes]:
     """The corpus with bob's session rewound to the moment QwenPaw compacted it: its context is the 22 messages of
     dialog/2026-12-01.jsonl (moved aside, returned as bytes), the reply c45468… in progress."""
     ws = copy_corpus(tmp_path)
+    name_agent_as_the_generator(ws)
     dialog_file = ws / "dialog" / "2026-12-01.jsonl"
     original = dialog_file.read_bytes()
     dialog_file.unlink()

@@ -111,6 +111,14 @@ class CompactRun:
 
         return load_gen2_settings(self.ws)
 
+    @cached_property
+    def gen2_agent_name(self) -> str:
+        """The name QwenPaw's AgentBuilder gives the agent (agent.json `name`, else "QwenPaw"): its replies carry it."""
+        from qwenmem.core.settings2 import read_agent_json
+
+        name = read_agent_json(self.ws).get("name")
+        return name if isinstance(name, str) and name else "QwenPaw"
+
     def gen2_fixed_parts(self, strategy: str, request: RequestValues | None = None) -> tuple[FixedPart, FixedPart]:
         """(system prompt, tool schemas) QwenPaw sends under `strategy` for this request: not stored in 2.x files,
         rebuilt from the workspace (compaction2.prompt), once per strategy and request."""

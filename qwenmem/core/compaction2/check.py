@@ -171,8 +171,9 @@ class _Verdict:
     notices: list[str] = field(default_factory=list)
 
 
-def _native_verdict(x: _Inputs, state: dict[str, Any], force: bool) -> _Verdict:
-    d = native.decide(x.context, x.fixed, x.summary, x.c, x.t, x.r, reply_id_of(state), force)
+def _native_verdict(x: _Inputs, state: dict[str, Any], force: bool, agent_name: str | None = None) -> _Verdict:
+    d = native.decide(x.context, x.fixed, x.summary, x.c, x.t, x.r, reply_id_of(state), force,
+                      agent_name=agent_name)
     split = d.split
     kept, removed = (x.ids, []) if split is None else ([str(m.get("id")) for m in split.reserve],
                                                        [str(m.get("id")) for m in split.compress])
@@ -233,7 +234,7 @@ def check_gen2(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Check
     synthetic = [m.synthetic for m in session.messages] if session else [False] * len(context)
     x = _Inputs(context, summary, [str(m.get("id")) if isinstance(m, dict) else "?" for m in context], synthetic,
                 system.size + tools.size, c, t, r)
-    v = (_native_verdict(x, state, opts.force) if strategy == NATIVE
+    v = (_native_verdict(x, state, opts.force, run.gen2_agent_name) if strategy == NATIVE
          else _scroll_verdict(x, ref, doc, gen2_settings.history_db, opts.force))
     msgs_size = sum((message_size(m) for m in context), ZERO)
     terms = Terms(system.tokens, system.source, tools.tokens, tools.source, summary_size(summary).tokens,

@@ -127,7 +127,7 @@ def _not_compacted(run: CompactRun, s: _Session2, tokens: int, reason: str) -> N
 async def tier2_native(run: CompactRun, s: _Session2) -> Commit:
     """AgentScope's decision and split, and the summary fields (the LLM is awaited here; nothing is written)."""
     d = native.decide(s.context, s.fixed, s.summary, s.check.context_size, s.check.trigger_ratio,
-                      s.check.reserve_ratio, reply_id_of(s.state), run.opts.force)
+                      s.check.reserve_ratio, reply_id_of(s.state), run.opts.force, agent_name=run.gen2_agent_name)
     _not_compacted(run, s, d.tokens, d.reason)
     if not run.opts.summarize or not d.would_compact or d.split is None:
         return lambda: write_pruned_only(run, s)
