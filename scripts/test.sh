@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Set up .venv and run the test suite (the command the README and CI use). By default the fast set: tests marked
 # `slow` are left out; pass --run-slow for the full set (CI does). Other arguments go to pytest.
-export QWENMEM_SETUP_SQLITE3=1  # page-level salvage tests need the recovering sqlite3 shell
 source "$(dirname "$0")/_setup.sh"
 cd "$ROOT"
 # House rules first (config in pyproject.toml): lint with a complexity limit, then types. Skip with

@@ -6,7 +6,8 @@ Script entries (consumed in order for /v1/chat/completions; the last one repeats
   {"delay": 3.0, "content": "..."}   a slow reply
   {"raw": b"not json"}               a malformed body
   {"empty": True}                    a reply with no choices
-Requests are recorded in `server.requests`. /v1/embeddings answers deterministic vectors. `port` lets a test bring
+Requests are recorded in `server.requests`. /v1/embeddings answers deterministic vectors, or what
+`server.embeddings_step` says ({"delay": s} first, then {"status": 500} or {"raw": b"junk"}). `port` lets a test bring
 a stopped server back at the same address. With `server.reject_keys = True` every POST gets OpenAI's 401, whose
 message echoes the API key it was sent.
 """
@@ -52,6 +53,14 @@ class _Handler(BaseHTTPRequestHandler):
                                                     "your API key at https://example.invalid/keys.",
                                                     "type": "invalid_request_error", "code": "invalid_api_key"}}
                                          ).encode(), 401)
+        if self.path.endswith("/embeddings") and server.embeddings_step:
+            step = server.embeddings_step
+            if step.get("delay"):
+                time.sleep(step["delay"])
+            if "status" in step:
+                return self._send(json.dumps({"error": {"message": "scripted failure"}}).encode(), step["status"])
+            if "raw" in step:
+                return self._send(step["raw"])
         if self.path.endswith("/embeddings"):
             inputs = req["input"] if isinstance(req["input"], list) else [req["input"]]
             data = [{"object": "embedding", "index": i, "embedding": server.embed(t)} for i, t in enumerate(inputs)]
@@ -79,6 +88,7 @@ class ScriptedLLMServer:
         self.script = list(script or [{"content": "## Goal\n- ok"}])
         self.requests: list[dict] = []
         self.reject_keys = False
+        self.embeddings_step: dict | None = None
         self.dim = dim
         self._lock = threading.Lock()
         ThreadingHTTPServer.request_queue_size = 64

@@ -277,18 +277,19 @@ def test_symlinks_leaving_the_workspace_are_named_and_never_read_inside_ones_cou
     ws, settings = open_ws(sample_ws)
     result = reindex(ws, settings, backend="none")
     assert result.files_skipped == ["MEMORY.md"]
-    assert any("MEMORY.md: a symlink leading outside the workspace" in n for n in result.notices)
+    assert any(n.startswith("MEMORY.md: not indexed (") and f"{memory_md}: a link to {outside / 'secret.md'}, outside "
+               "the workspace" in n for n in result.notices)
     assert paths_found(ws, settings, "zeppelin", mode="text") == []
     assert paths_found(ws, settings, "pgbouncer", mode="text").count("memory/2026-11-27.md") >= 1
     assert "memory/latest.md" not in paths_found(ws, settings, "pgbouncer", mode="text")  # the same inode, once
-    # memory/ itself linked away: every file in it is outside
+    # memory/ itself linked away: named once, and not even listed (issue 24 §2)
     (sample_ws / "memory" / "latest.md").unlink()
     (sample_ws / "memory").rename(tmp_path / "old-memory")
     (sample_ws / "memory").symlink_to(outside, target_is_directory=True)
     linked = reindex(ws, settings)
-    assert len(linked.files_skipped) == 10 and "memory/secret.md" in linked.files_skipped
+    assert linked.files_skipped == ["MEMORY.md", "memory"]
     skip_notes = [n for n in linked.notices if "outside the workspace" in n or "more files skipped" in n]
-    assert len(skip_notes) == 6  # five named, then a pointer to --json
+    assert len(skip_notes) == 2 and f"{sample_ws / 'memory'}: a link to {outside}, outside" in skip_notes[1]
     assert paths_found(ws, settings, "zeppelin", mode="text") == []
     assert reindex(ws, settings).up_to_date  # skipped links are recorded: the index does not look stale
 

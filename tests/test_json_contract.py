@@ -109,9 +109,11 @@ PINS = {
     "history check": {"deep", "findings", "fts", "integrity", "path", "state"},
     "history check finding": {"code", "count", "examples", "message", "severity"},
     "history salvage": {
-        "action", "already_present", "dry_run", "inserted", "kept_seq", "live", "quarantine", "renumbered", "sources"},
+        "action", "already_present", "complete", "dry_run", "inserted", "kept_seq", "live", "quarantine", "renumbered",
+        "sources"},
     "history salvage source": {
-        "from_lost_and_found", "method", "notices", "partial_rows", "path", "rows_read", "scan_only", "tool"},
+        "cut_seqs", "from_lost_and_found", "lost_pages", "method", "missing_seqs", "notices", "partial_rows", "path",
+        "rows_from_wal", "rows_read", "scan_only"},
     "history rebuild-fts": {"documents_after", "documents_before", "dry_run", "live", "needed", "quarantine"},
     "snapshot": {"bytes_freed", "objects_removed", "pruned", "same_as", "snapshot", "status"},
     "snapshot info": {
@@ -152,7 +154,7 @@ QWENPAW2_INFO = {"strategy", "strategy_source", "scroll", "history_retention_day
 def test_sessions_list_contract(sample_ws):
     doc = invoke("-w", str(sample_ws), "sessions", "list", "--json").json()
     assert set(doc) == ENVELOPE
-    assert doc["qwenmem_json"] == 3 and doc["command"] == "sessions list" and doc["status"] == "ok"
+    assert doc["qwenmem_json"] == 4 and doc["command"] == "sessions list" and doc["status"] == "ok"
     assert set(doc["result"]) == {"workspace", "tokenizer", "count", "sessions", "generation", "strategy", "history",
                                   "history_only"}
     assert set(doc["result"]["generation"]) == {"generation", "files_1x", "files_2x", "markers"}
@@ -224,7 +226,7 @@ def test_json_after_double_dash_is_a_search_query_not_the_flag(sample_ws):
 def _doc(ws, *args):
     run = invoke("-w", str(ws), *args, "--json")
     doc = run.json()
-    assert set(doc) == ENVELOPE and doc["qwenmem_json"] == 3, (args, run.stderr)
+    assert set(doc) == ENVELOPE and doc["qwenmem_json"] == 4, (args, run.stderr)
     return doc
 
 

@@ -168,15 +168,19 @@ def test_reads_committed_rows_while_a_writer_holds_a_transaction(tmp_path):
         proc.wait()
 
 
-def test_an_exclusive_lock_is_reported_as_locked(tmp_path):
+def test_an_exclusive_lock_does_not_hide_the_committed_rows(tmp_path):
+    """A rollback-journal writer mid-transaction (its -journal beside the store): the reader reads the committed
+    state from a private copy with that journal (it was "locked" while mode=ro waited on the lock) and adds no file."""
     db = _db_with_rows(tmp_path)
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA journal_mode=DELETE")
     conn.close()
     proc = _hold(db, "DELETE", "EXCLUSIVE", 15)
     try:
+        names = sorted(p.name for p in tmp_path.iterdir())
         state = history_state(db)
-        assert state.status == "locked" and "locked" in state.detail
+        assert (state.status, state.rows, state.via_copy) == ("ok", 6, "history.db-journal" in names)
+        assert sorted(p.name for p in tmp_path.iterdir()) == names
     finally:
         proc.kill()
         proc.wait()

@@ -47,7 +47,7 @@ def outside(tmp_path) -> Path:
 
 
 def _move_out(ws: Path, outside: Path, name: str) -> Path:
-    target = outside / name
+    target = outside / Path(name).name
     os.replace(ws / name, target)
     (ws / name).symlink_to(target, target_is_directory=target.is_dir())
     return target
@@ -96,3 +96,27 @@ def test_a_history_sidecar_linked_outside_is_refused(ws, outside, sidecar, args)
     run = invoke("-w", str(ws), *args)
     _assert_refused(run, ws / name, outside, before)
     assert hashlib.sha256((ws / "history.db").read_bytes()).hexdigest() == db_before
+
+
+MARKER = "OUTSIDE_MARKER_24b2"
+
+LINKED = {"memory/<date>/": "memory/2026-12-01", "a note": "memory/2026-12-01/berlin-trip-planning.md",
+          "digest/": "digest", "a digest file": "digest/personal/berlin-trip.md"}
+
+
+@pytest.mark.parametrize("args", [("reindex", "--embedder", "none"), ("snapshot",),
+                                  ("dream", "--mode", "deterministic", "--no-embeddings", "--dry-run")], ids=" ".join)
+@pytest.mark.parametrize("what", list(LINKED))
+def test_reme_notes_and_digests_linked_outside_are_named_by_every_command(ws, outside, what, args):
+    rel = LINKED[what]
+    target = _move_out(ws, outside, rel)
+    for p in [target, *target.rglob("*")] if target.is_dir() else [target]:
+        if p.is_file():
+            p.write_text(p.read_text() + f"\n- {MARKER} the outside copy\n")
+    before = tree_digest(outside)
+    run = invoke("-w", str(ws), *args)
+    _assert_refused(run, ws / rel, outside, before)
+    assert MARKER not in run.stdout + run.stderr
+    for p in (ws / ".qwenmem").rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            assert MARKER.encode() not in p.read_bytes(), p

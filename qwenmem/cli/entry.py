@@ -6,14 +6,30 @@ Nothing heavy is imported before signals.install(), so a Ctrl-C or SIGTERM durin
 
 from __future__ import annotations
 
-import sys
+# First of all, with the C module only (`signal` imports enum): until signals.install() runs, SIGINT and SIGTERM are
+# only noted, never raised in the middle of an import (a traceback from inside typing or runpy, exit -2).
+import _signal
 
-from qwenmem.cli import signals
+_early: list[int] = []
 
 
-def main(argv: list[str] | None = None) -> None:
+def _note_early(signum: int, frame: object) -> None:
+    _early.append(signum)
+
+
+for _signum in (_signal.SIGINT, _signal.SIGTERM):
+    if _signal.getsignal(_signum) is not _signal.SIG_IGN:  # an ignored SIGINT (nohup, `&`) stays ignored
+        _signal.signal(_signum, _note_early)
+
+import sys  # noqa: E402
+
+from qwenmem.cli import signals  # noqa: E402
+
+
+def main(argv: list[str] | None = None, noted: list[int] | None = None) -> None:
+    """`noted`: signals `python -m qwenmem` (qwenmem/__main__.py) noted before this module was imported."""
     try:
-        signals.install()  # inside the try: a signal held until now is raised as soon as it is unblocked
+        signals.install([*(noted or []), *_early])  # inside the try: a signal noted or held until now is raised here
         from qwenmem.cli.app import main as app_main
 
         app_main(argv)

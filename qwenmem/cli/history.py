@@ -88,11 +88,14 @@ def salvage_cmd(
 ) -> CommandResult:
     """Recover every readable row of a corrupt history.db, or of the history.db.corrupt-<ts> copies QwenPaw set
     aside, and write them into the live store (one transaction; already-present rows are skipped). The originals
-    are kept in <workspace>/.qwenmem/quarantine/ first. Page-level recovery uses a sqlite3 shell's `.recover`
-    ($QWENMEM_SQLITE3, else qwenmem-sqlite3 from scripts/build_sqlite3.sh, else sqlite3); without one, the rows the
-    b-tree still reaches. The output names the method used.
+    are kept in <workspace>/.qwenmem/quarantine/ first. Rows are read page by page (qwenmem's own reader of
+    SQLite's file format, the committed -wal frames included), so a destroyed root or interior page or a cut file
+    loses only the rows on the pages that are gone. A corrupt live store is never replaced by one holding fewer
+    rows than its pages still have.
 
-    Exit 4 if QwenPaw keeps the store locked past SQLite's busy timeout, or holds a corrupt store open.
+    Exit 1 if rows known to exist (named by the store's indexes or full-text table, on a lost leaf page, or cut by
+    the damage: reported by seq) were not recovered. Exit 4 if QwenPaw keeps the store locked past SQLite's busy
+    timeout, or holds a corrupt store open.
 
     Examples:
 
@@ -105,6 +108,7 @@ def salvage_cmd(
     ws = open_workspace(ctx, workspace, agent)
     result = salvage(ws, from_file, dry_run)
     return CommandResult(document_of(result, SALVAGE_OMITTED_FIELDS),
+                         status_for(not result.complete),
                          warnings=list(result.notices) + [n for s in result.sources for n in s.notices],
                          render=None if quiet else lambda: _render_salvage(result))
 
@@ -112,9 +116,15 @@ def salvage_cmd(
 def _render_salvage(result: Any) -> None:
     say = output.out().print
     for s in result.sources:
-        extra = f" ({s.from_lost_and_found} from unlinked pages)" if s.from_lost_and_found else ""
-        how = f"{s.method} with {s.tool}" if s.tool else s.method
-        say(output.escape(f"read {s.rows_read:,} row(s){extra} from {s.path} ({how})"), soft_wrap=True)
+        extra = [f"{s.from_lost_and_found:,} from unlinked pages"] if s.from_lost_and_found else []
+        extra += [f"{s.rows_from_wal:,} from the -wal"] if s.rows_from_wal else []
+        more = f" ({', '.join(extra)})" if extra else ""
+        say(output.escape(f"read {s.rows_read:,} row(s){more} from {s.path} ({s.method})"), soft_wrap=True)
+        lost = len(s.cut_seqs) + len(s.missing_seqs)
+        if lost or s.lost_pages:
+            pages = f", and {s.lost_pages} lost leaf page(s) of the table" if s.lost_pages else ""
+            say(output.escape(f"  not recovered: {lost:,} row(s) known to exist{pages} (see the warnings)"),
+                soft_wrap=True)
     if result.action == "nothing to salvage":
         say("nothing to salvage")
         return

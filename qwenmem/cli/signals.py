@@ -2,7 +2,9 @@
 
 The entry point (`qwenmem` script and `python -m qwenmem`, qwenmem/cli/entry.py) installs these handlers before
 it imports anything heavy (Typer, the command modules), so a Ctrl-C in the first milliseconds is handled like any
-later one instead of printing a traceback from inside an import. What happens before the first line of qwenmem
+later one instead of printing a traceback from inside an import. Before that, from the first line of
+qwenmem/__main__.py and of entry.py on, a signal is only noted (with the C `_signal` module) and raised once these
+handlers are in place (tests/test_signals_startup.py signals at each import). What happens before the first line of qwenmem
 runs (the interpreter's own start-up, ~40 ms on a loaded machine) is Python's; a launcher that blocks SIGINT and
 SIGTERM across exec closes that window too, since install() unblocks them once the handlers are in place.
 """
@@ -30,9 +32,10 @@ def _handler(signum, frame) -> None:
     raise interrupts.Interrupted(signum)
 
 
-def install() -> None:
+def install(noted: list[int] | None = None) -> None:
     """Handle SIGINT and SIGTERM from here on. Either signal blocked by whoever started us (a launcher that blocks
-    them until the handlers exist) is unblocked afterwards, so one that arrived early is delivered now, to us."""
+    them until the handlers exist) is unblocked afterwards, so one that arrived early is delivered now, to us; one
+    the entry point's first lines `noted` (it arrived during the imports) is raised now."""
     installed = []
     for signum in (signal.SIGINT, signal.SIGTERM):
         try:
@@ -44,6 +47,9 @@ def install() -> None:
             pass
     if installed and hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, installed)
+    if noted:
+        _received.append(noted[-1])
+        raise interrupts.Interrupted(noted[-1])
 
 
 def block_for_exit() -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qwenmem.core import reme_notes as notes
-from qwenmem.core.errors import WorkspaceError
+from qwenmem.core.errors import UnsafeLinkError, WorkspaceError
 from qwenmem.core.fsio import read_with_snapshot
 from qwenmem.core.workspace import Workspace
 
@@ -42,8 +42,9 @@ class DayLog:
 def _read(path: Path, rel: str, log: DayLog) -> str | None:
     try:
         data, _ = read_with_snapshot(path, max_bytes=MAX_NOTE_BYTES)
-    except WorkspaceError as exc:
-        log.warnings.append(f"{rel}: not read for promotion ({str(exc).removeprefix(f'{path}: ')})")
+    except WorkspaceError as exc:  # a refused link keeps its full line: it names the link (maybe a folder above)
+        detail = str(exc) if isinstance(exc, UnsafeLinkError) else str(exc).removeprefix(f"{path}: ")
+        log.warnings.append(f"{rel}: not read for promotion ({detail})")
         return None
     return data.decode("utf-8", errors="replace").removeprefix("\ufeff")
 

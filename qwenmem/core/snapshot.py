@@ -124,6 +124,19 @@ def _read_listing(store: ObjectStore, digest: str, verified: bool = True) -> lis
 # --- walking the live tree -------------------------------------------------------------------------------------
 
 
+def _link_notice(path: Path, rel: str) -> str:
+    """A link is never followed into a snapshot; one leading out of the workspace is named as `dream` names it (and
+    recorded: the run ends with exit UNSAFE_LINK)."""
+    from qwenmem.core.confine import check
+    from qwenmem.core.errors import UnsafeLinkError
+
+    try:
+        check(path)
+    except UnsafeLinkError as exc:
+        return f"{rel}: not backed up ({exc})"
+    return f"{rel}: symlink; not backed up"
+
+
 class _Walk:
     """Hash (and, unless dry, store) every regular file in scope; build the directory listings bottom-up."""
 
@@ -167,9 +180,10 @@ class _Walk:
                     self.files[rel] = entry
                     entries.append({"name": name, "type": "file", "sha256": entry.sha256, "size": entry.size,
                                     "mode": entry.mode, "mtime_ns": entry.mtime_ns})
+            elif stat.S_ISLNK(st.st_mode):
+                self.skipped.append(_link_notice(path, rel))
             else:
-                kind = "symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-                self.skipped.append(f"{rel}: {kind}; not backed up")
+                self.skipped.append(f"{rel}: not a regular file; not backed up")
         data = _listing_bytes(entries)
         digest = hashlib.sha256(data).hexdigest()
         if self.sink is None:  # dry

@@ -20,7 +20,7 @@ from qwenmem.core.dream.changelog import RESTORED, Change, ChangelogEntry, appen
 from qwenmem.core.dream.consolidate import consolidate
 from qwenmem.core.dream.embedder import TextEmbedder
 from qwenmem.core.dream.promote import PROMOTE_MODES
-from qwenmem.core.errors import UsageError, WorkspaceError
+from qwenmem.core.errors import LLMError, UsageError, WorkspaceError
 from qwenmem.core import confine, interrupts
 from qwenmem.core.fsio import Snapshot, atomic_write_bytes, exclusive_lock, read_with_snapshot
 from qwenmem.core.settings import Settings, user_tz
@@ -188,6 +188,23 @@ def _load_embedder(ws: Workspace, settings: Settings, warnings: list[str]) -> Te
         return None
 
 
+EMBED_PROBE_TIMEOUT = 2.0  # seconds: a dead or hanging endpoint costs a dream this much, not two 60 s timeouts
+
+
+def _reachable(embedder: TextEmbedder | None, warnings: list[str]) -> TextEmbedder | None:
+    """A configured embedding endpoint that is down, hangs or answers junk must not fail a deterministic dream (from
+    cron it would fail every night): one short request first (no retries); when it fails, the near-duplicate pass
+    is skipped with one warning and the rest of the dream goes on. Local models have no probe."""
+    probe = getattr(embedder, "probe", None)
+    if embedder is None or probe is None:
+        return embedder
+    problem = probe(EMBED_PROBE_TIMEOUT)
+    if problem is None:
+        return embedder
+    warnings.append(f"near-duplicate detection skipped: {problem}")
+    return None
+
+
 def _refresh_index(ws: Workspace, settings: Settings, warnings: list[str]) -> bool | None:
     from qwenmem.core import index
 
@@ -248,10 +265,15 @@ def _dream_locked(ws: Workspace, settings: Settings, options: DreamOptions, now:
         new_text, changes, flagged, skipped = _llm_text(options, options.llm, old_text, log_text, date, result)
     else:
         embedder = options.embedder if options.embedder is not None else (
-            _load_embedder(ws, settings, warnings) if options.use_embeddings else None)
+            _reachable(_load_embedder(ws, settings, warnings), warnings) if options.use_embeddings else None)
         result.embedding_model = getattr(embedder, "model_id", None) if embedder is not None else None
         base = old_text if snap.exists else NEW_MEMORY_TEMPLATE
-        done = consolidate(base, log_text, date, embedder, options.similarity, options.promote)
+        try:
+            done = consolidate(base, log_text, date, embedder, options.similarity, options.promote)
+        except LLMError as exc:  # the endpoint answered the probe, then failed: the same dream without it
+            warnings.append(f"near-duplicate detection skipped: {exc}")
+            result.embedding_model = None
+            done = consolidate(base, log_text, date, None, options.similarity, options.promote)
         new_text, changes, flagged, skipped = done.text, done.changes, done.flagged, done.skipped
         warnings.extend(done.notes)
     result.changes, result.flagged, result.skipped = changes, flagged, skipped

@@ -85,7 +85,10 @@ def check_history(path: Path, sessions_dir: Path | None = None, retention_days: 
             if sessions_dir is not None:
                 _dangling(reader, sessions_dir, result)
     except HistoryError as exc:
-        result.findings.append(Finding("unreadable", PROBLEM, f"{exc.kind}: {exc.detail}"))
+        result.findings.append(Finding("unreadable", PROBLEM, f"{path}: {exc.kind}: {exc.detail}"))
+    except sqlite3.Error as exc:  # a damaged page met while reading rows (the header or schema read fine)
+        result.findings.append(Finding("unreadable", PROBLEM, f"{path}: corrupt: {exc} (`qwenmem history salvage` "
+                                       "reads every row still on its pages)"))
     size = state.size + (state.wal_size or 0)
     if size >= SIZE_WARNING:
         result.findings.append(Finding("size", NOTICE, f"{size / (1 << 30):.1f} GiB with its WAL: QwenPaw never "
@@ -97,8 +100,10 @@ def _integrity(reader: HistoryReader, result: HistoryCheck) -> None:
     lines = [str(r[0]) for r in reader._query("PRAGMA integrity_check(20)")]
     result.integrity = "ok" if lines == ["ok"] else "; ".join(lines)
     if lines != ["ok"]:
-        result.findings.append(Finding("integrity", PROBLEM, "integrity_check failed: QwenPaw will rename the store "
-                                       "aside and start an empty one at its next start", len(lines), lines[:EXAMPLES]))
+        result.findings.append(Finding("integrity", PROBLEM, f"{result.path}: integrity_check failed: QwenPaw will "
+                                       "rename the store aside and start an empty one at its next start (`qwenmem "
+                                       "history salvage` reads every row still on its pages)", len(lines),
+                                       lines[:EXAMPLES]))
 
 
 def _ids(reader: HistoryReader, sql: str, args: tuple[Any, ...] = ()) -> Iterator[int]:
@@ -134,10 +139,11 @@ def _fts_content(path: Path, result: HistoryCheck) -> None:
     tmp = tempfile.mkdtemp(prefix="qwenmem-history-check-")
     try:
         copy = Path(tmp) / "history.db"
-        src = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0)
+        src = open_history(path)  # the read-only opening that leaves no file beside history.db
         dst = sqlite3.connect(str(copy))
         try:
-            src.backup(dst)
+            src.conn.backup(dst)
+            src.ensure_unchanged()
             dst.execute(f"INSERT INTO {FTS}({FTS}, rank) VALUES('integrity-check', 1)")
         except sqlite3.DatabaseError as exc:
             if result.fts == "ok":
@@ -147,7 +153,7 @@ def _fts_content(path: Path, result: HistoryCheck) -> None:
         finally:
             src.close()
             dst.close()
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, HistoryError) as exc:
         result.findings.append(Finding("unreadable", PROBLEM, f"cannot copy the store for the deep check: {exc}"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -163,6 +169,7 @@ def _bad_json(reader: HistoryReader, result: HistoryCheck) -> None:
                 count += 1
                 if len(bad) < EXAMPLES:
                     bad.append(f"seq {seq} {name}")
+    reader.ensure_unchanged()  # a scan of an immutable opening is only an answer if the file held still
     if count:
         result.findings.append(Finding("bad_json", PROBLEM, f"{count} JSON column value(s) do not parse: QwenPaw "
                                        "shows those rows without their blocks or metadata", count, bad))
@@ -227,6 +234,18 @@ def _session_docs(sessions_dir: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             yield rel.as_posix(), doc
 
 
+SQLITE_INT = (-(1 << 63), (1 << 63) - 1)  # a seq outside it cannot be a row: SQLite integers are 64-bit
+
+
+def _present(reader: HistoryReader, sid: str, lo: Any, hi: Any) -> bool:
+    """Whether the session has a row with seq in [lo, hi]; a bound that is not a 64-bit integer has none."""
+    if not all(type(v) is int and SQLITE_INT[0] <= v <= SQLITE_INT[1] for v in (lo, hi)):
+        return False
+    (n,) = reader._query(f"SELECT count(*) FROM {TABLE} WHERE session_id = ? AND seq BETWEEN ? AND ?",
+                         (sid, lo, hi))[0]
+    return bool(n)
+
+
 def _chats_locator(sessions_dir: Path) -> Callable[[str, dict[str, Any]], str | None]:
     """rel path, doc -> the file's history.db session id by `history.keys`' rule (chats.json beside sessions/, else
     the scroll index). A file-name guess is not used: a dangling finding must not rest on it."""
@@ -261,18 +280,14 @@ def _dangling(reader: HistoryReader, sessions_dir: Path, result: HistoryCheck) -
         if not sid:
             continue
         for lo, hi in session.scroll.eviction_spans():
-            (present,) = reader._query(f"SELECT count(*) FROM {TABLE} WHERE session_id = ? AND seq BETWEEN ? AND ?",
-                                       (sid, lo, hi))[0]
-            if not present:
+            if not _present(reader, sid, lo, hi):
                 n_evicted += 1
                 if len(evicted) < EXAMPLES:
                     evicted.append(f"{rel}: seq {lo}-{hi}")
         for msg_id, span in session.scroll.seq_by_id.items():
             if not (isinstance(span, list) and len(span) == 2 and all(type(v) is int for v in span)):
                 continue
-            (present,) = reader._query(f"SELECT count(*) FROM {TABLE} WHERE session_id = ? AND seq BETWEEN ? AND ?",
-                                       (sid, span[0], span[1]))[0]
-            if not present:
+            if not _present(reader, sid, span[0], span[1]):
                 n_persisted += 1
                 if len(persisted) < EXAMPLES:
                     persisted.append(f"{rel}: message {msg_id} seq {span[0]}-{span[1]}")

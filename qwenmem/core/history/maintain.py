@@ -7,15 +7,17 @@ building a new one beside it and renaming it into place).
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qwenmem.core.errors import BusyError, NotFoundError, WorkspaceError
+from qwenmem.core.errors import BusyError, NotFoundError, QwenmemError, WorkspaceError
 from qwenmem.core.fsio import exclusive_lock, fsync_all, fsync_dir
 from qwenmem.core.history import salvage as sv
+from qwenmem.core.history.rows import COLUMNS
 from qwenmem.core.history.state import history_state
 from qwenmem.core.history.store import TABLE, confine_store
 from qwenmem.core.workspace import Workspace
@@ -38,13 +40,16 @@ def live_history_path(ws: Workspace) -> Path:
 @dataclass
 class SourceReport:
     path: str
-    method: str
+    method: str  # "page reader"
     rows_read: int
-    from_lost_and_found: int
+    from_lost_and_found: int  # rows from pages the table's b-tree no longer reaches
     notices: list[str] = field(default_factory=list)
-    tool: str | None = None  # the sqlite3 shell of a page-level recovery: "<path> (SQLite <version>)"
     partial_rows: int = 0  # rows read only in part (cut by the damage): not written, kept in the quarantine
-    scan_only: int = 0  # rows the b-tree scan added to the page-level tool's
+    scan_only: int = 0  # whole rows only SQLite's b-tree scan read (the cross-check; none expected)
+    rows_from_wal: int = 0  # rows read from committed frames of the source's -wal
+    cut_seqs: list[int] = field(default_factory=list)  # the partial rows, by seq
+    missing_seqs: list[int] = field(default_factory=list)  # rows its indexes or FTS name, found on no page
+    lost_pages: int = 0  # leaf pages of the table that are gone (an unknown number of rows with them)
 
 
 @dataclass
@@ -58,6 +63,7 @@ class SalvageResult:
     renumbered: int = 0
     already_present: int = 0
     quarantine: str | None = None  # workspace-relative run directory holding the originals
+    complete: bool = True  # every row known to exist was recovered whole (else exit 1)
     notices: list[str] = field(default_factory=list)
 
 
@@ -83,10 +89,14 @@ def salvage(ws: Workspace, from_file: Path | None = None, dry_run: bool = False)
                               "--from to salvage it")
         return result
     rows: dict[int, sv.Row] = {}
+    recovered: list[sv.Recovered] = []
     for source in sources:
         got = sv.recover_rows(source)
+        recovered.append(got)
         result.sources.append(SourceReport(str(source), got.method, len(got.rows), got.from_lost_and_found,
-                                           got.notices, got.tool, len(got.partial), got.scan_only))
+                                           got.notices, len(got.partial), got.scan_only, got.from_wal,
+                                           got.partial, got.missing, got.lost_pages))
+        result.complete = result.complete and got.complete
         for row in got.rows:
             rows.setdefault(row[0], row)  # the same seq in two copies: the first source (the live one) wins
     ordered = list(rows.values())
@@ -95,14 +105,15 @@ def salvage(ws: Workspace, from_file: Path | None = None, dry_run: bool = False)
         result.inserted = result.kept_seq = len(ordered)
         if not dry_run:
             with exclusive_lock(ws.lock_path):
-                result.quarantine = _rebuild(ws, live, sources, ordered, live_corrupt)
+                floor = recovered[0].rows_on_pages if live_corrupt else 0
+                result.quarantine = _rebuild(ws, live, sources, ordered, live_corrupt, floor, recovered)
         return result
     result.action = MERGED
     if dry_run:
         counts = sv.merge_rows(live, ordered, dry_run=True)
     else:
         with exclusive_lock(ws.lock_path):
-            run = _quarantine(ws, sources, live)
+            run = _quarantine(ws, sources, live, recovered)
             result.quarantine = ws.relative(run)
             counts = sv.merge_rows(live, ordered)
     result.inserted, result.kept_seq = counts.inserted, counts.kept_seq
@@ -140,10 +151,22 @@ def _keep(ws: Workspace, run: Path, path: Path) -> None:
                                      "nothing was changed") from None
 
 
-def _quarantine(ws: Workspace, sources: list[Path], live: Path) -> Path:
+def _keep_cut(run: Path, recovered: list[sv.Recovered]) -> None:
+    """What could be read of the rows the damage cut, one JSON line each (the bytes are in the copies beside it)."""
+    from qwenmem.core.fsio import write_new_bytes
+
+    lines = [json.dumps({"source": got.source, "seq": cut.seq, "reason": cut.reason,
+                         "row": {name: (v.hex() if isinstance(v, bytes) else v) for name, v in zip(COLUMNS, cut.row)}},
+                        ensure_ascii=False) for got in recovered for cut in got.cut]
+    if lines:
+        write_new_bytes(("\n".join(lines) + "\n").encode(), [run / "cut-rows.jsonl"], mode=0o600)
+
+
+def _quarantine(ws: Workspace, sources: list[Path], live: Path, recovered: list[sv.Recovered]) -> Path:
     run = _run_dir(ws)
     for source in sources:
         _keep(ws, run, source)
+    _keep_cut(run, recovered)
     try:
         _backup_copy(live, run / f"{live.name}.before-salvage")
     except sqlite3.OperationalError as exc:
@@ -152,7 +175,10 @@ def _quarantine(ws: Workspace, sources: list[Path], live: Path) -> Path:
     return run
 
 
-def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[sv.Row], live_corrupt: bool) -> str:
+def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[sv.Row], live_corrupt: bool, floor: int,
+             recovered: list[sv.Recovered]) -> str:
+    """Build a new store from `rows` beside the live one and rename it into place, unless it would hold fewer
+    rows than `floor` (the whole rows the damaged live file still has on its pages): then nothing is replaced."""
     from qwenmem.core.modes import adopt_file
     from qwenmem.core.repair.busy import writers_of
 
@@ -164,10 +190,16 @@ def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[sv.Row],
     run = _run_dir(ws)
     for source in sources:
         _keep(ws, run, source)
+    _keep_cut(run, recovered)
     tmp = live.with_name(f".{live.name}.qwenmem-salvage-{os.getpid()}")
     for stale in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         stale.unlink(missing_ok=True)  # our own leftover from a killed run (pid-named), never QwenPaw's file
-    sv.build_store(tmp, rows)
+    held = sv.build_store(tmp, rows)
+    if held < floor:
+        for ours in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            ours.unlink(missing_ok=True)
+        raise QwenmemError(f"{live}: the rebuilt store would hold {held:,} rows, fewer than the {floor:,} whole rows "
+                           f"still on the damaged file's pages; nothing was replaced (copies in {ws.relative(run)})")
     # the new store is the agent's: the old one's owner and mode (a root cron run must not lock QwenPaw out of it)
     adopt_file(tmp, like=live.stat() if live.is_file() else None)
     for sidecar in (Path(f"{live}-wal"), Path(f"{live}-shm")):

@@ -4,11 +4,14 @@ QwenPaw renames a corrupt store to `history.db.corrupt-<ts>` and starts an empty
 lived only there becomes unreachable. Salvage reads every row it can from such a file (or from a live store that is
 itself corrupt) and writes them into the live store:
 
-* Page-level recovery is SQLite's own: the `sqlite3` command-line tool's `.recover`, which also returns rows from
-  pages no longer linked into the b-tree (`lost_and_found`). It needs a library built with the `sqlite_dbpage`
-  virtual table; Debian 12's sqlite3 3.40.1 is not (its `.recover` fails with "SQL logic error"), so the tool is
-  probed once and `$QWENMEM_SQLITE3` can name a working one. Without one, a table scan in seq ranges takes every
-  row the b-tree still reaches, skipping damaged pages, with a notice.
+* Page-level recovery is qwenmem's own reader of SQLite's file format (`pages`, `wal`, `image`, `pagerows`): every
+  page of the file and of the committed frames of its `-wal` that is not on the freelist, with the rows of the
+  history table told by their record shape, so a destroyed root or interior page or a cut file costs only the rows
+  on the pages that are gone. SQLite's own b-tree scan (in seq ranges, past damaged pages) runs beside it as a
+  cross-check; a whole row only it reads is added (`scan_only`: none is expected).
+* What says which rows existed (the table's b-tree, its indexes, the full-text documents) is read too: a row known
+  to exist that was not recovered, or one the damage cut (reported by seq; what could be read of it goes to the
+  quarantine), makes the run partial (exit 1).
 * Rows go into the live store in one `BEGIN IMMEDIATE` transaction under SQLite's busy timeout, exactly as QwenPaw's
   own writer does, so a running QwenPaw is never corrupted; a store it keeps locked past the timeout is busy (exit
   4). A row that is already there (same session and dedup key, or the same seq holding the same turn) is skipped,
@@ -24,8 +27,6 @@ import os
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from qwenmem.core.errors import BusyError
+from qwenmem.core.history.pagerows import CutRow, read_history_pages
 from qwenmem.core.history.rows import COLUMNS
 from qwenmem.core.history.store import TABLE
 
@@ -40,7 +42,6 @@ Row = tuple[Any, ...]  # one conversation_history row, COLUMNS order
 FTS = f"{TABLE}_fts"
 RECALL_TOOLS = ("recall_history_python", "recall_history")
 BUSY_TIMEOUT_MS = 5000  # QwenPaw retries its own writes for up to 5 s (spec §3.4)
-RECOVER_TIMEOUT_S = 600
 
 # QwenPaw 2.2.2.post1's DDL (spec §3.2), for a store rebuilt from a corrupt live one.
 SCHEMA = f"""
@@ -61,75 +62,25 @@ CREATE VIRTUAL TABLE {FTS} USING fts5(content, content='{TABLE}', content_rowid=
 @dataclass
 class Recovered:
     source: str
-    method: str  # "sqlite3 .recover" | "table scan"
+    method: str  # "page reader"
     rows: list[Row] = field(default_factory=list)  # COLUMNS order
-    from_lost_and_found: int = 0
+    from_lost_and_found: int = 0  # rows read from pages the table's b-tree no longer reaches
     notices: list[str] = field(default_factory=list)
-    tool: str | None = None  # the sqlite3 shell that recovered them: "<path> (SQLite <version>)"
-    partial: list[int] = field(default_factory=list)  # seqs of rows read only in part: not written
-    scan_only: int = 0  # rows the b-tree scan read that the page-level tool did not
+    partial: list[int] = field(default_factory=list)  # seqs of rows the damage cut: not written
+    scan_only: int = 0  # whole rows SQLite's b-tree scan read that the page reader did not
+    rows_on_pages: int = 0  # whole history rows on the file's pages (what a rebuild must hold at least)
+    missing: list[int] = field(default_factory=list)  # seqs known to exist (indexes, FTS) that were not read
+    lost_pages: int = 0  # leaf pages of the table's b-tree that are gone (their rows with them)
+    from_wal: int = 0  # rows read from committed frames of the -wal
+    cut: list[CutRow] = field(default_factory=list)  # what could be read of the rows in `partial`
+
+    @property
+    def complete(self) -> bool:
+        """Every row known to exist was recovered whole."""
+        return not (self.partial or self.missing or self.lost_pages)
 
 
-TOOL_NAME = "qwenmem-sqlite3"  # what scripts/build_sqlite3.sh installs beside the venv's python
-RECOVER, SCAN = "sqlite3 .recover", "table scan"
-
-
-@dataclass(frozen=True)
-class RecoverTool:
-    path: str
-    version: str
-
-    def describe(self) -> str:
-        return f"{self.path} (SQLite {self.version})"
-
-
-_probed: dict[str, RecoverTool | None] = {}
-
-
-def _probe(tool: str) -> RecoverTool | None:
-    """This sqlite3 shell, if its `.recover` runs (it fails on a library without sqlite_dbpage)."""
-    if tool not in _probed:
-        _probed[tool] = None
-        with tempfile.TemporaryDirectory(prefix="qwenmem-probe-") as tmp:
-            db = Path(tmp) / "probe.db"
-            conn = sqlite3.connect(str(db))
-            conn.execute("CREATE TABLE t (x)")
-            conn.execute("INSERT INTO t VALUES ('probe')")
-            conn.commit()
-            conn.close()
-            try:
-                out = subprocess.run([tool, str(db), ".recover"], capture_output=True, timeout=30, check=False)
-                if out.returncode == 0 and b"'probe'" in out.stdout:
-                    version = subprocess.run([tool, "-version"], capture_output=True, timeout=30, check=False)
-                    words = version.stdout.decode(errors="replace").split()
-                    _probed[tool] = RecoverTool(tool, words[0] if words else "unknown")
-            except (OSError, subprocess.SubprocessError):
-                pass
-    return _probed[tool]
-
-
-def tool_candidates() -> list[str]:
-    """Where to look for a sqlite3 shell, in order: $QWENMEM_SQLITE3 alone when set; else qwenmem-sqlite3 beside
-    this python (scripts/_setup.sh builds it there), qwenmem-sqlite3 on PATH, then sqlite3 on PATH (it works where
-    the system library has sqlite_dbpage, e.g. a SQLite built from source, but not Debian's)."""
-    override = os.environ.get("QWENMEM_SQLITE3")
-    if override:
-        return [override]
-    found = [str(Path(sys.executable).parent / TOOL_NAME)]
-    for name in (TOOL_NAME, "sqlite3"):
-        path = shutil.which(name)
-        if path:
-            found.append(path)
-    return [p for i, p in enumerate(found) if p not in found[:i] and os.access(p, os.X_OK)]
-
-
-def sqlite3_tool() -> RecoverTool | None:
-    """The first candidate sqlite3 shell whose `.recover` works, or None."""
-    for candidate in tool_candidates():
-        tool = _probe(candidate)
-        if tool is not None:
-            return tool
-    return None
+READER, SCAN = "page reader", "table scan"
 
 
 KINDS = frozenset({"context_msg", "model_turn", "tool_result"})  # spec §3.3
@@ -137,16 +88,20 @@ JSON_COLUMNS = (8, 11, 12)  # tool_input, blocks, metadata: json.dumps or NULL (
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}")
 
 
-def _whole(row: Row) -> bool:
+def _whole(row: Row, strict: bool = True) -> bool:
     """A row QwenPaw could have written, read whole: an integer seq, a session id, one of the three kinds, text
-    without NUL bytes, JSON columns that parse and a timestamp (or NULL). A row whose overflow chain the damage cut
-    reads with its tail missing, as empty strings (`.recover`) or as zeros (pages padded past a truncation); writing
-    it would hand QwenPaw a half row, so it is left out and reported (the original bytes are in the quarantine)."""
+    without NUL bytes and, when `strict`, JSON columns that parse and a timestamp (or NULL). A row whose overflow
+    chain the damage cut reads with its tail as zeros through SQLite (pages padded past a truncation); writing it
+    would hand QwenPaw a half row, so it is left out and reported (the original bytes are in the quarantine). The
+    page reader knows a cut row from the structure itself, so its rows are not held to the JSON test: a row stored
+    with JSON that does not parse is recovered as it was stored (`history check` names it)."""
     seq, session_id, kind, created_at = row[0], row[1], row[3], row[13]
     if type(seq) is not int or not isinstance(session_id, str) or not session_id or kind not in KINDS:
         return False
     if any(isinstance(v, bytes) or (isinstance(v, str) and "\x00" in v) for v in row):
         return False
+    if not strict:
+        return True
     if created_at is not None and not (isinstance(created_at, str) and _TIMESTAMP.match(created_at)):
         return False
     for i in JSON_COLUMNS:
@@ -158,9 +113,9 @@ def _whole(row: Row) -> bool:
     return True
 
 
-def _keep(out: Recovered, row: Row) -> bool:
+def _keep(out: Recovered, row: Row, strict: bool = True) -> bool:
     """Add a whole row to `out` (False if it was not whole and only counted)."""
-    if _whole(row):
+    if _whole(row, strict):
         out.rows.append(row)
         return True
     if type(row[0]) is int:
@@ -249,50 +204,6 @@ def _private_copy(source: Path, workdir: Path) -> Path:
     return copy
 
 
-def _recover_with_tool(source: Path, tool: RecoverTool, workdir: Path) -> Recovered:
-    out = Recovered(str(source), RECOVER, tool=tool.describe())
-    recovered_db = workdir / "recovered.db"
-    copy = _private_copy(source, workdir)
-    dump = subprocess.run([tool.path, str(copy), ".recover"], capture_output=True, timeout=RECOVER_TIMEOUT_S,
-                          check=False)
-    if dump.returncode != 0 and not dump.stdout:
-        out.notices.append(f"sqlite3 .recover failed ({dump.stderr.decode(errors='replace').strip()[:300]}); "
-                           "only the b-tree scan's rows were read")
-        return out
-    load = subprocess.run([tool.path, str(recovered_db)], input=dump.stdout, capture_output=True,
-                          timeout=RECOVER_TIMEOUT_S, check=False)
-    if load.returncode != 0:
-        out.notices.append("sqlite3 reported while loading the recovered SQL: "
-                           + load.stderr.decode(errors="replace").strip()[:300])
-    conn = sqlite3.connect(str(recovered_db))
-    try:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if TABLE in tables:
-            for row in _scan(conn, TABLE):
-                _keep(out, row)
-        if "lost_and_found" in tables:
-            known = {r[0] for r in out.rows}
-            for row in _lost_and_found(conn):
-                if row[0] not in known and _keep(out, row):
-                    known.add(row[0])
-                    out.from_lost_and_found += 1
-    finally:
-        conn.close()
-    return out
-
-
-def _lost_and_found(conn: sqlite3.Connection) -> Iterator[Row]:
-    """Rows of unlinked pages: `.recover` cannot tell their table, so take those with our 15 columns; the rowid
-    (`id`) is the seq, which SQLite stores as NULL in the seq column of a rowid alias."""
-    cols = [r[1] for r in conn.execute("PRAGMA table_info(lost_and_found)")]
-    data_cols = [c for c in cols if c.startswith("c") and c[1:].isdigit()]
-    if len(data_cols) < len(COLUMNS):
-        return
-    select = ", ".join(["id", *data_cols[1:len(COLUMNS)]])
-    for row in conn.execute(f"SELECT {select} FROM lost_and_found WHERE nfield = ?", (len(COLUMNS),)):
-        yield tuple(row)
-
-
 def _pad_truncated(copy: Path) -> None:
     """A truncated store: SQLite refuses the whole schema when a root page lies past the end of the file. Zero
     pages up to the size the header records make the missing pages read as damaged pages instead, one by one."""
@@ -320,45 +231,75 @@ def _recover_by_scan(source: Path, workdir: Path) -> Recovered:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
-        out.notices.append(f"the b-tree is unreadable ({exc}); page-level recovery needs a sqlite3 shell with a "
-                           "working .recover (scripts/build_sqlite3.sh builds one)")
+        out.notices.append(f"SQLite cannot read the b-tree ({exc}): only the page reader's rows were read")
+    return out
+
+
+def _recover_by_pages(source: Path) -> Recovered:
+    from qwenmem.core.history.image import FileImage
+
+    out = Recovered(str(source), READER)
+    with FileImage(source) as image:
+        found = read_history_pages(image)
+    out.notices.extend(found.notes)
+    linked = len(found.rows) - found.unlinked
+    for seq in sorted(found.rows):
+        if not _keep(out, found.rows[seq], strict=False):
+            found.cut[seq] = CutRow(seq, "it holds NUL bytes or lacks its session id or kind (zeroed bytes)",
+                                    found.rows[seq])
+    out.partial = sorted(found.cut)
+    out.cut = [found.cut[s] for s in out.partial]
+    out.rows_on_pages = len(out.rows)
+    out.from_lost_and_found = max(0, len(out.rows) - linked)
+    out.from_wal = found.from_wal
+    out.missing = sorted(set(found.missing) - set(found.cut))
+    out.lost_pages = len(found.lost_leaves)
+    for lost in found.lost_leaves[:5]:
+        lo = "" if lost.seq_after is None else f"{lost.seq_after + 1}"
+        hi = "" if lost.seq_upto is None else f"{lost.seq_upto}"
+        out.notices.append(f"page {lost.page}, a leaf of the table, is {lost.reason}: the rows it held "
+                           f"(seq {lo or 'start'}..{hi or 'end'}) are lost")
+    if found.free_page_rows:
+        out.notices.append(f"{found.free_page_rows} row(s) on freelist pages (deleted by QwenPaw) were not read")
     return out
 
 
 def recover_rows(source: Path) -> Recovered:
-    """Every row that can be read from `source` (never written)."""
+    """Every row that can be read from `source` (never written): the page reader's, plus any whole row only
+    SQLite's b-tree scan reads."""
     with tempfile.TemporaryDirectory(prefix="qwenmem-salvage-") as tmp_name:
-        tmp = Path(tmp_name)
-        tool = sqlite3_tool()
-        if tool:
-            return _with_scan(_recover_with_tool(Path(source), tool, Path(tmp / "tool")), Path(source), tmp / "scan")
-        result = _partial_notice(_recover_by_scan(Path(source), tmp))
-        looked = ", ".join(tool_candidates()) or "none found"
-        result.notices.insert(0, "no sqlite3 shell with a working .recover (it needs the sqlite_dbpage virtual "
-                                 f"table; tried: {looked}; scripts/build_sqlite3.sh builds one, $QWENMEM_SQLITE3 names "
-                                 "one): only rows the b-tree still reaches were read, not those on unlinked pages")
-        return result
+        try:
+            result = _recover_by_pages(Path(source))
+        except OSError as exc:
+            result = Recovered(str(source), READER, notices=[f"the page reader could not open the file ({exc})"])
+        return _with_scan(result, Path(source), Path(tmp_name))
 
 
 def _with_scan(page_level: Recovered, source: Path, workdir: Path) -> Recovered:
-    """The page-level rows plus any whole row only the b-tree scan read (e.g. a cell on the page a truncation cut
-    through, which the scan reads from the zero-padded copy), so the page-level method never gets fewer rows."""
+    """The page-level rows plus any whole row only the b-tree scan read, so the page reader never gets fewer."""
     scan = _recover_by_scan(source, workdir)
     known = {r[0] for r in page_level.rows}
     for row in scan.rows:
         if row[0] not in known:
             page_level.rows.append(row)
             page_level.scan_only += 1
-    page_level.partial = sorted((set(page_level.partial) | set(scan.partial)) - {r[0] for r in page_level.rows})
+    got = {r[0] for r in page_level.rows}
+    page_level.partial = sorted((set(page_level.partial) | set(scan.partial)) - got)
+    page_level.cut = [c for c in page_level.cut if c.seq not in got]
+    page_level.missing = sorted(set(page_level.missing) - got)
     return _partial_notice(page_level)
 
 
 def _partial_notice(out: Recovered) -> Recovered:
     if out.partial:
         shown = ", ".join(map(str, out.partial[:10])) + (" …" if len(out.partial) > 10 else "")
-        out.notices.append(f"{len(out.partial)} row(s) were read only in part (the damage cut their tail: empty or "
-                           f"zeroed columns, JSON that does not parse) and were not written: seq {shown}; their "
-                           "bytes are in the quarantine copy")
+        out.notices.append(f"{len(out.partial)} row(s) were read only in part (the damage cut them: an overflow "
+                           f"chain lost, columns missing, JSON that does not parse) and were not written: seq "
+                           f"{shown}; what could be read of them is kept in the quarantine (cut-rows.jsonl)")
+    if out.missing:
+        shown = ", ".join(map(str, out.missing[:10])) + (" …" if len(out.missing) > 10 else "")
+        out.notices.append(f"{len(out.missing)} row(s) the store's indexes or full-text table name were not found "
+                           f"on any page: seq {shown}")
     return out
 
 
@@ -429,8 +370,9 @@ def _insert_all(conn: sqlite3.Connection, rows: list[Row], has_fts: bool, counts
             conn.execute(f"INSERT INTO {FTS} (rowid, content) VALUES (?, ?)", (seq, row[6]))
 
 
-def build_store(path: Path, rows: list[Row]) -> None:
-    """A new store at `path` (which must not exist) with QwenPaw's schema and `rows`, durable before it returns."""
+def build_store(path: Path, rows: list[Row]) -> int:
+    """A new store at `path` (which must not exist) with QwenPaw's schema and `rows`, durable before it returns;
+    the number of rows it holds."""
     conn = sqlite3.connect(str(path), isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
@@ -440,9 +382,11 @@ def build_store(path: Path, rows: list[Row]) -> None:
         _insert_all(conn, rows, True, MergeCounts())
         conn.execute("COMMIT")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        held = int(conn.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
     finally:
         conn.close()
     _fsync_file(path)
+    return held
 
 
 def backup_copy(live: Path, dest: Path) -> None:

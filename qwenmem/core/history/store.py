@@ -1,12 +1,24 @@
-"""Opening history.db read-only while QwenPaw may be writing it.
+"""Opening history.db read-only while QwenPaw may be writing it, and leaving no file beside it.
 
-QwenPaw keeps the store in WAL mode and writes with short `BEGIN IMMEDIATE` transactions (spec §3.4), so a
-`mode=ro` reader sees the last committed state without blocking it. When `mode=ro` cannot open the file (a WAL
-database needs its `-shm`, and a read-only directory cannot get one), the database and its `-wal` are copied into a
-private temporary directory and the copy is opened instead (`via_copy`; a copy taken during a checkpoint can be
-inconsistent, which quick_check then reports). The original and its sidecars are never written by qwenmem: no
-checkpoint, no journal, `PRAGMA query_only` (a `mode=ro` reader does take SQLite's shared-memory read locks in
-`-shm`, which is how it coexists with QwenPaw's writer).
+QwenPaw keeps the store in WAL mode and writes with short `BEGIN IMMEDIATE` transactions (spec §3.4). SQLite's
+`mode=ro` is not enough to write nothing: on a WAL database it creates `-shm` and `-wal` when they are absent, and a
+read-only connection cannot remove them again. So the opening mode depends on what is beside the file:
+
+* no `-wal` (QwenPaw's last connection checkpointed and removed it when it closed, or never ran): the committed
+  state is the main file alone. It is opened `immutable=1`, which creates nothing and takes no lock. Immutable is
+  unsafe if a checkpoint rewrites pages underneath, so every query is followed by a change check: the file's
+  identity, size, mtime and ctime must be those of the open, else the answer is thrown away and the query is run
+  again on a fresh opening (by then a writer exists, with its `-wal` and `-shm`). A new `-wal` alone does not
+  invalidate an answer: WAL commits do not touch the main file until a checkpoint, which the check catches.
+* `-wal` and `-shm` both there (a writer is, or was, active): `mode=ro`, which uses them and creates nothing (a
+  `mode=ro` reader takes SQLite's shared-memory read locks in `-shm`, which is how it coexists with the writer).
+* `-wal` without `-shm` (a crash, or a writer in exclusive locking mode), or `mode=ro` failing (a read-only
+  directory): the database and its `-wal` are copied into a private temporary directory and the copy is opened
+  (`via_copy`; a copy taken during a checkpoint can be inconsistent, which quick_check then reports).
+
+The original and its sidecars are never written by qwenmem: no checkpoint, no journal, `PRAGMA query_only`. The one
+window left: the writer removes its sidecars between the look and the `mode=ro` open, which then creates them (empty;
+QwenPaw reuses or removes them at its next open).
 """
 
 from __future__ import annotations
@@ -15,6 +27,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,8 +70,28 @@ def confine_store(path: Path) -> None:
         check(p)
 
 
-def _ro_uri(path: Path) -> str:
-    return "file:" + urllib.parse.quote(str(path.absolute())) + "?mode=ro"
+def _ro_uri(path: Path, immutable: bool = False) -> str:
+    return "file:" + urllib.parse.quote(str(path.absolute())) + "?mode=ro" + ("&immutable=1" if immutable else "")
+
+
+IMMUTABLE, READ_ONLY, COPY = "immutable", "ro", "copy"
+_REOPENS = 5  # a store that changes under every one of these openings is reported as locked
+_SETTLE_TRIES, _SETTLE_S = 20, 0.01
+
+
+def _fingerprint(path: Path) -> tuple[int, int, int, int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def opening_mode(path: Path) -> str:
+    """How `open_history` opens `path` now (module docstring)."""
+    wal, shm, journal = (Path(f"{path}{side}").exists() for side in ("-wal", "-shm", "-journal"))
+    if journal:  # a rollback journal (hot after a crash) that only a writable private copy may roll back
+        return COPY
+    if not wal:
+        return IMMUTABLE
+    return READ_ONLY if shm else COPY
 
 
 def _connect(uri: str) -> sqlite3.Connection:
@@ -74,6 +107,8 @@ class HistoryReader:
     conn: sqlite3.Connection
     via_copy: bool = False  # opened from a private copy because mode=ro could not open the original
     _tmpdir: str | None = None
+    mode: str = READ_ONLY
+    _opened_as: tuple[int, int, int, int, int] | None = None  # immutable: the main file as it was when opened
 
     def close(self) -> None:
         try:
@@ -89,11 +124,44 @@ class HistoryReader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+    def unchanged(self) -> bool:
+        """True unless an immutable opening's file changed since it was opened (then what was read may be torn)."""
+        if self.mode != IMMUTABLE:
+            return True
         try:
-            return self.conn.execute(sql, args).fetchall()
-        except sqlite3.Error as exc:
-            raise HistoryError(self.path, classify(exc), f"cannot read history: {exc}") from None
+            return _fingerprint(self.path) == self._opened_as
+        except OSError:
+            return False
+
+    def ensure_unchanged(self) -> None:
+        """For a caller that read `conn` itself: HistoryError (locked) when the answer cannot be trusted."""
+        if not self.unchanged():
+            raise HistoryError(self.path, LOCKED, "history.db changed while it was being read (QwenPaw is writing "
+                                                  "it); run again")
+
+    def _reopen(self) -> None:
+        fresh = _open_reader(self.path)
+        self.close()
+        self.conn, self.via_copy, self._tmpdir = fresh.conn, fresh.via_copy, fresh._tmpdir
+        self.mode, self._opened_as = fresh.mode, fresh._opened_as
+
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        for _ in range(_REOPENS):
+            try:
+                result = self.conn.execute(sql, args).fetchall()
+            except sqlite3.Error as exc:
+                if self.unchanged():
+                    raise HistoryError(self.path, classify(exc), f"cannot read history: {exc}") from None
+                result = None
+            if result is not None and self.unchanged():
+                return result
+            try:
+                self._reopen()
+            except (sqlite3.Error, OSError) as exc:
+                kind = classify(exc) if isinstance(exc, sqlite3.Error) else UNREADABLE
+                raise HistoryError(self.path, kind, _describe(kind, exc)) from None
+        self.ensure_unchanged()
+        return self.conn.execute(sql, args).fetchall()
 
     def user_version(self) -> int:
         return int(self._query("PRAGMA user_version")[0][0])
@@ -114,21 +182,63 @@ class HistoryReader:
         return str(result[0][0]) if result else "ok"
 
 
+def _files_of(path: Path) -> list[tuple[int, int, int, int, int] | None]:
+    out: list[tuple[int, int, int, int, int] | None] = []
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-journal")):
+        try:
+            out.append(_fingerprint(p))
+        except OSError:
+            out.append(None)
+    return out
+
+
 def _copy_and_open(path: Path) -> HistoryReader:
     tmpdir = tempfile.mkdtemp(prefix="qwenmem-history-")
     try:
         copy = Path(tmpdir) / "history.db"
-        shutil.copyfile(path, copy)
-        wal = Path(f"{path}-wal")
-        if wal.is_file():
-            shutil.copyfile(wal, Path(f"{copy}-wal"))
+        for _ in range(_REOPENS):  # a copy is only a state of the store if nothing changed while it was taken
+            before = _files_of(path)
+            shutil.copyfile(path, copy)
+            for side in ("-wal", "-journal"):
+                Path(f"{copy}{side}").unlink(missing_ok=True)
+                if Path(f"{path}{side}").is_file():
+                    shutil.copyfile(Path(f"{path}{side}"), Path(f"{copy}{side}"))
+            if _files_of(path) == before:
+                break
         conn = sqlite3.connect(str(copy), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         conn.execute("PRAGMA query_only=1")
-        return HistoryReader(path, conn, via_copy=True, _tmpdir=tmpdir)
+        return HistoryReader(path, conn, via_copy=True, _tmpdir=tmpdir, mode=COPY)
     except BaseException:
         shutil.rmtree(tmpdir, ignore_errors=True)
         raise
+
+
+def _settled_mode(path: Path) -> str:
+    """`opening_mode`, waiting out a writer's open or close: it creates (and removes) `-wal` and `-shm` one after
+    the other, so a `-wal` alone for a moment is not yet a reason to copy."""
+    mode = opening_mode(path)
+    for _ in range(_SETTLE_TRIES):
+        if mode != COPY or Path(f"{path}-journal").exists():
+            break
+        time.sleep(_SETTLE_S)
+        mode = opening_mode(path)
+    return mode
+
+
+def _open_reader(path: Path) -> HistoryReader:
+    """The opening `opening_mode` picks; sqlite3.Error when SQLite cannot open it that way."""
+    mode = _settled_mode(path)
+    if mode == COPY:
+        return _copy_and_open(path)
+    if mode == IMMUTABLE:
+        before = _fingerprint(path)
+        reader = HistoryReader(path, _connect(_ro_uri(path, immutable=True)), mode=IMMUTABLE, _opened_as=before)
+        if reader.unchanged():
+            return reader
+        reader.close()  # a checkpoint ran while the header was read: a writer is active, its sidecars are there
+        return _open_reader(path) if opening_mode(path) != IMMUTABLE else _copy_and_open(path)
+    return HistoryReader(path, _connect(_ro_uri(path)), mode=READ_ONLY)
 
 
 def open_history(path: Path) -> HistoryReader:
@@ -143,9 +253,9 @@ def open_history(path: Path) -> HistoryReader:
     if not os.access(path, os.R_OK):
         raise HistoryError(path, UNREADABLE, "not readable (permission denied)")
     try:
-        reader = HistoryReader(path, _connect(_ro_uri(path)))
-    except sqlite3.Error as exc:
-        kind = classify(exc)
+        reader = _open_reader(path)
+    except (sqlite3.Error, OSError) as exc:
+        kind = classify(exc) if isinstance(exc, sqlite3.Error) else UNREADABLE
         if kind != UNREADABLE:
             raise HistoryError(path, kind, _describe(kind, exc)) from None
         try:  # e.g. a WAL database in a read-only directory without its -shm

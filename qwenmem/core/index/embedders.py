@@ -271,23 +271,51 @@ class OpenAIEmbedder(Embedder):
             from openai import OpenAI
 
             self._client = OpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout, max_retries=1)
-        import openai
-
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch):
-            part = texts[start:start + self.batch]
-            kwargs = {"dimensions": self.dimensions} if self.dimensions else {}
-            try:
-                resp = self._client.embeddings.create(model=self.model, input=part, encoding_format="float", **kwargs)
-            except openai.OpenAIError as exc:
-                raise LLMError(f"embedding request to {self.base_url} failed: {exc}") from None
-            data = sorted(resp.data, key=lambda d: d.index)
-            if len(data) != len(part):
-                raise LLMError(f"embedding server returned {len(data)} vectors for {len(part)} texts")
-            rows.extend(list(d.embedding) for d in data)
-        vecs = np.asarray(rows, dtype=np.float32)
+            rows.extend(self._request(self._client, texts[start:start + self.batch]))
+        try:
+            vecs = np.asarray(rows, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise LLMError(f"embedding server {self.base_url} returned vectors of different lengths") from None
+        if vecs.ndim != 2 or vecs.shape[1] == 0:
+            raise LLMError(f"embedding server {self.base_url} returned no usable vectors")
         self.dim = vecs.shape[1]
         return normalise(vecs)
+
+    def _request(self, client: Any, part: list[str]) -> list[list[float]]:
+        import openai
+
+        kwargs = {"dimensions": self.dimensions} if self.dimensions else {}
+        try:
+            resp = client.embeddings.create(model=self.model, input=part, encoding_format="float", **kwargs)
+        except openai.OpenAIError as exc:
+            raise LLMError(f"embedding request to {self.base_url} failed: {exc}") from None
+        except ValueError:  # a 200 whose body is not JSON (an HTML error page from a proxy)
+            raise LLMError(f"embedding server {self.base_url} answered with something that is not JSON") from None
+        try:  # a server that answers 200 with something else (HTML, a bare string, vectors of strings)
+            data = sorted(resp.data, key=lambda d: d.index)
+            rows = [list(d.embedding) for d in data]
+        except (AttributeError, TypeError, ValueError):
+            raise LLMError(f"embedding server {self.base_url} answered with something that is not embeddings"
+                           ) from None
+        if len(rows) != len(part):
+            raise LLMError(f"embedding server returned {len(rows)} vectors for {len(part)} texts")
+        return rows
+
+    def probe(self, timeout: float) -> str | None:
+        """One tiny request with a short timeout and no retries: None when the endpoint answers with a vector,
+        else the one-line reason (down, hanging past `timeout`, junk)."""
+        from openai import OpenAI
+
+        client = OpenAI(base_url=self.base_url, api_key=self.api_key, timeout=timeout, max_retries=0)
+        try:
+            self._request(client, ["probe"])
+        except LLMError as exc:
+            return str(exc)
+        finally:
+            client.close()
+        return None
 
 
 @dataclass

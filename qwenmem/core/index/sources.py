@@ -11,6 +11,7 @@ sessions: session files, one line of text per message: "line" numbers are messag
 from __future__ import annotations
 
 import json
+import os
 import re
 import stat
 from dataclasses import dataclass
@@ -128,17 +129,45 @@ def _discover_memory(ws: "Workspace", found: _Found, recursive: bool) -> None:
     folders = [(ws.path / layout.daily_dir, "**/*.md"), (ws.path / layout.digest_dir, "**/*.md")] \
         if layout.is_gen2 else [(ws.memory_dir, "**/*.md" if recursive else "*.md")]
     for folder, pattern in folders:
+        if folder.is_symlink() and not found._inside(folder):  # `digest -> elsewhere`: listed once, never listed
+            found.add(folder, "memory", layout.is_gen2)
+            continue
         if folder.is_dir():
             for p in sorted(folder.glob(pattern)):
                 if not any(part.startswith(".") for part in p.relative_to(folder).parts):
                     found.add(p, "memory", layout.is_gen2)
+            if pattern.startswith("**"):  # the glob does not follow a linked `memory/<date>/`: name one leading out
+                for link in _linked_dirs(folder):
+                    found.add(link, "memory", layout.is_gen2)
+
+
+def _linked_dirs(folder: Path) -> list[Path]:
+    """Links to directories below `folder` (not followed: the recursive glob skips them), dot-paths excepted."""
+    out: list[Path] = []
+    for dirpath, dirnames, _ in os.walk(folder, followlinks=False):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        out.extend(Path(dirpath, d) for d in dirnames if os.path.islink(os.path.join(dirpath, d)))
+    return sorted(out)
+
+
+def outside_link_notice(path: Path, rel: str, outcome: str) -> str:
+    """The one line for a path reached through a link out of the workspace, naming the link as `dream` does; the
+    refusal is recorded (qwenmem.core.confine), so the command ends with exit UNSAFE_LINK."""
+    from qwenmem.core.confine import check
+    from qwenmem.core.errors import UnsafeLinkError
+
+    try:
+        check(path)
+    except UnsafeLinkError as exc:
+        return f"{rel}: {outcome} ({exc})"
+    return f"{rel}: a symlink leading outside the workspace; {outcome}"
 
 
 def read_source(src: SourceFile) -> tuple[str, str]:
     """(content sha256, text to index). Bad bytes and lone surrogates (JSON escapes in dialog and session messages)
     never stop indexing: they become U+FFFD. Raises SkippedSource for a file that is too large, binary or unreadable."""
     if src.outside:
-        raise SkippedSource(f"{src.rel}: a symlink leading outside the workspace; not indexed")
+        raise SkippedSource(outside_link_notice(src.path, src.rel, "not indexed"))
     limit = REME_MAX_FILE_BYTES if src.gen2 else MAX_SOURCE_BYTES  # ReMe 0.4 skips 2.x memory files over 10 MiB
     if src.size > limit:
         raise SkippedSource(f"{src.rel}: larger than the {limit // 2**20} MiB index limit; not indexed")
