@@ -63,9 +63,9 @@ def test_corpus_scroll_eviction_keeps_everything_in_history_db(tmp_path):
     assert after["agent"]["scroll"]["summary_update_failed"] is True  # the continuation summary was not updated
     kept_before = [m["id"] for m in before["agent"]["state"]["context"][1:] if m["id"] not in r["removed_ids"]]
     assert [m["id"] for m in after["agent"]["state"]["context"][1:]] == kept_before
-    as2 = optional_agentscope_python()
-    if as2 is not None:
-        proc = subprocess.run([str(as2), str(REPO / "bench" / "agentscope2_check.py"), str(path)],
+    as2_python = optional_agentscope_python()
+    if as2_python is not None:
+        proc = subprocess.run([str(as2_python), str(REPO / "bench" / "agentscope2_check.py"), str(path)],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
 

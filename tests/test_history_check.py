@@ -615,3 +615,16 @@ def test_a_history_db_with_random_header_bytes_52_to_55_is_one_finding_naming_th
         assert doc["status"] == "problems"
         problems = [f for f in doc["result"]["findings"] if f["severity"] == "problem"]
         assert problems and any(str(db) in f["message"] or "history.db" in f["message"] for f in problems)
+
+
+def test_salvage_into_an_empty_live_file_gives_it_qwenpaws_schema(tmp_path):
+    """A 0-byte history.db (QwenPaw had not created its tables) beside a set-aside copy: the merge must not fail."""
+    ws, _ = make_ws(tmp_path)
+    _, rows = _set_aside(ws)
+    for side in ("", "-wal", "-shm"):
+        Path(f"{ws / 'history.db'}{side}").unlink(missing_ok=True)
+    (ws / "history.db").write_bytes(b"")
+    run = run_cli("-w", str(ws), "history", "salvage", "--json")
+    assert run.code == 0, run.stderr
+    assert _all_rows(ws / "history.db") == rows
+    assert sql(ws / "history.db", "PRAGMA user_version") == [(1,)]

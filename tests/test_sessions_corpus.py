@@ -95,5 +95,7 @@ def test_show_finds_a_session_by_its_user_id():
     by_user = invoke("-w", str(ws), "sessions", "show", "8301437789", "--json")
     assert by_user.code == 0
     assert by_user.json()["result"]["session_id"] == "telegram--8301437789"
-    missing = invoke("-w", str(ws), "sessions", "show", "830143778", "--json")
+    prefix = invoke("-w", str(ws), "sessions", "show", "830143778", "--json")  # a unique prefix names it too
+    assert prefix.code == 0 and prefix.json()["result"]["session_id"] == "telegram--8301437789"
+    missing = invoke("-w", str(ws), "sessions", "show", "930143778", "--json")
     assert missing.code != 0 and "no session matches" in missing.stderr

@@ -73,3 +73,9 @@ class Shell(StrEnum):  # completion.SHELLS
     BASH = "bash"
     ZSH = "zsh"
     FISH = "fish"
+
+
+class Job(StrEnum):  # cli/schedule.py JOBS
+    DREAM = "dream"
+    DOCTOR = "doctor"
+    SNAPSHOT = "snapshot"

@@ -7,7 +7,7 @@ import typer
 
 def register(app: typer.Typer) -> None:
     from qwenmem.cli import (compact, completion, demo, doctor, dream, fleet, history, info, reindex, repair, restore,
-                             runner, search, sessions, snapshot)
+                             runner, schedule, search, sessions, snapshot)
 
     repair.register(sessions.app)
     restore.register(sessions.app)
@@ -21,5 +21,6 @@ def register(app: typer.Typer) -> None:
     runner.command(app, "info")(info.info)
     runner.command(app, "doctor")(doctor.doctor)
     runner.command(app, "demo")(demo.demo)
+    runner.command(app, "schedule")(schedule.schedule)
     runner.command(app, "completions")(completion.completions)
     fleet.register(app)

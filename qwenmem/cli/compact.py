@@ -190,7 +190,7 @@ def compact(
                          render=None if quiet else lambda: _render_results(results, dry_run))
 
 
-CHECK_COLUMNS = (Column("session", Kind.KEY), Column("msgs", Kind.NUMBER, "right"),
+CHECK_COLUMNS = (Column("session", Kind.KEY), Column("in ctx", Kind.NUMBER, "right"),
                  Column("system", Kind.NUMBER, "right", drop=2), Column("summary", Kind.NUMBER, "right", drop=1),
                  Column("messages", Kind.NUMBER, "right"), Column("tool out", Kind.NUMBER, "right", drop=1),
                  Column("threshold", Kind.NUMBER, "right"), Column("room", Kind.NUMBER, "right"),
@@ -219,9 +219,10 @@ def _render_check(reports: list[Any], detailed: bool) -> None:
         return
     first = reports[0]
     b = first.budget
-    con.print(f"[dim]{first.generation} generation, {first.tokenizer}: M={b.max_input_length:,}, "
+    output.para(f"[dim]{first.generation} generation, {first.tokenizer}: M={b.max_input_length:,}, "
               f"T=int(M×{b.threshold_ratio:g})={b.threshold:,}, R=int(M×{b.reserve_ratio:g})={b.reserve:,}; "
-              f"threshold = T − (system + summary); room = threshold − messages[/dim]")
+              f"threshold = T − (system + summary); room = threshold − messages; in ctx: messages in the context "
+              f"(`sessions list` msgs: every message in the file)[/dim]", width=con.width)
     if detailed:
         for r in reports:
             con.print(f"\n{output.escape(r.reason)}")

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from qwenmem.cli import output
 from qwenmem.cli.tables import Cell, Column, Kind, number
 from qwenmem.cli.tables import render as render_table
 
-CHECK2_COLUMNS = (Column("session", Kind.KEY), Column("strategy", Kind.LABEL), Column("msgs", Kind.NUMBER, "right"),
+CHECK2_COLUMNS = (Column("session", Kind.KEY), Column("strategy", Kind.LABEL, drop=5), Column("in ctx", Kind.NUMBER, "right"),
                   Column("system", Kind.NUMBER, "right", drop=2), Column("tools", Kind.NUMBER, "right", drop=2),
                   Column("summary", Kind.NUMBER, "right", drop=1), Column("messages", Kind.NUMBER, "right"),
-                  Column("total", Kind.NUMBER, "right"), Column("C", Kind.NUMBER, "right"),
-                  Column("trigger", Kind.NUMBER, "right"), Column("reserve", Kind.NUMBER, "right"),
+                  Column("total", Kind.NUMBER, "right"), Column("C", Kind.NUMBER, "right", drop=4),
+                  Column("trigger", Kind.NUMBER, "right"), Column("reserve", Kind.NUMBER, "right", drop=3),
                   Column("compact?", Kind.LABEL), Column("keep", Kind.NUMBER, "right"))
+
+
+def _trigger_tokens(r: Any) -> int:
+    """The trigger as a whole token count with the same meaning: native compacts at total ≥ t·C, i.e. at total ≥
+    ceil(t·C); scroll evicts at total > t·C, i.e. at total > floor(t·C) (a total is an integer)."""
+    return math.floor(r.trigger) if r.strategy == "scroll" else math.ceil(r.trigger)
 
 
 def render_check2(reports: list[Any], detailed: bool) -> None:
@@ -21,22 +28,24 @@ def render_check2(reports: list[Any], detailed: bool) -> None:
     render_table(CHECK2_COLUMNS, [
         [r.key, r.strategy, str(r.message_count), number(r.terms.system), number(r.terms.tools),
          number(r.terms.summary), number(r.terms.messages), number(r.terms.total), number(r.context_size),
-         f"{r.trigger:,.1f}", f"{r.reserve:,.1f}", Cell("yes", "bold red") if r.would_compact else "no",
+         number(_trigger_tokens(r)), number(math.floor(r.reserve)), Cell("yes", "bold red") if r.would_compact else "no",
          f"{len(r.kept_ids)}/{len(r.kept_ids) + len(r.removed_ids) if r.would_compact else len(r.kept_ids)}"]
         for r in reports])
     if output.table_format() == "tsv":
         return
-    con.print("[dim]2.x generation, AgentScope count: total = 2000×data blocks + int(bytes/4 + 0.5) over system, "
+    output.para("[dim]in ctx: messages in the live context (`sessions list` msgs: every message in the file). "
+              "2.x generation, AgentScope count: total = 2000×data blocks + int(bytes/4 + 0.5) over system, "
               "tools, summary and messages together (one rounding; the columns are rounded each). native: compacts "
-              "at total ≥ trigger = t·C, keeps ≤ reserve = r·C; scroll: evicts at total > t·C, reserve = "
-              "min(40000, max(r·C, min(10000, 0.1·C))), hard = C − min(4096, max(1, int(0.05·C)))[/dim]")
+              "at total ≥ trigger = ⌈t·C⌉, keeps ≤ reserve = ⌊r·C⌋; scroll: evicts at total > trigger = ⌊t·C⌋, reserve = "
+              "min(40000, max(r·C, min(10000, 0.1·C))), hard = C − min(4096, max(1, int(0.05·C)))[/dim]",
+                width=con.width)
     rebuilt = [r for r in reports if not (r.terms.system_source.startswith("--")
                                           and r.terms.tools_source.startswith("--"))]
     if rebuilt:
         from qwenmem.core.compaction2.prompt import ASSUMES
 
-        con.print(f"[dim]system and tools: what {ASSUMES} sends, rebuilt from this workspace (not stored in "
-                  "the session file; --system-tokens/--tools-tokens override)[/dim]")
+        output.para(f"[dim]system and tools: what {ASSUMES} sends, rebuilt from this workspace (not stored in "
+                    "the session file; --system-tokens/--tools-tokens override)[/dim]", width=con.width)
     for r in reports:
         if not detailed:
             continue

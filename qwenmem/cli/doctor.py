@@ -8,14 +8,15 @@ import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import state
-from qwenmem.cli.options import AgentOpt, JsonFlag, WorkspaceOpt
+from qwenmem.cli.options import AgentOpt, JsonFlag, QuietFlag, WorkspaceOpt
 from qwenmem.cli.result import CommandResult, status_for
 
 
-def doctor(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt = None,
+def doctor(ctx: typer.Context, quiet: QuietFlag = False, json_out: JsonFlag = False, workspace: WorkspaceOpt = None,
            agent: AgentOpt = None) -> CommandResult:
     """Check every agent of a QwenPaw root: sessions, search index, last dream, quarantine and backups, QwenPaw's
-    own dream schedule, the 2.x history database. Writes nothing; exit 1 if anything needs attention.
+    own dream schedule, the 2.x history database. Writes nothing; exit 1 if anything needs attention. With --quiet,
+    nothing is printed unless something needs attention (then only what does), so cron mails only then.
 
     Examples:
 
@@ -23,15 +24,20 @@ def doctor(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceO
 
       qwenmem -w ~/.qwenpaw doctor --json
 
-      qwenmem doctor --agent default || mail -s "qwenmem doctor" me < /dev/null   # from cron
+      qwenmem doctor --quiet   # from cron: prints (and cron mails) only what needs attention
     """
     from qwenmem.core.doctor import run_doctor, to_json
 
     st = state(ctx)
     report = run_doctor(workspace or st.workspace, agent or st.agent)
-    return CommandResult(to_json(report), status_for(report.needs_attention), render=lambda: _render(report))
+    if quiet and not report.needs_attention:
+        return CommandResult(to_json(report), quiet=True)
+    return CommandResult(to_json(report), status_for(report.needs_attention), quiet=quiet,
+                         render=lambda: _render(report, attention_only=quiet))
 
 
+VALUE_HANG = " " * 12  # under the value of `  sessions  …`
+FINDING_HANG = " " * 4  # under the area of `  note index: …`
 _LEVEL_STYLE = {"attention": "bold red", "note": "yellow"}
 
 
@@ -63,31 +69,35 @@ def _dream_line(d: Any) -> str:
     return f"{_day(d.last_time)} {d.last_kind or 'dream'} ({d.last_mode or '?'}): {changes}; {d.runs} run(s) logged"
 
 
-def _render(report: Any) -> None:
+def _render(report: Any, attention_only: bool = False) -> None:
     con = output.out()
+    say = output.para
     for a in report.agents:
+        if attention_only and not a.needs_attention:
+            continue
         head = f"agent {a.agent}" if a.agent else "workspace"
         mark = "[bold red]needs attention[/bold red]" if a.needs_attention else "[green]ok[/green]"
-        con.print(f"[bold]{output.escape(head)}[/bold]  {mark}  [dim]{output.escape(a.workspace)}[/dim]",
-                  soft_wrap=True)
-        if a.error is None:
+        say(f"[bold]{output.escape(head)}[/bold]  {mark}  [dim]{output.escape(a.workspace)}[/dim]", "  ")
+        if a.error is None and not attention_only:
             s = a.sessions
-            con.print(f"  sessions  {s.total} ({s.ok} ok, {len(s.corrupt)} damaged, {len(s.needs_flag)} need a "
-                      f"flag, {len(s.near_threshold)} near the {s.compact_threshold:,}-token threshold)")
-            con.print(f"  index     {output.escape(_index_line(a.index))}")
-            con.print(f"  dream     {output.escape(_dream_line(a.dream))}")
+            say(f"  sessions  {s.total} ({s.ok} ok, {len(s.corrupt)} damaged, {len(s.needs_flag)} need a "
+                      f"flag, {len(s.near_threshold)} near the {s.compact_threshold:,}-token threshold)", VALUE_HANG)
+            say(f"  index     {output.escape(_index_line(a.index))}", VALUE_HANG)
+            say(f"  dream     {output.escape(_dream_line(a.dream))}", VALUE_HANG)
             cron = (f"QwenPaw's dream_cron {a.schedule.dream_cron!r}" if a.schedule.qwenpaw_dreams
                     else "QwenPaw's dream_cron off")
-            con.print(f"  schedule  {output.escape(cron)}")
+            say(f"  schedule  {output.escape(cron)}", VALUE_HANG)
             for ar in a.storage:
-                con.print(f"  kept      {output.escape(ar.name)}: {ar.files} file(s), {_size(ar.bytes)}, "
-                          f"oldest {_day(ar.oldest)}")
+                say(f"  kept      {output.escape(ar.name)}: {ar.files} file(s), {_size(ar.bytes)}, "
+                    f"oldest {_day(ar.oldest)}", VALUE_HANG)
             if a.history.status != "not_applicable":
                 rows = f", {a.history.rows:,} rows" if a.history.rows is not None else ""
-                con.print(f"  history   {a.history.status} ({_size(a.history.size)}{rows})")
+                say(f"  history   {a.history.status} ({_size(a.history.size)}{rows})", VALUE_HANG)
         for f in a.findings:
+            if attention_only and f.level != "attention":
+                continue
             style = _LEVEL_STYLE.get(f.level, "")
-            con.print(f"  [{style}]{f.level}[/{style}] {f.area}: {output.escape(f.message)}")
+            say(f"  [{style}]{f.level}[/{style}] {f.area}: {output.escape(f.message)}", FINDING_HANG)
     n = report.attention_count
     summary = (f"{n} thing(s) need attention" if n else "nothing needs attention")
     con.print(f"[bold]{summary}[/bold] in {len(report.agents)} agent(s) ({report.elapsed_ms} ms)")

@@ -161,7 +161,8 @@ def _summary_lines(r) -> list[str]:
     counts = r.counts()
     what = ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or "no changes"
     verb = {"changed": "updated", "unchanged": "already tidy, nothing to do", "dry-run": "would be updated (dry run)"}
-    lines = [f"dream {r.date} ({r.mode}): MEMORY.md {verb[r.status]}" + ("" if r.status == "unchanged" else f": {what}")]
+    lines = [f"dream {r.date} ({r.mode}): MEMORY.md {verb[r.status]}" + ("" if r.status == "unchanged" else f": {what}")
+             + _skipped_summary(r.skipped)]
     if r.status != "unchanged":
         lines.append(f"  size {r.bytes_before:,} → {r.bytes_after:,} bytes")
     for c in r.changes + r.flagged:
@@ -180,11 +181,22 @@ def _summary_lines(r) -> list[str]:
     return lines
 
 
+def _skipped_summary(skipped: list[str]) -> str:
+    """What the day's log held that did not become a fact, and why, in one clause (the entries: `--json` skipped)."""
+    from qwenmem.core.dream.consolidate import NOT_UNDER_A_FACT_HEADING
+
+    outside = sum(s.endswith(NOT_UNDER_A_FACT_HEADING) for s in skipped)
+    if not outside:
+        return ""
+    return (f"; {outside} log entr{'y' if outside == 1 else 'ies'} skipped: not under a Facts/Decisions/Lessons… "
+            f"heading (the `facts` rule); `--promote all` would add {'it' if outside == 1 else 'them'}")
+
+
 def _render(r: Any) -> None:
     if r.status == "dry-run":
         output.out().print(output.escape(r.diff), end="", soft_wrap=True)
     for line in _summary_lines(r):
-        output.out().print(output.escape(line), soft_wrap=True)
+        output.para(output.escape(line), "    " if line.startswith("  ") else "  ")
 
 
 def _restore_lines(r) -> list[str]:

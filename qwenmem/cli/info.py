@@ -65,32 +65,34 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
 
 
 def _render(ws: Any, files: dict[str, Any], gen: Any) -> None:
-    from rich.table import Table
-
     from qwenmem.core.workspace import path_exists
 
     con = output.out()
-    con.print(f"[bold]workspace[/bold] {output.escape(str(ws.path))}  (found by {ws.source}"
-              + (f"; agent {ws.agent_id}" if ws.agent_id else "") + ")")
+    say = output.para
+    say(f"[bold]workspace[/bold] {output.escape(str(ws.path))}  (found by {ws.source}"
+        + (f"; agent {ws.agent_id}" if ws.agent_id else "") + ")", "  ", width=con.width)
     for n in ws.notes:
-        con.print(f"  [dim]{output.escape(n)}[/dim]")
-    t = Table(box=None, show_edge=False, header_style="bold")
-    t.add_column("file")
-    t.add_column("path", overflow="fold")
-    t.add_column("exists")
-    for name, p in files.items():
-        t.add_row(name, output.escape(str(p)), "yes" if path_exists(p) else "-")
-    con.print(t)
-    s = Table(box=None, show_edge=False, header_style="bold")
-    s.add_column("setting")
-    s.add_column("value", overflow="fold")
-    s.add_column("source", style="dim")
-    for name, value, source in gen.rows:
-        s.add_row(name, output.escape(str(value)), output.escape(source))
-    s.add_row("compact threshold", f"{gen.derived['compact_threshold']:,} tokens", "derived")
-    s.add_row("reserve", f"{gen.derived['reserve_tokens']:,} tokens", "derived")
-    con.print(s)
-    _print_qwenpaw2(con, gen)
+        say(f"  [dim]{output.escape(n)}[/dim]", "    ", width=con.width)
+    from qwenmem.cli.tables import Column, Kind, render
+
+    render((Column("file", Kind.KEY), Column("path", Kind.WRAP), Column("exists", Kind.LABEL)),
+           [[name, str(p), "yes" if path_exists(p) else "-"] for name, p in files.items()])
+    # a source is a whole dotted key path: wrapped after its dots at 80 columns, never cut
+    rows: list[list[Any]] = [[name, str(value), source] for name, value, source in gen.rows]
+    rows += [["compact threshold", f"{gen.derived['compact_threshold']:,} tokens", "derived"],
+             ["reserve", f"{gen.derived['reserve_tokens']:,} tokens", "derived"]]
+    render((Column("setting", Kind.KEY), Column("value", Kind.KEY), Column("source", Kind.WRAP)), rows)
+    _print_qwenpaw2(_Wrapped(con.width), gen)
+
+
+class _Wrapped:
+    """A console whose print() wraps each line with a hanging indent (qwenmem/cli/output.para)."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+
+    def print(self, markup: str) -> None:
+        output.para(markup, "    ", width=self.width)
 
 
 def _print_qwenpaw2(con, gen) -> None:

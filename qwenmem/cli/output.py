@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from datetime import date, datetime
 from enum import Enum
@@ -78,6 +80,41 @@ def _console_colors(stream: Any) -> dict[str, Any]:
     return {"color_system": None, "no_color": True}
 
 
+def _fd_columns(fd: int) -> int | None:
+    import os
+
+    try:
+        return os.get_terminal_size(fd).columns if os.isatty(fd) else None
+    except OSError:
+        return None
+
+
+def terminal_width() -> int | None:
+    """The width the reader sees: $COLUMNS, else stdout's terminal, else the terminal stderr or stdin is on
+    (`qwenmem sessions list | cat` in a pane), else None (a file, cron, a program)."""
+    import os
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    for fd in (1, 2, 0):
+        width = _fd_columns(fd)
+        if width:
+            return width
+    return None
+
+
+def table_width() -> int | None:
+    """How wide a table may be: the reader's terminal; None (each column its natural width, no padding past the
+    last column) when no terminal is known."""
+    return terminal_width()
+
+
+def prose_width() -> int | None:
+    """How wide wrapped prose may be (a message's text, a note): the terminal's width, else None (unwrapped)."""
+    return terminal_width()
+
+
 @lru_cache(maxsize=1)
 def out() -> Any:
     import os
@@ -92,8 +129,9 @@ def out() -> Any:
             os.dup2(devnull, sys.stdout.fileno())
             raise BrokenPipeError
 
-    # Piped output is read by programs and pagers: do not fold table rows at an imaginary 80 columns.
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 240
+    # Piped output: the terminal the pipe ends in when there is one; else rules and panels are 80 wide (tables
+    # are not folded at all: qwenmem/cli/tables.py).
+    width = None if sys.stdout.isatty() else (terminal_width() or 80)
     return _Console(highlight=False, width=width, **_console_colors(sys.stdout))
 
 
@@ -102,6 +140,71 @@ def err() -> Any:
     from rich.console import Console
 
     return Console(stderr=True, highlight=False, soft_wrap=True, **_console_colors(sys.stderr))
+
+
+def _stderr_width() -> int | None:
+    """Diagnostics are wrapped (at spaces, with a hanging indent) only on a terminal: a log file keeps one line
+    per message for grep."""
+    return _fd_columns(2)
+
+
+_held: list[tuple[str, str]] | None = None
+
+
+@contextmanager
+def held_diagnostics() -> Iterator[None]:
+    """Hold what goes to stderr (notes, warnings, errors) until the block ends: while a pager shows stdout, a
+    summary printed on stderr would appear above the table it sums up, then be scrolled away."""
+    global _held
+    outer, _held = _held, []
+    try:
+        yield
+    finally:
+        held, _held = _held, outer
+        for prefix, message in held or []:
+            _say(prefix, message)
+
+
+def _say(prefix: str, message: str) -> None:
+    if _held is not None:
+        _held.append((prefix, message))
+        return
+    width = _stderr_width()
+    plain_prefix = prefix and (_plain(prefix) + " ")
+    if width is None:
+        err().print(f"{prefix} {escape(message)}" if prefix else escape(message))
+        return
+    from qwenmem.cli.wrap import wrap
+
+    for k, line in enumerate(wrap(plain_prefix + message, width - 1, hang="  ")):
+        body = escape(line[len(plain_prefix):]) if k == 0 and prefix else escape(line)
+        err().print(f"{prefix} {body}" if k == 0 and prefix else body)
+
+
+def _plain(markup: str) -> str:
+    from rich.text import Text
+
+    return Text.from_markup(markup).plain
+
+
+def para(markup: str, hang: str = "", width: int | None = None, lists: bool = False) -> None:
+    """Print one line of Rich markup on stdout wrapped to the reader's width (by display width, CJK between
+    characters, kinsoku), continuation lines after `hang` (`lists`: a Markdown item's hang, after the marker), or as
+    it is when no width is known: a file keeps its long lines for grep and editors."""
+    from rich.text import Text
+
+    con = out()
+    width = width or prose_width()
+    text = Text.from_markup(markup)
+    if width is None:
+        con.print(text, soft_wrap=True)
+        return
+    from qwenmem.cli.wrap import list_hang, wrap_rich
+
+    for line in text.split("\n", allow_blank=True):
+        extra = list_hang(line.plain) if lists else ""
+        for piece in wrap_rich(line, width - 1, hang=hang + extra):
+            con.print(piece, soft_wrap=True)
 
 
 def _default(obj: Any) -> Any:
@@ -132,21 +235,35 @@ def print_json(command: str, result: Any, status: str = "ok", warnings: list[str
 
 
 def warn(message: str) -> None:
-    err().print(f"[yellow]warning:[/yellow] {escape(message)}")
+    _say("[yellow]warning:[/yellow]", message)
 
 
 def note(message: str) -> None:
-    err().print(escape(message))
+    for line in str(message).split("\n"):
+        _say("", line)
 
 
 def error_line(message: str) -> None:
-    err().print(f"[bold red]error:[/bold red] {escape(message)}")
+    _say("[bold red]error:[/bold red]", message)
 
 
 def escape(text: str) -> str:
     from rich.markup import escape as _escape
 
     return _escape(str(text))
+
+
+def timestamp(value: Any) -> str:
+    """A message's time in one format for both generations: `2026-03-13 14:48:28.529` (1.x writes that, 2.x
+    writes ISO `2026-12-01T09:22:18.960921`); an offset is kept; what does not parse is shown as it is."""
+    if not isinstance(value, str) or not value:
+        return "" if value is None else str(value)
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return value
+    text = moment.strftime("%Y-%m-%d %H:%M:%S") + f".{moment.microsecond // 1000:03d}"
+    return text + (moment.strftime(" %z") if moment.tzinfo is not None else "")
 
 
 def human_size(n: int) -> str:

@@ -128,19 +128,20 @@ def _render(result: Any) -> None:
         con.print(f"\n[bold]{output.escape(f.path)}[/bold]")
         # a repair that failed or was refused (changed underneath, unwritable) did not do what it planned
         done_verb = "not done" if verb == "did" and f.status in ("error", "changed", "busy") else verb
+        say = output.para  # wrapped with a hanging indent under the text after the label
         for violation in f.violations:
-            con.print(f"  [red]rejected by QwenPaw 2.x:[/red] {output.escape(violation)}")
+            say(f"  [red]rejected by QwenPaw 2.x:[/red] {output.escape(violation)}", "    ")
         for action in f.actions:
-            con.print(f"  {done_verb}: {output.escape(action)}")
+            say(f"  {done_verb}: {output.escape(action)}", "    ")
         for pending in f.pending:
-            con.print(f"  [yellow]needs a flag:[/yellow] {output.escape(pending)}")
+            say(f"  [yellow]needs a flag:[/yellow] {output.escape(pending)}", "    ")
         for note in f.notes:
-            con.print(f"  [dim]note: {output.escape(note)}[/dim]")
+            say(f"  [dim]note: {output.escape(note)}[/dim]", "    ")
         for ev in f.evidence:
-            con.print(f"  [cyan]evidence:[/cyan] {output.escape(ev.path)} ({ev.kind}, {ev.messages} messages"
-                      + (f", newest {ev.newest}" if ev.newest and ev.kind != 'dialog' else "") + ")")
+            say(f"  [cyan]evidence:[/cyan] {output.escape(ev.path)} ({ev.kind}, {ev.messages} messages"
+                + (f", newest {ev.newest}" if ev.newest and ev.kind != 'dialog' else "") + ")", "    ")
         if f.quarantined:
-            con.print(f"  original kept at {output.escape(f.quarantined)}")
+            output.para(f"  original kept at {output.escape(f.quarantined)}", "    ")
     done = result.statuses
     summary = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in sorted(done.items()))
     output.note(f"\n{len(result.files)} file(s): {summary}")

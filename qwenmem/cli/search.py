@@ -10,10 +10,9 @@ import typer
 from qwenmem.cli import output
 from qwenmem.cli.choices import Fusion, SearchFormat, SearchMode
 from qwenmem.cli.context import open_workspace
-from qwenmem.cli.errors import ExitCode
 from qwenmem.cli.options import AgentOpt, JsonFlag, QuietFlag, WorkspaceOpt
 from qwenmem.cli.progress import progress_callback
-from qwenmem.cli.result import CommandResult
+from qwenmem.cli.result import CommandResult, status_for
 from qwenmem.cli.runner import command
 
 @dataclass
@@ -49,7 +48,9 @@ def register(app: typer.Typer) -> None:
 
 def search_cmd(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="What to look for (words, a phrase, an identifier, Chinese text).")],
+    words: Annotated[list[str], typer.Argument(metavar="QUERY…", help="What to look for: every word left after the "
+                                               "options is the query (Berlin hotel, 小红书 运营, an identifier); "
+                                               "`--` before a query that starts with a dash.")],
     max_results: Annotated[int, typer.Option("--max-results", "-n", min=1, max=1000, help="Show at most N results.")] = 5,
     min_score: Annotated[float, typer.Option("--min-score", min=0.0, max=1.0,
                                              help="Drop results whose score is below this (absolute, 0-1: the same scale for every query).")] = 0.0,
@@ -85,7 +86,9 @@ def search_cmd(
 
     Examples:
 
-      qwenmem search "connection timeout"
+      qwenmem search connection timeout
+
+      qwenmem search 小红书 运营
 
       qwenmem search 数据库 --mode text -n 10
 
@@ -94,6 +97,7 @@ def search_cmd(
     from qwenmem.core.index.search import search
     from qwenmem.core.settings import load_settings
 
+    query = " ".join(words)
     shown = _parse_context(context, json_out)
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
@@ -104,11 +108,11 @@ def search_cmd(
     hits = [SearchHit(h.path, h.start_line, h.end_line, h.score, h.text_score, h.vector_score, h.snippet,
                       h.highlights, _json_text(h, shown), h.match_line, h.kind) for h in result.hits]
     data = SearchResult(result.query, result.mode, result.fusion, result.embedder, len(hits), hits)
-    # Like grep: nothing found is not an error (status ok), but exit 1 (PROBLEMS) lets `search X && ...` branch on it.
-    nothing = None if hits else ExitCode.PROBLEMS
+    # Like grep: nothing found is exit 1 (PROBLEMS), so `search X && ...` can branch on it; the JSON status says the
+    # same ("problems"), and the result is still the (empty) list of hits, not an error.
     warnings = result.notices + ([] if hits or not json_out else [f"no results for {query!r}"])
-    return CommandResult(data, warnings=warnings, warnings_as_notes=True, warnings_first=True, quiet=quiet,
-                         exit_code=nothing, render=lambda: _render_reme(ws, result) if search_format == SearchFormat.REME else
+    return CommandResult(data, status_for(not hits), warnings=warnings, warnings_as_notes=True, warnings_first=True,
+                         quiet=quiet, render=lambda: _render_reme(ws, result) if search_format == SearchFormat.REME else
                          _render(result, query, quiet, shown))
 
 
@@ -168,7 +172,7 @@ def _render(result: Any, query: str, quiet: bool, shown: str | int = "snippet") 
         console.print(f"[bold cyan]{output.escape(h.path)}[/]:{h.start_line}-{h.end_line}{label}  "
                       f"[dim]{' · '.join(parts)}[/]")
         if shown == "snippet":
-            console.print("  " + _highlight(h.snippet, h.highlights))
+            output.para("  " + _highlight(h.snippet, h.highlights), "  ")
             continue
         from qwenmem.core.index.search import context_lines
 

@@ -114,7 +114,8 @@ def list_cmd(
     return CommandResult(data, warnings=notes, render=lambda: _render_list(rows, extras))
 
 
-LIST_COLUMNS = (Column("session", Kind.KEY), Column("channel", Kind.KEY), Column("user", Kind.KEY),
+LIST_COLUMNS = (Column("session", Kind.KEY), Column("channel", Kind.KEY, redundant=True),
+                Column("user", Kind.KEY, redundant=True),
                 Column("msgs", Kind.NUMBER, "right"), Column("tokens", Kind.NUMBER, "right"),
                 Column("summary", Kind.LABEL, "center", drop=3), Column("size", Kind.NUMBER, "right", drop=1),
                 Column("modified", Kind.TEXT, drop=2), Column("health", Kind.LABEL))
@@ -130,8 +131,10 @@ def _render_list(rows: list[Any], extras: Any) -> None:
         who = (r.user_id or "-") + ("?" if r.ambiguous else "")
         extra: list[CellValue] = [r.generation or "-", "-" if r.history_rows is None else number(r.history_rows)] \
             if gen2 else []
-        health = Cell(r.health + (" at risk" if r.at_risk else ""), HEALTH_STYLE[r.health])
-        table.append([r.key, r.channel or "(flat)", who, str(r.messages), *extra, number(r.tokens),
+        # at risk is a warning whatever the file's health: never green
+        health = Cell(r.health + (" at risk" if r.at_risk else ""),
+                      HEALTH_STYLE["warnings"] if r.at_risk and r.health == "ok" else HEALTH_STYLE[r.health])
+        table.append([r.key, r.channel or "(flat)", who, _msgs(r), *extra, number(r.tokens),
                       "yes" if r.has_summary else "-", Cell(output.human_size(r.size), raw=str(r.size)),
                       Cell(_local_minute(r.modified), raw=r.modified or ""), health])
         for b in r.backups:  # what `repair --from-backup` would read, under the session it backs up
@@ -143,6 +146,16 @@ def _render_list(rows: list[Any], extras: Any) -> None:
         table.append([h.session_id, "-", "-", "0", "-", number(h.rows), "-", "-", "-", "",
                       Cell("history.db only", "dim")])
     render_table(columns, table)
+    if output.table_format() != "tsv" and any(r.in_context < r.messages for r in rows):
+        output.para("[dim]msgs: in context/in the file where they differ (compressed or evicted messages are not "
+                    "in the context); tokens count the context[/dim]")
+
+
+def _msgs(r: Any) -> Cell:
+    """Every message in the file; `23/230` when only 23 are in the context (the 207 others compressed), so a
+    file of 183 compressed messages and 0 tokens reads `0/183`. TSV keeps the file's count."""
+    text = f"{r.in_context:,}/{r.messages:,}" if r.in_context < r.messages else f"{r.messages:,}"
+    return Cell(text, raw=str(r.messages))
 
 
 def _list_notes(rows) -> list[str]:
@@ -256,10 +269,14 @@ def _render_conversation(ref, doc, indexed, total, full: bool, thinking: bool) -
 
     con = output.out()
     who = f"user {ref.user_id}" if ref.user_id else "user ?"
-    con.print(f"[bold]{output.escape(ref.key)}[/bold]  channel {output.escape(ref.channel or '(flat)')}, {output.escape(who)}, "
-              f"session {output.escape(ref.session_id or '?')}  ({total} messages)")
+    output.para(f"[bold]{output.escape(ref.key)}[/bold]  channel {output.escape(ref.channel or '(flat)')}, "
+                f"{output.escape(who)}, session {output.escape(ref.session_id or '?')}  ({total} messages)", "  ",
+                width=con.width)
     if doc and doc.summary:
-        con.print(Panel(output.escape(doc.summary), title="compressed summary", title_align="left", border_style="cyan"))
+        from qwenmem.cli.show2 import panel_body
+
+        con.print(Panel(panel_body(con, doc.summary), title="compressed summary", title_align="left",
+                        border_style="cyan"))
     shown = len(indexed)
     if shown < total:
         con.print(f"[dim]… showing {shown} of {total} messages[/dim]")
@@ -269,15 +286,15 @@ def _render_conversation(ref, doc, indexed, total, full: bool, thinking: bool) -
         colour = {"user": "green", "assistant": "blue", "system": "magenta"}.get(role, "red")
         marks = f" [dim]\\[{', '.join(map(str, entry.marks))}][/dim]" if entry.marks else ""
         con.print(f"\n[bold {colour}]#{index} {output.escape(str(role))}[/] [dim]{output.escape(str(msg.get('name', '')))}"
-                  f"  {output.escape(str(msg.get('timestamp', '')))}[/dim]{marks}")
+                  f"  {output.escape(output.timestamp(msg.get('timestamp', '')))}[/dim]{marks}")
         for line in render_blocks(msg.get("content"), full, thinking):
-            con.print(line, soft_wrap=True)
+            output.para(line, lists=True)  # wrapped on a terminal (CJK by display width, kinsoku), else as it is
 
 
 def _shorten(text: str, limit: int, full: bool) -> str:
     if full or len(text) <= limit:
         return text
-    return text[:limit] + f" … [{len(text) - limit:,} more characters; --full shows all]"
+    return text[:limit].rstrip() + f" … [{len(text) - limit:,} more characters; --full shows all]"
 
 
 def render_blocks(content, full: bool, thinking: bool) -> list[str]:

@@ -7,6 +7,7 @@ shape (`Message.to_json`), the same for a file's messages and for history rows.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from qwenmem.cli import output
 
@@ -84,23 +85,26 @@ def _render(ref, model, record, shown, total, full, thinking) -> None:
     con = output.out()
     esc = output.escape
     if ref is not None:
-        con.print(f"[bold]{esc(ref.key)}[/bold]  channel {esc(ref.channel or '(flat)')}, user {esc(ref.user_id or '?')}, "
+        output.para(f"[bold]{esc(ref.key)}[/bold]  channel {esc(ref.channel or '(flat)')}, user {esc(ref.user_id or '?')}, "
                   f"session {esc((record.session_id if record else ref.session_id) or '?')}  "
-                  f"({model.generation if model else '?'}, {total} messages)")
+                  f"({model.generation if model else '?'}, {total} messages)", "  ", width=con.width)
     else:
         con.print(f"[bold]{esc(record.session_id)}[/bold]  (only in history.db, {total} messages)")
-    if record:
-        con.print(f"[dim]history.db: {record.rows:,} rows; {record.evicted_count} evicted message(s), "
-                  f"{record.live_count} in the live tail[/dim]")
+    if record:  # rows and messages differ: a tool call's result rows belong to its message
+        placeholders = sum(1 for m in record.messages if m.synthetic)
+        output.para(f"[dim]{total} messages from {record.rows:,} history.db rows (a tool call's result rows join its "
+                  f"message): {record.evicted_count} evicted, {record.live_count} in the live tail"
+                  + (f", {placeholders} scroll placeholder(s)" if placeholders else "") + "[/dim]", "  ",
+                    width=con.width)
     if model and model.summary:
-        con.print(Panel(esc(model.summary), title=f"summary ({model.summary_kind})", title_align="left",
+        con.print(Panel(panel_body(con, model.summary), title=f"summary ({model.summary_kind})", title_align="left",
                         border_style="cyan"))
     if model and model.scroll and model.scroll.continuation_summary:
         cs = model.scroll.continuation_summary
         lo_hi = model.scroll.covered_seq
         body = "\n".join([f"active task: {cs.get('active_task', '')}  (status {cs.get('status', '?')})"]
                          + [f"- {i.get('text', '')}" for i in cs.get("current_state", []) if isinstance(i, dict)])
-        con.print(Panel(esc(body), title=f"continuation summary (covers seq {lo_hi[0]}–{lo_hi[1]})" if lo_hi else
+        con.print(Panel(panel_body(con, body), title=f"continuation summary (covers seq {lo_hi[0]}–{lo_hi[1]})" if lo_hi else
                         "continuation summary", title_align="left", border_style="cyan"))
     if len(shown) < total:
         con.print(f"[dim]… showing {len(shown)} of {total} messages[/dim]")
@@ -120,7 +124,7 @@ def _render(ref, model, record, shown, total, full, thinking) -> None:
         tag += " [compressed]" if m.compressed else ""
         tag += " (not yet in history.db)" if record and m.seq is None else ""
         lines += [[], [(f"#{m.index} {m.role or '?'}", f"bold {colour}"),
-                       (f" {m.name or ''}  {m.created_at or ''}{seq}{tag}", "dim")]]
+                       (f" {m.name or ''}  {output.timestamp(m.created_at)}{seq}{tag}", "dim")]]
         if m.synthetic and not full:
             lines.append([(f"({len(m.text):,} characters of eviction index and summary; --full shows them)", "dim")])
             continue
@@ -131,20 +135,35 @@ def _render(ref, model, record, shown, total, full, thinking) -> None:
 def _emit(con, lines) -> None:
     """Plain text straight to a pipe or file (a 20,000-message record renders in well under a second); styled
     Text objects to a terminal."""
-    if not con.is_terminal:
+    if not con.is_terminal and output.prose_width() is None:
         sys.stdout.write("\n".join("".join(text for text, _ in line) for line in lines) + "\n")
         sys.stdout.flush()
         return
     from rich.text import Text
 
+    from qwenmem.cli.wrap import list_hang, wrap_rich
+
     for line in lines:
-        con.print(Text.assemble(*[(text, style) if style else text for text, style in line]), soft_wrap=True)
+        text = Text.assemble(*[(text, style) if style else text for text, style in line])
+        for para in text.split("\n", allow_blank=True):  # CJK by display width, kinsoku, list items hanging
+            for piece in wrap_rich(para, max(con.width - 1, 20), hang=list_hang(para.plain)):
+                con.print(piece, soft_wrap=True)
+
+
+def panel_body(con: Any, text: str) -> Any:
+    """A summary for a Panel, wrapped here (Rich would move a run of Chinese after `- [x]` to the next line and
+    start a line with `。`): the panel's inner width is the console's less its borders and padding."""
+    from rich.text import Text
+
+    from qwenmem.cli.wrap import wrap
+
+    return Text("\n".join(wrap(text, max(con.width - 4, 20), lists=True)))
 
 
 def _shorten(text: str, limit: int, full: bool) -> str:
     if full or len(text) <= limit:
         return text
-    return text[:limit] + f" … [{len(text) - limit:,} more characters; --full shows all]"
+    return text[:limit].rstrip() + f" … [{len(text) - limit:,} more characters; --full shows all]"
 
 
 def render_blocks(blocks, full: bool, thinking: bool) -> list[list[tuple[str, str | None]]]:

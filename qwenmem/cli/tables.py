@@ -1,8 +1,10 @@
 """Tables for people that fit the terminal, and the same rows as tab-separated values for programs.
 
 At any width the columns that name things (session, path, name) are never dropped or wrapped: they are shortened
-in the middle (`ou_cb6f9ef3…d1bf9a00`), which keeps both the channel prefix and the distinguishing tail. Numbers
-are never shortened. Columns with a drop rank (size, modified first) go before anything is shortened.
+in the middle (`ou_cb6f9ef3…d1bf9a00`), which keeps both the channel prefix and the distinguishing tail; `sessions
+show`, `repair` and `compact` accept that shortened form back (core.sessions.find_session). Numbers are never
+shortened. Columns that only repeat part of the key (channel, user) go first, then those with an early drop rank
+(size, modified), before anything is shortened.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ ELLIPSIS = "…"
 GAP = 2  # Rich's padding between two columns of a box-less table
 MIN_KEY = 16  # a name shortened below this says nothing
 MIN_TEXT = 6
+MIN_WRAP = 20
 EARLY_DROP = 2  # columns ranked up to this (size, modified) go before anything is shortened; the rest after
 
 
@@ -26,6 +29,7 @@ class Kind(str, Enum):
     NUMBER = "number"  # never shortened
     LABEL = "label"  # a status word: never shortened
     TEXT = "text"  # shortened at the end
+    WRAP = "wrap"  # a long dotted name (a setting's source): wrapped after its dots onto continuation lines
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,7 @@ class Column:
     kind: Kind = Kind.TEXT
     justify: Literal["left", "right", "center"] = "left"
     drop: int = 0  # 0: never dropped; otherwise dropped in ascending order when the table is too wide
+    redundant: bool = False  # repeats part of the key column (a session's channel and user): dropped first
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,11 @@ def fit(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], width: int) -
             widths[widest] -= min(total() - width, widths[widest] - floor)
             shrinkable = [i for i in shrinkable if widths[i] > floor]
 
+    for i in [i for i, c in enumerate(columns) if c.redundant]:
+        if total() > width:
+            kept.remove(i)
     drop(range(1, EARLY_DROP + 1))
+    shrink(Kind.WRAP, MIN_WRAP)
     shrink(Kind.TEXT, MIN_TEXT)
     shrink(Kind.KEY, MIN_KEY)
     drop(range(EARLY_DROP + 1, 1 << 30))
@@ -131,33 +140,66 @@ def fit(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], width: int) -
 
 
 def render(columns: Sequence[Column], rows: Sequence[Sequence[CellValue]]) -> None:
-    """Print the rows as a table fitted to the terminal, or as TSV with `--format tsv`."""
+    """Print the rows as a table fitted to the terminal, or as TSV with `--format tsv`. No terminal (a pipe into a
+    file or a program, cron): every column its natural width. Never padded past the last column."""
     cells = [[_cell(v) for v in row] for row in rows]
     if output.table_format() == "tsv":
         for row in cells:
             output.out().file.write("\t".join((c.text if c.raw is None else c.raw).replace("\t", " ").replace("\n", " ")
                                                 for c in row) + "\n")
         return
-    from rich.table import Table
-
     console = output.out()
-    fitted = fit(columns, cells, console.width)
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for i in fitted.columns:
-        col = columns[i]
-        exact = fitted.widths[i]  # Rich must not re-fit: it would cut numbers and wrap names
-        table.add_column(col.header, justify=col.justify, no_wrap=True, overflow="ellipsis", min_width=exact,
-                         max_width=exact)
-    for row in cells:
-        shown = []
-        for i in fitted.columns:
-            cell, col = row[i], columns[i]
-            text = cell.text
-            if col.kind is Kind.KEY:
-                text = shorten_middle(text, fitted.widths[i])
-            elif col.kind is Kind.TEXT:
-                text = shorten_end(text, fitted.widths[i])
-            escaped = output.escape(text)
-            shown.append(f"[{cell.style}]{escaped}[/]" if cell.style else escaped)
-        table.add_row(*shown)
-    console.print(table)
+    width = output.table_width()
+    fitted = fit(columns, cells, width if width is not None else 1 << 30)
+    header = [Cell(columns[i].header, "bold") for i in fitted.columns]
+    for k, row in enumerate([header, *([row[i] for i in fitted.columns] for row in cells)]):
+        for physical in _wrapped(columns, fitted, row):
+            console.print(_line(columns, fitted, physical, is_header=k == 0), soft_wrap=True, crop=False)
+
+
+def wrap_dotted(text: str, width: int) -> list[str]:
+    """`agent.json running.light_context_config.x` (or a path) in lines of at most `width` cells, broken after a
+    dot or a slash or at a space (a piece longer than the line is cut where it must be)."""
+    import re
+
+    lines: list[str] = []
+    line = ""
+    for piece in re.findall(r"[^ ./]*[./]|[^ ./]+ ?| ", text):
+        if line and width_of(line.rstrip() + piece.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = ""
+        while width_of(piece.rstrip()) > width:
+            lines.append(piece[:width])
+            piece = piece[width:]
+        line += piece
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
+    return lines
+
+
+def _wrapped(columns: Sequence[Column], fitted: Fitted, row: Sequence[Cell]) -> list[list[Cell]]:
+    """One logical row as its physical lines: a WRAP cell continues below, the other cells blank there."""
+    pieces = [wrap_dotted(cell.text, fitted.widths[i]) if columns[i].kind is Kind.WRAP else [cell.text]
+              for cell, i in zip(row, fitted.columns)]
+    height = max(len(p) for p in pieces)
+    return [[Cell(p[n] if n < len(p) else "", cell.style) for p, cell in zip(pieces, row)] for n in range(height)]
+
+
+def _line(columns: Sequence[Column], fitted: Fitted, row: Sequence[Cell], is_header: bool) -> str:
+    """One row as Rich markup: each cell shortened to its column, padded by its justification, GAP apart, with
+    no padding after the last non-empty cell."""
+    parts: list[str] = []
+    for cell, i in zip(row, fitted.columns):
+        col, exact = columns[i], fitted.widths[i]
+        text = cell.text
+        if not is_header and col.kind is Kind.KEY:
+            text = shorten_middle(text, exact)
+        elif is_header or col.kind in (Kind.TEXT, Kind.LABEL, Kind.NUMBER):
+            text = shorten_end(text, exact)
+        room = exact - width_of(text)
+        justify = col.justify
+        left = room if justify == "right" else room // 2 if justify == "center" else 0
+        shown = output.escape(text)
+        shown = f"[{cell.style}]{shown}[/]" if cell.style and text else shown
+        parts.append(" " * left + shown + " " * (room - left))
+    return (" " * GAP).join(parts).rstrip()

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Iterator
 from qwenmem.core.errors import AmbiguousError, NotFoundError, UnsafePathError, WorkspaceError
 from qwenmem.core.fsio import Snapshot, read_with_snapshot
 from qwenmem.core.jsonsafe import SESSION_DECODER, loads_session
+from qwenmem.core.session_names import candidates_text, loose_matches
 from qwenmem.core.session_model import GEN1, GEN2, Session, classify_document, read_document
 from qwenmem.core.session_model import gen2
 from qwenmem.core.session_model.detect import sniff_generation
@@ -231,7 +232,8 @@ def iter_session_refs(ws: Workspace, include_backups: bool = False) -> Iterator[
 
 def find_session(ws: Workspace, query: str) -> SessionRef:
     """Accept a path, a file name, `<channel>/<stem>`, a stem, a QwenPaw session id, or a user id (only when
-    nothing else matches: a user with several sessions gets the ambiguity error that lists them)."""
+    nothing else matches: a user with several sessions gets the ambiguity error that lists them); then, loosely,
+    the shortened key a table shows, a unique prefix or a unique substring of a key."""
     if "\x00" in query or not query.strip():
         raise UnsafePathError(f"{query!r} is not a valid session name")
     if ".." in Path(query).parts:
@@ -268,10 +270,25 @@ def find_session(ws: Workspace, query: str) -> SessionRef:
         fresh = [m for m in matches if not m.stale_flat_copy]
         matches = fresh or matches
     if not matches:
+        matches = _loosely(ws, query)
+    if not matches:
         raise NotFoundError(f"no session matches {query!r} (try `qwenmem sessions list`)")
     if len(matches) > 1:
-        raise AmbiguousError(f"{query!r} matches {len(matches)} sessions: " + ", ".join(m.key for m in matches[:6]))
+        raise AmbiguousError(candidates_text(query, [m.key for m in matches]))
     return matches[0]
+
+
+def _loosely(ws: Workspace, query: str) -> list[SessionRef]:
+    """What a table showed or a person typed: the shortened key (`ou_9756…df9_6fb98df9`), a unique prefix or a
+    unique substring of a key (core/session_names.py); live sessions first, then CoPaw backup copies."""
+    for refs in (list(iter_session_refs(ws)),
+                 [r for r in iter_session_refs(ws, include_backups=True) if r.is_backup]):
+        names = loose_matches([r.key for r in refs], query)
+        if names:
+            by_key = {r.key: r for r in refs}
+            found = [by_key[n] for n in names]
+            return [m for m in found if not m.stale_flat_copy] or found
+    return []
 
 
 # --------------------------------------------------------------------------------------------- loading

@@ -26,7 +26,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from qwenmem.core.errors import ChangedUnderneathError, NotFoundError, UsageError, WorkspaceError
 from qwenmem.core.fsio import (Snapshot, atomic_write_bytes, ensure_unchanged, exclusive_lock, fsync_dir,
-                               write_new_bytes)
+                               make_dirs, write_new_bytes)
 from qwenmem.core.objectstore import CHUNK, Batch, ObjectStore
 from qwenmem.core.workspace import Workspace
 
@@ -453,7 +453,7 @@ def _restore_locked(ws: Workspace, ident: str | None, dry_run: bool, exact: bool
     store = _store(ws)
     try:
         for d in missing_dirs:
-            (ws.path / d).mkdir(parents=True, exist_ok=True)
+            make_dirs(ws.path / d)  # each one fsynced in its parent before the files restored into it
         for rel, want, _ in plan:
             expected = _expected(ws, rel, current.get(rel))
             target = ws.path / rel

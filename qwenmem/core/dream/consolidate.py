@@ -50,7 +50,26 @@ def consolidate(memory_text: str, log_text: str | None, date: str, embedder: Tex
         changes.extend(change for _, change in plan.additions)
     text = "".join(apply_splices(doc.lines, splices)) if splices else memory_text
     skipped = [f"{source_of(c, date)}: {why}" for c, why in plan.skipped]
+    if promote == "facts" and log_text:
+        skipped += _outside_fact_headings(doc, removed, candidates, parse(log_text), date, embedder, threshold)
     return Consolidation(text, changes, dedupe.flagged, skipped, dedupe.notes)
+
+
+#: how a log entry the `facts` rule passed over is named in `skipped` (the CLI counts them by this text)
+NOT_UNDER_A_FACT_HEADING = "not under a Facts/Decisions/Lessons… heading (the `facts` rule); `--promote all` would add it"
+
+
+def _outside_fact_headings(doc: MemoryDoc, removed: set[int], candidates: list[Candidate], log: MemoryDoc, date: str,
+                           embedder: TextEmbedder | None, threshold: float) -> list[str]:
+    """The log entries `--promote all` would add or let replace an entry, but `facts` passed over: a dream that
+    says "already tidy" says what it skipped and why."""
+    taken = {c.source_line for c in candidates}
+    others = [c for c in log_candidates(log, "all") if c.source_line not in taken]
+    if not others:
+        return []
+    trial = plan_promotions(doc, removed, candidates + others, date, embedder, threshold)
+    promoted = {id(c) for c, _ in trial.additions} | {id(c) for c, _ in trial.replacements.values()}
+    return [f"{source_of(c, date)}: {NOT_UNDER_A_FACT_HEADING}" for c in others if id(c) in promoted]
 
 
 def _has_removed_ancestor(doc: MemoryDoc, i: int, removed: set[int]) -> bool:

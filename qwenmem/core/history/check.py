@@ -92,7 +92,7 @@ def check_history(path: Path, sessions_dir: Path | None = None, retention_days: 
     size = state.size + (state.wal_size or 0)
     if size >= SIZE_WARNING:
         result.findings.append(Finding("size", NOTICE, f"{size / (1 << 30):.1f} GiB with its WAL: QwenPaw never "
-                                       "vacuums it (spec §8.16)", size))
+                                       "vacuums it", size))
     return result
 
 
@@ -115,7 +115,7 @@ def _fts(reader: HistoryReader, result: HistoryCheck) -> None:
     if not reader._query("SELECT 1 FROM sqlite_master WHERE name = ?", (f"{FTS}_docsize",)):
         result.fts = "absent"
         result.findings.append(Finding("fts_absent", NOTICE, "no full-text table: QwenPaw's recall falls back to "
-                                       "LIKE (SQLite without FTS5, spec §3.2)"))
+                                       "LIKE (SQLite without FTS5)"))
         return
     marks = ", ".join("?" for _ in RECALL_TOOLS)
     expected = set(_ids(reader, f"SELECT seq FROM {TABLE} WHERE name IS NULL OR name NOT IN ({marks})",
@@ -190,7 +190,7 @@ def _placeholders(reader: HistoryReader, result: HistoryCheck) -> None:
                              "'%\"qwenpaw_tag\": \"scroll_memory\"%' ORDER BY seq"))
     if seqs:
         result.findings.append(Finding("placeholder_rows", NOTICE, f"{len(seqs)} scroll placeholder(s) imported as "
-                                       "history rows (QwenPaw's import does not skip them, spec §8.9): recall "
+                                       "history rows (QwenPaw's import does not skip them): recall "
                                        "searches hit the eviction summary as if it were a turn", len(seqs),
                                        [f"seq {s}" for s in seqs[:EXAMPLES]]))
 

@@ -266,11 +266,11 @@ def _read(image: Image) -> PageRows:
         out.notes.append("the schema (page 1) or the table's root could not be read: rows were found by their "
                          "shape on every page")
     free, free_whole = pg.freelist(image.header, reader.page, image.page_count)
-    if not free_whole or free & linked:  # a freelist that does not add up is not believed (it could hide rows)
+    if free & linked:  # a freelist that names pages of the live table is not believed (it would hide rows)
         free = set()
-        if image.header.intact and image.header.freelist_trunk:
-            out.notes.append("the freelist does not read whole: rows on freed pages are told from live ones only by "
-                             "the store's indexes")
+    if not free_whole and image.header.intact and image.header.freelist_trunk:
+        out.notes.append("the freelist does not read whole: rows on freed pages it no longer names are told from "
+                         "live ones only by the store's indexes")
     _evidence(reader, schema, out)
     seen = _Seen()
     for n in range(1, image.page_count + 1):

@@ -331,9 +331,10 @@ def index_cells(page: bytes, head: PageHeader, usable: int, pages: PageSource, p
 def freelist(header: Header, pages: PageSource, page_count: int) -> tuple[set[int], bool]:
     """(the freelist's trunk and leaf pages, whether the whole list was read) from the header's first trunk page
     (§1.5). Free pages keep the bytes of what they held before (deleted rows), so salvage must not read rows
-    from them."""
+    from them. Reading stops at the first page that is not a valid trunk (a live b-tree page read as one has a
+    count or pointers out of range); the trunks read before it still count."""
     free: set[int] = set()
-    trunk, trunks = header.freelist_trunk, 0
+    trunk = header.freelist_trunk
     limit = page_count or (1 << 31)
     while trunk:
         if trunk < 2 or trunk > limit or trunk in free:
@@ -341,14 +342,12 @@ def freelist(header: Header, pages: PageSource, page_count: int) -> tuple[set[in
         data = pages(trunk)
         if data is None or len(data) < 8:
             return free, False
-        free.add(trunk)
-        trunks += 1
         count = int.from_bytes(data[4:8], "big")
-        if count > (header.usable - 8) // 4:
+        if count > (header.usable - 8) // 4 or len(data) < 8 + 4 * count:
             return free, False
-        for i in range(count):
-            leaf = int.from_bytes(data[8 + 4 * i:12 + 4 * i], "big")
-            if 2 <= leaf <= limit:
-                free.add(leaf)
+        leaves = {int.from_bytes(data[8 + 4 * i:12 + 4 * i], "big") for i in range(count)}
+        if len(leaves) != count or any(not 2 <= leaf <= limit for leaf in leaves) or leaves & free:
+            return free, False
+        free |= leaves | {trunk}
         trunk = int.from_bytes(data[:4], "big")
     return free, len(free) == header.freelist_count

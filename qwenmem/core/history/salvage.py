@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qwenmem.core.errors import BusyError
+from qwenmem.core.errors import BusyError, WorkspaceError
 from qwenmem.core.history.pagerows import CutRow, read_history_pages
 from qwenmem.core.history.rows import COLUMNS
 from qwenmem.core.history.store import TABLE
@@ -339,6 +339,7 @@ def merge_rows(live: Path, rows: list[Row], dry_run: bool = False) -> MergeCount
                                 f"than {BUSY_TIMEOUT_MS // 1000} s; nothing was written") from None
             raise
         try:
+            _ensure_schema(conn, live)
             has_fts = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (FTS,)).fetchone() is not None
             _insert_all(conn, rows, has_fts, counts)
             conn.execute("ROLLBACK" if dry_run else "COMMIT")
@@ -348,6 +349,19 @@ def merge_rows(live: Path, rows: list[Row], dry_run: bool = False) -> MergeCount
     finally:
         conn.close()
     return counts
+
+
+def _ensure_schema(conn: sqlite3.Connection, live: Path) -> None:
+    """An empty live file (0 bytes: QwenPaw had not created its tables yet) gets QwenPaw's schema, as its own
+    first open would; a database holding other tables and not this one is not a history store."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)).fetchone():
+        return
+    if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+        raise WorkspaceError(f"{live}: an SQLite database without a {TABLE} table; nothing was written")
+    for statement in SCHEMA.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version=1")
 
 
 def _insert_all(conn: sqlite3.Connection, rows: list[Row], has_fts: bool, counts: MergeCounts) -> None:
