@@ -231,7 +231,7 @@ def test_corpus_check_names_strategies_and_what_is_not_stored(tmp_path):
     run = invoke("-w", str(ws), "compact", "--check", "console/bob_console--bob")
     assert run.code == 0, run.stderr
     assert "strategy native" in run.stdout and "C = 9,000" in run.stdout
-    assert "stores neither the system prompt nor the tool schemas" in run.stdout
+    assert "stores neither the system prompt nor the tool schemas" in " ".join(run.stdout.split())  # wrapped
     alice = invoke("-w", str(ws), "compact", "--check", "console/alice_console--alice", "--json").json()
     r = alice["result"]["sessions"][0]
     assert r["strategy"] == "scroll" and r["hard_limit"] == 9000 - 450 and r["reserve"] == 900

@@ -80,7 +80,7 @@ def test_check_counts_qwenpaw_s_parts_by_default_and_names_the_version(tmp_path)
     assert measured.QWENPAW_VERSION in r["terms"]["tools_source"]
     assert any(measured.QWENPAW_VERSION in n for n in r["notices"])
     table = invoke("-w", str(ws), "compact", "--check", "--all")
-    assert f"QwenPaw {measured.QWENPAW_VERSION}" in table.stdout
+    assert f"QwenPaw {measured.QWENPAW_VERSION}" in " ".join(table.stdout.split())
 
 
 # --------------------------------------------------------------------------- against QwenPaw's own contributor

@@ -192,7 +192,7 @@ def zero_block_copy(context: Sequence[Any], reserve: Sequence[Any], reply_id: An
         return None
     stamp = (now or datetime.now()).strftime("%Y-%m-%dT%H:%M:%S.%f")
     return {"name": name, "content": [], "role": "assistant", "id": reply_id, "metadata": {}, "created_at": stamp,
-            "usage": copy.deepcopy(usage), "finished_at": None, "finished_reason": None, "structured_output": None,
+            "usage": copy_json(usage), "finished_at": None, "finished_reason": None, "structured_output": None,
             "error": None}
 
 
