@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from qwenmem.core import confine
 from qwenmem.core.compaction2 import qwenpaw_measured as measured
 from qwenmem.core.compaction2.tokens import ZERO, Size, text_bytes
 from qwenmem.core.workspace import Workspace, read_json_file
@@ -77,8 +78,8 @@ def _read_prompt_file(ws: Workspace, name: str) -> str:
     if path == ws.path or not path.is_file():
         return ""
     try:
-        content = path.read_bytes().decode("utf-8", "replace").strip()
-    except OSError:
+        content = confine.read_text(path, "utf-8", "replace").strip()  # a regular file only (no FIFO)
+    except Exception:  # unreadable, or not a regular file: QwenPaw skips it too
         return ""
     if content.startswith("---"):
         parts = content.split("---", 2)
