@@ -228,241 +228,259 @@ function __qwenmem_dynamic
                 test $j -le (count $tokens); and set -a ctx $tokens[$i] $tokens[$j]
         end
     end
-    command qwenmem __complete $argv[1] $ctx 2>/dev/null
+    command qwenmem __complete $argv[1] $ctx --like (commandline -ct) 2>/dev/null
 end
 complete -c qwenmem -f
-complete -c qwenmem -n '__qwenmem_path_is ""' -a 'compact completions demo doctor dream fleet history info reindex schedule search sessions snapshot'
-complete -c qwenmem -n '__qwenmem_path_is ""' -l debug
-complete -c qwenmem -n '__qwenmem_path_is ""' -l no-pager
-complete -c qwenmem -n '__qwenmem_path_is ""' -l version
-complete -c qwenmem -n '__qwenmem_path_is ""' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is ""' -l color -x -a 'auto always never'
-complete -c qwenmem -n '__qwenmem_path_is ""' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is ""' -s w -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l all
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l check
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l dry-run
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l force
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l longterm
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l no-longterm
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l no-prune
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l prune
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l prune-only
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l quiet
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -s n
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -s q
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l format -x -a 'table tsv json'
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l instruction -x
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l llm-api-key -x
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l llm-base-url -x
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l llm-model -x
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l llm-retries -x
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l llm-timeout -x
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l max-input-length -x
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l old-max-bytes -x
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l recent-max-bytes -x
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l recent-n -x
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l reserve-ratio -x
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l summarizer -x -a 'auto llm extractive'
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l system-tokens -x
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l threshold-ratio -x
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l tokenizer -x -a 'estimate o200k cl100k'
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l tools-tokens -x
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -s w -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'compact' -d 'Compact sessions the way QwenPaw does: cut old tool outputs, summariz…'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'completions' -d 'Print a shell completion script: subcommands, options, option values,…'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'demo' -d 'Copy the bundled sample workspace (English and Chinese, one damaged s…'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'doctor' -d 'Check every agent of a QwenPaw root: sessions, search index, last dre…'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'dream' -d 'Consolidate MEMORY.md with the day\'s log: remove duplicates, let newe…'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'fleet' -d 'Run one maintenance command over many workspaces, in a local process…'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'history' -d 'Check and salvage QwenPaw 2.x\'s history database (history.db)'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'info' -d 'Show the resolved workspace, its files, every setting with its source…'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'reindex' -d 'Build or update the search index in <workspace>/.qwenmem/index/ (neve…'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'schedule' -d 'Print a crontab line (or a systemd user service and timer) for a nigh…'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'search' -d 'Search the memory files (MEMORY.md, memory/*.md, and whatever `reinde…'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'sessions' -d 'List, show and repair session files (short-term memory)'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'snapshot' -d 'Take a snapshot of memory/, digest/ and MEMORY.md into <workspace>/.q…'
+complete -c qwenmem -n '__qwenmem_path_is ""' -l debug -d 'Show full tracebacks for errors'
+complete -c qwenmem -n '__qwenmem_path_is ""' -l no-pager -d 'Never page long output (default on a terminal: $PAGER, else less -FRX)'
+complete -c qwenmem -n '__qwenmem_path_is ""' -l version -d 'Print the version and exit'
+complete -c qwenmem -n '__qwenmem_path_is ""' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is ""' -l color -d 'Colour: auto (a terminal, unless NO_COLOR is set or CLICOLOR=0; CLICO…' -x -a 'auto always never'
+complete -c qwenmem -n '__qwenmem_path_is ""' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is ""' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l all -d 'Every session in the workspace'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l check -d 'Only report tokens, threshold and the split; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l dry-run -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l force -d 'Compact even below the threshold (like QwenPaw\'s /compact)'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l longterm -d 'Tier 3: note in memory/<date>.md (default: agent.json summarize_when_…'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l no-longterm -d 'Tier 3: note in memory/<date>.md (default: agent.json summarize_when_…'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l no-prune -d 'Tier 1: cut large tool outputs'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l prune -d 'Tier 1: cut large tool outputs'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l prune-only -d 'Only tier 1: cut tool outputs, never summarize'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l quiet -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -s n -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -s q -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l format -d 'table (fitted to the terminal), tsv (tab-separated rows, no header, f…' -x -a 'table tsv json'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l instruction -d 'Extra instruction for the LLM summary (like /compact <text>)' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l llm-api-key -d 'API key (else $QWENMEM_LLM_API_KEY, $OPENAI_API_KEY)' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l llm-base-url -d 'OpenAI-compatible endpoint (else $QWENMEM_LLM_BASE_URL, else QwenPaw\'…' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l llm-model -d 'Model name (else $QWENMEM_LLM_MODEL)' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l llm-retries -d 'Retries with exponential backoff after a failed LLM request (default…' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l llm-timeout -d 'Seconds per LLM request (default 60)' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l max-input-length -d 'Model context size M (default: the active model\'s provider config, el…' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l old-max-bytes -d 'Limit for older tool outputs (default 3000)' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l recent-max-bytes -d 'Limit for recent tool outputs (default 50000)' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l recent-n -d 'Tool outputs in this many newest messages get the recent limit (defau…' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l reserve-ratio -d 'Keep this share of M as the newest messages (default 0.1)' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l summarizer -d 'auto (LLM if configured, else extractive), llm or extractive' -x -a 'auto llm extractive'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l system-tokens -d '2.x: tokens of the system prompt (not stored in 2.x files; default: e…' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l threshold-ratio -d 'Compact at this share of M (default 0.8; legacy agent.json 0.75)' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l tokenizer -d 'Token counter: estimate (QwenPaw\'s bytes/divisor), o200k or cl100k' -x -a 'estimate o200k cl100k'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l tools-tokens -d '2.x: tokens of the tool schemas (not stored in 2.x files; default 0)' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_wants_arg "compact"' -a '(__qwenmem_dynamic sessions)'
 complete -c qwenmem -n '__qwenmem_wants_arg "completions"' -a 'bash zsh fish'
-complete -c qwenmem -n '__qwenmem_path_is "demo"' -l keep
-complete -c qwenmem -n '__qwenmem_path_is "demo"' -l no-keep
-complete -c qwenmem -n '__qwenmem_path_is "demo"' -l into -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l quiet
-complete -c qwenmem -n '__qwenmem_path_is "doctor"' -s q
-complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "doctor"' -s w -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l allow-shrink
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l dry-run
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l embeddings
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l list-backups
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l no-embeddings
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l quiet
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l restore
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -s n
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -s q
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l date -x
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l keep -x
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l llm-api-key -x
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l llm-base-url -x
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l llm-model -x
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l llm-retries -x
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l llm-timeout -x
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l log-file -r -F
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l max-shrink -x
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l mode -x -a 'auto llm deterministic'
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l promote -x -a 'facts all none'
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l similarity -x
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "dream"' -s w -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l dry-run
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l quiet
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s n
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s q
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l backoff -x
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l engine -x -a 'local dask'
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l from -r -F
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l jobs -x
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l resume -x
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l retries -x
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l scheduler -x
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l timeout -x
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s j -x
-complete -c qwenmem -n '__qwenmem_path_is "history"' -a 'check rebuild-fts salvage'
-complete -c qwenmem -n '__qwenmem_path_is "history check"' -l deep
-complete -c qwenmem -n '__qwenmem_path_is "history check"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "history check"' -l quiet
-complete -c qwenmem -n '__qwenmem_path_is "history check"' -s q
-complete -c qwenmem -n '__qwenmem_path_is "history check"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "history check"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "history check"' -s w -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -l dry-run
-complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -l force
-complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -s n
-complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -s w -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l dry-run
-complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l quiet
-complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -s n
-complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -s q
-complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l from -r -F
-complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -s w -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "info"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "info"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "info"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "info"' -s w -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l dry-run
-complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l full
-complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l no-recursive
-complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l quiet
-complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l recursive
-complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l verify
-complete -c qwenmem -n '__qwenmem_path_is "reindex"' -s n
-complete -c qwenmem -n '__qwenmem_path_is "reindex"' -s q
-complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l embedder -x -a 'auto local openai none'
-complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l model -x
-complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l sources -x -a 'memory dialog sessions all'
-complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "reindex"' -s w -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l systemd
-complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l at -x
-complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "schedule"' -s w -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "demo"' -l keep -d 'Keep the demo copy afterwards (default: remove it)'
+complete -c qwenmem -n '__qwenmem_path_is "demo"' -l no-keep -d 'Keep the demo copy afterwards (default: remove it)'
+complete -c qwenmem -n '__qwenmem_path_is "demo"' -l into -d 'Copy the sample here instead of a temp dir' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l quiet -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "doctor"' -s q -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "doctor"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "doctor"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l allow-shrink -d 'LLM mode: accept any shrinkage'
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l dry-run -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l embeddings -d 'Find near-duplicates with the search index\'s embedding model when an…'
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l list-backups -d 'List MEMORY.md backups and recent dreams'
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l no-embeddings -d 'Find near-duplicates with the search index\'s embedding model when an…'
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l quiet -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l restore -d 'Put a backup back as MEMORY.md (the current file is backed up first)'
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -s n -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -s q -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l date -d 'Which day\'s log memory/YYYY-MM-DD.md to read: a date, today or yester…' -x
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l keep -d 'Afterwards, delete MEMORY.md backups beyond the newest N (default: ke…' -x
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l llm-api-key -d 'API key (else $QWENMEM_LLM_API_KEY, $OPENAI_API_KEY)' -x
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l llm-base-url -d 'OpenAI-compatible endpoint (else $QWENMEM_LLM_BASE_URL, else QwenPaw\'…' -x
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l llm-model -d 'Model name (else $QWENMEM_LLM_MODEL)' -x
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l llm-retries -d 'Retries with exponential backoff after a failed LLM request (default…' -x
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l llm-timeout -d 'Seconds per LLM request (default 60)' -x
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l log-file -d 'Also append the summary (or the error) to this file, even with --quiet' -r -F
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l max-shrink -d 'LLM mode: reject a rewrite that shrinks MEMORY.md by more than this f…' -x
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l mode -d 'auto (LLM if configured, else deterministic), llm or deterministic' -x -a 'auto llm deterministic'
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l promote -d 'Deterministic mode: which log entries become long-term facts: facts (…' -x -a 'facts all none'
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l similarity -d 'Cosine similarity two entries need to be near-duplicates; one must al…' -x
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "dream"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l dry-run -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l quiet -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s n -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s q -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l backoff -d 'Seconds before the first retry; doubled each time' -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l engine -d 'local (a process pool) or dask (an existing cluster)' -x -a 'local dask'
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l from -d 'Read workspace paths, one a line, from FILE (`-` for stdin)' -r -F
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l jobs -d 'Worker processes for the local engine (default: the CPU count)' -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l resume -d 'Skip the workspaces recorded for the same command in this earlier run…' -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l retries -d 'Retries, with backoff, for a busy workspace (exit 4: locked, or a fil…' -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l scheduler -d 'The Dask scheduler address, e.g' -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l timeout -d 'Seconds one workspace may take (default: no limit)' -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s j -d 'Worker processes for the local engine (default: the CPU count)' -x
+complete -c qwenmem -n '__qwenmem_path_is "history"' -a 'check' -d 'Check history.db without writing it: integrity, full-text table again…'
+complete -c qwenmem -n '__qwenmem_path_is "history"' -a 'rebuild-fts' -d 'Rebuild the full-text table of history.db from its rows when it disag…'
+complete -c qwenmem -n '__qwenmem_path_is "history"' -a 'salvage' -d 'Recover every readable row of a corrupt history.db, or of the history…'
+complete -c qwenmem -n '__qwenmem_path_is "history check"' -l deep -d 'Also compare the full-text index with the rows\' content (on a private…'
+complete -c qwenmem -n '__qwenmem_path_is "history check"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "history check"' -l quiet -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "history check"' -s q -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "history check"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "history check"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "history check"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -l dry-run -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -l force -d 'Rebuild even when the check finds no disagreement'
+complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -s n -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "history rebuild-fts"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l dry-run -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l quiet -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -s n -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -s q -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l from -d 'Read rows from this file (e.g' -r -F
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "history salvage"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "info"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "info"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "info"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "info"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l dry-run -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l full -d 'Rebuild everything (re-chunk and re-embed every file)'
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l no-recursive -d 'Include memory/**/*.md'
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l quiet -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l recursive -d 'Include memory/**/*.md'
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l verify -d 'Re-read and hash every file, also those whose size and mtime look unc…'
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -s n -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -s q -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l embedder -d 'auto (QwenPaw\'s embedding endpoint if configured, else a local model)…' -x -a 'auto local openai none'
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l model -d 'Embedding model: a local directory, a cached Hugging Face name, or th…' -x
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l sources -d 'Comma list: memory (MEMORY.md, memory/*.md), dialog (dialog/*.jsonl),…' -x -a 'memory dialog sessions all'
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "reindex"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l systemd -d 'Print a systemd user service and timer instead of a crontab line'
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l at -d 'Time of day, HH:MM (local time; default: dream 04:00, doctor 08:00, s…' -x
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "schedule"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_wants_arg "schedule"' -a 'dream doctor snapshot'
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l no-reindex
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l quiet
-complete -c qwenmem -n '__qwenmem_path_is "search"' -s q
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l context -x
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l format -x -a 'text reme'
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l fusion -x -a 'weighted rrf reme'
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l max-results -x
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l min-score -x
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l mode -x -a 'hybrid text vector'
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l since -x
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l tag -x
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l until -x
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l vector-weight -x
-complete -c qwenmem -n '__qwenmem_path_is "search"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "search"' -s C -x
-complete -c qwenmem -n '__qwenmem_path_is "search"' -s n -x
-complete -c qwenmem -n '__qwenmem_path_is "search"' -s w -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "sessions"' -a 'list repair restore show'
-complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l reverse
-complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l channel -x
-complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l format -x -a 'table tsv json'
-complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l limit -x
-complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l since -x
-complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l sort -x -a 'modified name size messages tokens health'
-complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l tokenizer -x -a 'estimate o200k cl100k'
-complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l user -x
-complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -s w -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l all
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l check
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l convert-1x
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l dry-run
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l fix-tool-pairs
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l from-backup
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l quiet
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -s n
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -s q
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l format -x -a 'table tsv json'
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l from -r -F
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -s w -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l no-reindex -d 'Search the index as it is, even if stale'
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l quiet -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "search"' -s q -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l context -d 'How much of each hit to show: snippet, full (the whole chunk), or a n…' -x
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l format -d 'text (for people) or reme (ReMe 0.4\'s memory_search blocks, as the as…' -x -a 'text reme'
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l fusion -d 'weighted (normalised scores), rrf (reciprocal rank) or reme (ReMe 0.4…' -x -a 'weighted rrf reme'
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l max-results -d 'Show at most N results' -x
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l min-score -d 'Drop results whose score is below this (absolute, 0-1: the same scale…' -x
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l mode -d 'hybrid, text (BM25 only) or vector (embeddings only)' -x -a 'hybrid text vector'
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l since -d 'Only daily logs and notes dated on/after: 2026-05-01 or 7d (a 2.x not…' -x
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l tag -d 'Only notes with this front-matter tag (QwenPaw 2.x; repeatable: any o…' -x
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l until -d 'Only daily logs and notes dated on/before: 2026-05-31 or 2w' -x
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l vector-weight -d 'Weight of the vector side in weighted fusion (the assistant uses 0.7;…' -x
+complete -c qwenmem -n '__qwenmem_path_is "search"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "search"' -s C -d 'How much of each hit to show: snippet, full (the whole chunk), or a n…' -x
+complete -c qwenmem -n '__qwenmem_path_is "search"' -s n -d 'Show at most N results' -x
+complete -c qwenmem -n '__qwenmem_path_is "search"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "sessions"' -a 'list' -d 'List every session file with its health'
+complete -c qwenmem -n '__qwenmem_path_is "sessions"' -a 'repair' -d 'Find and repair damaged session files without losing anything'
+complete -c qwenmem -n '__qwenmem_path_is "sessions"' -a 'restore' -d 'Put quarantined originals back, or list quarantine runs'
+complete -c qwenmem -n '__qwenmem_path_is "sessions"' -a 'show' -d 'Show one conversation readably: roles, names, timestamps, tool calls,…'
+complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l reverse -d 'Reverse the sort order'
+complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l channel -d 'Only this channel (sub-directory)' -x
+complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l format -d 'table (fitted to the terminal), tsv (tab-separated rows, no header, f…' -x -a 'table tsv json'
+complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l limit -d 'Show at most N rows' -x
+complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l since -d 'Modified since: 7d, 12h, or 2026-05-01' -x
+complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l sort -d 'The column to sort by' -x -a 'modified name size messages tokens health'
+complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l tokenizer -d 'Token counter: estimate (QwenPaw\'s bytes/divisor), o200k or cl100k' -x -a 'estimate o200k cl100k'
+complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l user -d 'Only this user id' -x
+complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "sessions list"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l all -d 'Every session file in the workspace'
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l check -d 'Only classify; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l convert-1x -d 'In a QwenPaw 2.x workspace, convert 1.x session files to the 2.x shap…'
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l dry-run -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l fix-tool-pairs -d 'Drop tool results that answer no call and close dangling calls with a…'
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l from-backup -d 'For files with nothing recoverable, rebuild from the newest usable ba…'
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l quiet -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -s n -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -s q -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l format -d 'table (fitted to the terminal), tsv (tab-separated rows, no header, f…' -x -a 'table tsv json'
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l from -d 'Rebuild the one named session from this file inside the workspace: a…' -r -F
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "sessions repair"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_wants_arg "sessions repair"' -a '(__qwenmem_dynamic sessions)'
-complete -c qwenmem -n '__qwenmem_path_is "sessions restore"' -l dry-run
-complete -c qwenmem -n '__qwenmem_path_is "sessions restore"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "sessions restore"' -s n
-complete -c qwenmem -n '__qwenmem_path_is "sessions restore"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "sessions restore"' -l run -x
-complete -c qwenmem -n '__qwenmem_path_is "sessions restore"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "sessions restore"' -s w -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "sessions restore"' -l dry-run -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "sessions restore"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "sessions restore"' -s n -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "sessions restore"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "sessions restore"' -l run -d 'Take the session\'s original from this run' -x
+complete -c qwenmem -n '__qwenmem_path_is "sessions restore"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "sessions restore"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_wants_arg "sessions restore"' -a '(__qwenmem_dynamic sessions)'
-complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l compressed
-complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l full
-complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l history
-complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l no-compressed
-complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l thinking
-complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l role -x -a 'user assistant system'
-complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l tail -x
-complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -s w -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l compressed -d 'Include messages marked \'compressed\''
+complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l full -d 'Do not shorten tool results'
+complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l history -d 'QwenPaw 2.x: the full record from history.db, evicted turns included,…'
+complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l no-compressed -d 'Include messages marked \'compressed\''
+complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l thinking -d 'Show thinking blocks in full'
+complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l role -d 'Only messages with this role (user/assistant/system)' -x -a 'user assistant system'
+complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l tail -d 'Only the last N messages' -x
+complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "sessions show"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_wants_arg "sessions show"' -a '(__qwenmem_dynamic sessions)'
-complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -a 'list restore'
-complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l dry-run
-complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l quiet
-complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -s n
-complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -s q
-complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l keep -x
-complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l reason -x
-complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -s m -x
-complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -s w -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "snapshot list"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "snapshot list"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "snapshot list"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "snapshot list"' -s w -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l dry-run
-complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l exact
-complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l json
-complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l quiet
-complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -s n
-complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -s q
-complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l agent -x -a '(__qwenmem_dynamic agents)'
-complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l keep -x
-complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l path -x
-complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l workspace -x -a '(__fish_complete_directories)'
-complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -s w -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -a 'list' -d 'List snapshots, oldest first, with their size and what each added to…'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -a 'restore' -d 'Put memory/, digest/ and MEMORY.md back as a snapshot holds them'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l dry-run -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l quiet -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -s n -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -s q -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l keep -d 'Afterwards, delete snapshots beyond the newest N and the stored files…' -x
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l reason -d 'A note stored with the snapshot' -x
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -s m -d 'A note stored with the snapshot' -x
+complete -c qwenmem -n '__qwenmem_path_is "snapshot"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot list"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot list"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot list"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot list"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l dry-run -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l exact -d 'Also remove files that are not in the snapshot (they are kept in the…'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l quiet -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -s n -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -s q -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l keep -d 'Afterwards, delete snapshots beyond the newest N and the stored files…' -x
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l path -d 'Restore only this file or directory (workspace-relative, repeatable),…' -x
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'

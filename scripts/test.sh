@@ -5,11 +5,19 @@ source "$(dirname "$0")/_setup.sh"
 cd "$ROOT"
 # House rules first (config in pyproject.toml): lint with a complexity limit, then types. Skip with
 # QWENMEM_SKIP_LINT=1 (e.g. to run one test while a type error elsewhere is being fixed).
+_tests_started=$SECONDS
+_step() { printf 'test [%3d s]: %s\n' "$((SECONDS - _tests_started))" "$*" >&2; }
 if [ -z "${QWENMEM_SKIP_LINT:-}" ]; then
+    _step "ruff (lint with a complexity limit)…"
     "$VENV/bin/python" -m ruff check --quiet qwenmem tests || { echo "ruff failed (see above)" >&2; exit 1; }
+    _step "mypy (strict on qwenmem/core; the first run builds its cache in ${TMPDIR:-/tmp}/qwenmem-mypy-cache)…"
     "$VENV/bin/python" -m mypy --no-error-summary --cache-dir "${TMPDIR:-/tmp}/qwenmem-mypy-cache" \
         || { echo "mypy failed (see above)" >&2; exit 1; }
 fi
+case " $* " in
+    *" --run-slow "*) _step "pytest, the full set…" ;;
+    *) _step "pytest, the fast set (--run-slow for the full set)…" ;;
+esac
 set +e
 "$VENV/bin/python" -m pytest "$@"
 rc=$?

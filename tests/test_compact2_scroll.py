@@ -14,7 +14,7 @@ from pathlib import Path
 from conftest import REPO, invoke
 from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
 from test_compact2_check import conversation_of_bytes, scroll_ws, write_ws
-from test_compact2_native import AS2_PYTHON
+from validators import optional_agentscope_python
 
 
 def rows_of(db, session_id: str) -> tuple[set[str], set[str]]:
@@ -63,8 +63,9 @@ def test_corpus_scroll_eviction_keeps_everything_in_history_db(tmp_path):
     assert after["agent"]["scroll"]["summary_update_failed"] is True  # the continuation summary was not updated
     kept_before = [m["id"] for m in before["agent"]["state"]["context"][1:] if m["id"] not in r["removed_ids"]]
     assert [m["id"] for m in after["agent"]["state"]["context"][1:]] == kept_before
-    if AS2_PYTHON.is_file():
-        proc = subprocess.run([str(AS2_PYTHON), str(REPO / "bench" / "agentscope2_check.py"), str(path)],
+    as2_python = optional_agentscope_python()
+    if as2_python is not None:
+        proc = subprocess.run([str(as2_python), str(REPO / "bench" / "agentscope2_check.py"), str(path)],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
 

@@ -158,3 +158,16 @@ def test_option_values_of_search_mode_and_compact_summarizer(term):
 
 def test_options_of_a_nested_command(term):
     term.complete("qwenmem sessions repair --fix", expect=["--fix-tool-pairs"])
+
+
+def test_options_and_subcommands_come_with_their_descriptions_in_zsh_and_fish(term):
+    """zsh and fish show each option's and subcommand's help beside it (bash completion can only list words)."""
+    described = term.shell != "bash"
+    line = "qwenmem sessions list --"
+    screen = _after(term.complete(line, expect=["--json", "--sort"] + (
+        ["Print a versioned JSON document"] if described else [])), line)
+    assert ("Print a versioned JSON document" in screen) == described
+    line = "qwenmem s"
+    screen = _after(term.complete(line, expect=["sessions", "search", "snapshot"] + (
+        ["List, show and repair session files"] if described else [])), line)
+    assert ("List, show and repair session files" in screen) == described

@@ -44,7 +44,7 @@ def test_default_local_model_falls_back_to_packaged_minilm_with_notice(sample_ws
     ws, settings = open_ws(sample_ws)
     choice = embedders.load_embedder(ws, settings)
     assert choice.embedder.model_id == "local:sentence-transformers/all-MiniLM-L6-v2"
-    assert len(choice.notices) == 1 and "no multilingual model available offline" in choice.notices[0]
+    assert len(choice.notices) == 1 and "the multilingual default model is not installed" in choice.notices[0]
     vecs = choice.embedder.embed(["a database outage", "a database failure", "a recipe for pancakes"])
     assert vecs.dtype == np.float32 and np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
     assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2]

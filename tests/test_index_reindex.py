@@ -98,7 +98,7 @@ def test_model_change_is_detected_and_re_embeds(sample_ws):
     ws, settings = open_ws(sample_ws)
     reindex(ws, settings, backend="none")
     switched = reindex(ws, settings, backend="local", model="all-MiniLM-L6-v2")
-    assert any("is new to this index" in n and "re-embedding" in n for n in switched.notices)
+    assert any("the index has no vectors yet: adding them with" in n for n in switched.notices)
     assert switched.pieces_embedded > 0 and switched.files_changed == [] and switched.files_added == []
     manifest = store.Manifest.load(store.current_generation(ws))
     assert manifest.embedder["model_id"] == "local:sentence-transformers/all-MiniLM-L6-v2"

@@ -144,3 +144,39 @@ def test_warnings_on_a_terminal_break_between_words_with_a_hanging_indent(tmp_pa
     assert continued and all(line.startswith("  ") for line in continued), lines
     words = " ".join(line.strip() for line in lines).split()
     assert "details" in words and "--check`" in words  # no word cut at the edge
+
+
+@pytest.mark.parametrize("name", corpus_params(["DrifterM__swqhyjs__fda458a"]))
+def test_written_to_a_file_panels_are_80_columns_not_240(name, tmp_path):
+    ws = _real_copy(name, tmp_path)
+    run = run_cli("--no-pager", "-w", str(ws), "sessions", "show", "default_1773379549580", env={"COLUMNS": ""})
+    assert run.code == 0, run.stderr
+    panel = [line for line in run.stdout.splitlines() if line.startswith(("╭", "│", "╰"))]
+    assert panel and max(width_of(line) for line in panel) == 80
+    assert kinsoku_violations(panel) == []
+
+
+def test_with_the_pager_the_repair_summary_comes_after_the_table(sample_ws, tmp_path):
+    """stdout and stderr on one terminal, as a person sees them: the pager shows the table, then the summary."""
+    leader, follower = _pane(100)
+    env = dict(os.environ, PYTHONPATH=str(REPO), PAGER="cat", LINES="4", COLUMNS="100")
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "qwenmem", "-w", str(sample_ws), "sessions", "repair",
+                                 "--check"], stdout=follower, stderr=follower, stdin=subprocess.DEVNULL, env=env)
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        proc.wait(timeout=120)
+    finally:
+        os.close(leader)
+    screen = b"".join(chunks).decode().replace("\r", "")
+    assert proc.returncode == 1, screen
+    table, summary = screen.find("session "), screen.find("file(s):")
+    assert 0 <= table < summary, screen

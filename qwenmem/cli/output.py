@@ -253,6 +253,19 @@ def escape(text: str) -> str:
     return _escape(str(text))
 
 
+def timestamp(value: Any) -> str:
+    """A message's time in one format for both generations: `2026-03-13 14:48:28.529` (1.x writes that, 2.x
+    writes ISO `2026-12-01T09:22:18.960921`); an offset is kept; what does not parse is shown as it is."""
+    if not isinstance(value, str) or not value:
+        return "" if value is None else str(value)
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return value
+    text = moment.strftime("%Y-%m-%d %H:%M:%S") + f".{moment.microsecond // 1000:03d}"
+    return text + (moment.strftime(" %z") if moment.tzinfo is not None else "")
+
+
 def human_size(n: int) -> str:
     size = float(n)
     for unit in ("B", "KB", "MB", "GB"):

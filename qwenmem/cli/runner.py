@@ -78,8 +78,38 @@ class QwenmemCommand(typer.core.TyperCommand):
         format_help_text(self, formatter)
 
 
+#: the root's --help lists its commands in these sections, in this order, as `gh` does
+COMMAND_GROUPS: dict[str, tuple[str, ...]] = {
+    "Core commands": ("sessions", "compact", "search", "reindex", "dream", "info"),
+    "Maintenance commands": ("doctor", "snapshot", "history", "fleet"),
+    "Setup commands": ("demo", "schedule", "completions"),
+}
+
+
+def format_grouped_commands(group: Any, ctx: Any, formatter: Any) -> None:
+    visible = {name: cmd for name in group.list_commands(ctx)
+               if (cmd := group.get_command(ctx, name)) is not None and not cmd.hidden}
+    if not visible:
+        return
+    limit = formatter.width - 6 - max(len(name) for name in visible)
+    listed = {n for names in COMMAND_GROUPS.values() for n in names}
+    sections = [*COMMAND_GROUPS.items(), ("Other commands", tuple(n for n in visible if n not in listed))]
+    for title, names in sections:
+        rows = [(n, visible[n].get_short_help_str(limit)) for n in names if n in visible]
+        if rows:
+            with formatter.section(title):
+                formatter.write_dl(rows)
+
+
 class QwenmemGroup(typer.core.TyperGroup):
-    """A group whose callback is itself a command with --json (`qwenmem snapshot --json`)."""
+    """A group whose callback is itself a command with --json (`qwenmem snapshot --json`); the root's --help
+    groups its commands (core, maintenance, setup)."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        if ctx.parent is None:
+            format_grouped_commands(self, ctx, formatter)
+        else:
+            super().format_commands(ctx, formatter)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         _learn_json(self, ctx, args)

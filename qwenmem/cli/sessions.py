@@ -131,8 +131,10 @@ def _render_list(rows: list[Any], extras: Any) -> None:
         who = (r.user_id or "-") + ("?" if r.ambiguous else "")
         extra: list[CellValue] = [r.generation or "-", "-" if r.history_rows is None else number(r.history_rows)] \
             if gen2 else []
-        health = Cell(r.health + (" at risk" if r.at_risk else ""), HEALTH_STYLE[r.health])
-        table.append([r.key, r.channel or "(flat)", who, str(r.messages), *extra, number(r.tokens),
+        # at risk is a warning whatever the file's health: never green
+        health = Cell(r.health + (" at risk" if r.at_risk else ""),
+                      HEALTH_STYLE["warnings"] if r.at_risk and r.health == "ok" else HEALTH_STYLE[r.health])
+        table.append([r.key, r.channel or "(flat)", who, _msgs(r), *extra, number(r.tokens),
                       "yes" if r.has_summary else "-", Cell(output.human_size(r.size), raw=str(r.size)),
                       Cell(_local_minute(r.modified), raw=r.modified or ""), health])
         for b in r.backups:  # what `repair --from-backup` would read, under the session it backs up
@@ -144,6 +146,16 @@ def _render_list(rows: list[Any], extras: Any) -> None:
         table.append([h.session_id, "-", "-", "0", "-", number(h.rows), "-", "-", "-", "",
                       Cell("history.db only", "dim")])
     render_table(columns, table)
+    if output.table_format() != "tsv" and any(r.in_context < r.messages for r in rows):
+        output.para("[dim]msgs: in context/in the file where they differ (compressed or evicted messages are not "
+                    "in the context); tokens count the context[/dim]")
+
+
+def _msgs(r: Any) -> Cell:
+    """Every message in the file; `23/230` when only 23 are in the context (the 207 others compressed), so a
+    file of 183 compressed messages and 0 tokens reads `0/183`. TSV keeps the file's count."""
+    text = f"{r.in_context:,}/{r.messages:,}" if r.in_context < r.messages else f"{r.messages:,}"
+    return Cell(text, raw=str(r.messages))
 
 
 def _list_notes(rows) -> list[str]:
@@ -274,7 +286,7 @@ def _render_conversation(ref, doc, indexed, total, full: bool, thinking: bool) -
         colour = {"user": "green", "assistant": "blue", "system": "magenta"}.get(role, "red")
         marks = f" [dim]\\[{', '.join(map(str, entry.marks))}][/dim]" if entry.marks else ""
         con.print(f"\n[bold {colour}]#{index} {output.escape(str(role))}[/] [dim]{output.escape(str(msg.get('name', '')))}"
-                  f"  {output.escape(str(msg.get('timestamp', '')))}[/dim]{marks}")
+                  f"  {output.escape(output.timestamp(msg.get('timestamp', '')))}[/dim]{marks}")
         for line in render_blocks(msg.get("content"), full, thinking):
             output.para(line, lists=True)  # wrapped on a terminal (CJK by display width, kinsoku), else as it is
 

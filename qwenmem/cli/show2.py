@@ -124,7 +124,7 @@ def _render(ref, model, record, shown, total, full, thinking) -> None:
         tag += " [compressed]" if m.compressed else ""
         tag += " (not yet in history.db)" if record and m.seq is None else ""
         lines += [[], [(f"#{m.index} {m.role or '?'}", f"bold {colour}"),
-                       (f" {m.name or ''}  {m.created_at or ''}{seq}{tag}", "dim")]]
+                       (f" {m.name or ''}  {output.timestamp(m.created_at)}{seq}{tag}", "dim")]]
         if m.synthetic and not full:
             lines.append([(f"({len(m.text):,} characters of eviction index and summary; --full shows them)", "dim")])
             continue

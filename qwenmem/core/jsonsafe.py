@@ -50,3 +50,33 @@ def loads_session(text: str) -> Any:
 
 def loads_config(text: str) -> Any:
     return json.loads(text, parse_int=lenient_int)
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON value (dicts, lists, scalars) without recursion: copy.deepcopy takes two Python frames
+    per level, so a message field nested 500 deep (which json.loads reads, and QwenPaw loads) hit the recursion
+    limit. Other objects are shared, as copy.copy would."""
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]  # (source, destination container, key in it)
+    while stack:
+        src, dest, key = stack.pop()
+        if isinstance(src, dict):
+            out: Any = {}
+            dest[key] = out
+            for k, v in src.items():
+                if isinstance(v, (dict, list)):
+                    out[k] = None
+                    stack.append((v, out, k))
+                else:
+                    out[k] = v
+        elif isinstance(src, list):
+            out = [None] * len(src)
+            dest[key] = out
+            for i, v in enumerate(src):
+                if isinstance(v, (dict, list)):
+                    stack.append((v, out, i))
+                else:
+                    out[i] = v
+        else:
+            dest[key] = src
+    return root[0]

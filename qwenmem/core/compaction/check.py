@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from qwenmem.core.jsonsafe import copy_json
 from qwenmem.core.compaction.context import CompactRun
 from qwenmem.core.compaction.options import (Check2Options, CompactOptions, effective_numbers, prune_limits,
                                              settings_dir, summary_budget)
@@ -126,7 +126,7 @@ def check_loaded(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Che
     entries, active = in_context(doc)
     msgs = [entries[i].msg for i in active]
     budget, plan, tokens = plan_for(run, doc, msgs)
-    pruned_msgs = copy.deepcopy(msgs)
+    pruned_msgs = copy_json(msgs)
     pruned = prune_tool_results(pruned_msgs, run.prune_limits, run.ws.path)
     return CheckReport(
         key=ref.key, path=ref.rel, generation=run.settings.generation, tokenizer=counter.name,

@@ -18,11 +18,11 @@ order the sessions were given, so the files written do not depend on which LLM r
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
+from qwenmem.core.jsonsafe import copy_json
 from qwenmem.core.compaction import dialog as dialog_mod
 from qwenmem.core.compaction import longterm
 from qwenmem.core.compaction.longterm import DailyNote
@@ -90,7 +90,7 @@ def _start(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> _Session1
         return report
     assert loaded.session is not None and loaded.snapshot is not None  # unusable_reason refused the others
     report.check = check_loaded(run, ref, loaded)
-    work = SessionDoc(copy.deepcopy(loaded.session.doc), loaded.session.layout)
+    work = SessionDoc(copy_json(loaded.session.doc), loaded.session.layout)
     entries, active = in_context(work)
     s = _Session1(ref, loaded, report, work, entries, [entries[i].msg for i in active],
                   run.counter.count(loaded.session.summary))
@@ -312,11 +312,14 @@ def check_one(run: CompactRun, ref: SessionRef) -> CheckReport | Check2Report:
     """The `--check` report of one session of either generation (CheckReport or Check2Report), from one read.
     Raises WorkspaceError when it cannot be compacted."""
     loaded, gen2 = load_once(ref)
-    if gen2 and loaded.gen2_doc is not None:
-        from qwenmem.core.compaction2.check import check_gen2_loaded
+    try:
+        if gen2 and loaded.gen2_doc is not None:
+            from qwenmem.core.compaction2.check import check_gen2_loaded
 
-        return check_gen2_loaded(run, ref, loaded)
-    return check_loaded(run, ref, loaded)
+            return check_gen2_loaded(run, ref, loaded)
+        return check_loaded(run, ref, loaded)
+    except RecursionError:  # a structure deeper than some step can walk: this file is reported, the others checked
+        raise WorkspaceError(f"{ref.rel}: nested too deeply to check; left as it is") from None
 
 
 async def _prepare(run: CompactRun, ref: SessionRef, refuse_damaged: bool) -> Commit:

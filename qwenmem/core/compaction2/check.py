@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from qwenmem.core.jsonsafe import copy_json
 from qwenmem.core.compaction.context import CompactRun
 from qwenmem.core.compaction.options import Check2Options, settings_dir
 from qwenmem.core.compaction2 import native, scroll
@@ -246,12 +247,11 @@ def _retention_days(ws: Workspace) -> int:
 
 def _tool_results(run: CompactRun, context: list[Any], scroll_strategy: bool, fixed: Size, summary: Any,
                   report: Check2Report) -> None:
-    import copy
     import time
 
     from qwenmem.core.compaction2.prune import notice_paths, prune, resolve_artifact
 
-    work = copy.deepcopy(context)
+    work = copy_json(context)
     outcome = prune(work, run.gen2_prune_limits(scroll_strategy, defaults=True))
     report.prunable_outputs = outcome.cut + outcome.recut
     report.tokens_after_prune = tokens_of(fixed + summary_size(summary) + sum((message_size(m) for m in work), ZERO))

@@ -10,10 +10,10 @@ walk, on raw Msg dicts (agentscope/agent/_agent.py L490-790, L2878-3031 @as2.0.1
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from qwenmem.core.jsonsafe import copy_json
 from qwenmem.core.compaction2.tokens import ZERO, Size, block_size, blocks_of, message_size, summary_size, tokens_of
 
 # AgentScope ContextConfig.summary_template (agentscope/agent/_config.py L119-135 @as2.0.10)
@@ -144,7 +144,7 @@ def split_context(context: Sequence[Any], fixed: Size, summary: Any, reserve_tok
         suffix[i] = sizes[i] + suffix[i + 1]
     msg_index = _boundary_message(suffix, base, reserve_tokens)
     if msg_index < 0:
-        return Split([], [copy.deepcopy(m) for m in context], reserve_used=reserve_tokens)
+        return Split([], [copy_json(m) for m in context], reserve_used=reserve_tokens)
     unfinished = unfinished_tool_call_ids(context, reply_id)
     for index, msg in enumerate(context[:msg_index + 1]):
         if any(_is_call(b) and b.get("id") in unfinished for b in blocks_of(msg)):
@@ -156,10 +156,10 @@ def split_context(context: Sequence[Any], fixed: Size, summary: Any, reserve_tok
     content = blocks_of(boundary)
     block_index = _boundary_block(content, base, suffix[msg_index + 1], reserve_tokens)
     block_index = _no_result_without_call(content, block_index, unfinished)
-    head, tail = copy.deepcopy(boundary), copy.deepcopy(boundary)
+    head, tail = copy_json(boundary), copy_json(boundary)
     if isinstance(boundary, dict):
-        head["content"] = copy.deepcopy(content[:block_index + 1])
-        tail["content"] = copy.deepcopy(content[block_index + 1:])
+        head["content"] = copy_json(content[:block_index + 1])
+        tail["content"] = copy_json(content[block_index + 1:])
     if head.get("content"):
         compress.append(head)
     if tail.get("content"):

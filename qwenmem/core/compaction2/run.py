@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
+from qwenmem.core.jsonsafe import copy_json
 from qwenmem.core.compaction.check import PARTIAL, CompactReport
 from qwenmem.core.compaction.context import CompactRun
 from qwenmem.core.compaction.tiers import (Gen2Decision, LongtermDetail, NativeDetail, PruneDetail, ScrollDetail,
@@ -91,7 +92,7 @@ def _start(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> _Session2
         return report
     check = check_gen2(run, ref, loaded)
     report.check = check
-    doc: dict[str, Any] = copy.deepcopy(loaded.gen2_doc or {})
+    doc: dict[str, Any] = copy_json(loaded.gen2_doc or {})
     state = state_of(doc)
     assert state is not None  # unusable_2x checked it
     context = list(state.get("context") or [])
@@ -345,7 +346,7 @@ async def prepare_gen2(run: CompactRun, ref: SessionRef, loaded: LoadedSession) 
 
 def _as_if_persisted(hist: HistoryIndex, messages: list[Any]) -> HistoryIndex:
     """A copy of the history index with placeholder seqs for messages whose rows a real run would write."""
-    out = copy.deepcopy(hist)
+    out = copy.deepcopy(hist)  # a dataclass, not a JSON value
     nxt = max([0, *out.msg_seq.values(), *out.result_seq.values()]) + 1
     for m in messages:
         out.msg_seq.setdefault(str(m.get("id")), nxt)

@@ -125,7 +125,7 @@ def annotate(ws: Workspace, rows: Iterable[Any], all_session_ids: set[str] | Non
         out.history_only = [HistoryOnly(sid, n) for sid, n in sorted(counts.items()) if sid not in known]
     risky = sum(bool(r.at_risk) for r in rows)
     if risky:
-        out.notes.append(f"{risky} 1.x session file(s) at risk: their turns are not in history.db (see at_risk); "
+        out.notes.append(f"{risky} 1.x session file(s) at risk: their turns are not in history.db (marked 'at risk'); "
                          "keep the files")
     if out.history_only:
         out.notes.append(f"{len(out.history_only)} session(s) exist only in history.db (no session file); "

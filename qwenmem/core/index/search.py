@@ -307,12 +307,12 @@ def _vector_side(ws: Any, settings: Any, manifest: store.Manifest, gen: Any, row
     import numpy as np
 
     from qwenmem.core.errors import LLMError
-    from qwenmem.core.index.embedders import recorded_embedder
+    from qwenmem.core.index.embedders import no_vectors_notice, recorded_embedder
 
     spec = manifest.embedder or {}
     loaded = store.load_vectors(gen) if spec.get("model_id") else None
     if loaded is None:
-        notices.append("the index has no vectors (built with --embedder none): full-text search only")
+        notices.append(no_vectors_notice(ws, settings, spec))
         return None, None
     missing = manifest.vectors_missing
     if missing and len(loaded[1]) == 0:

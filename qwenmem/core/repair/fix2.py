@@ -8,12 +8,12 @@ the quarantine record (`Removal`), never silently. Nothing is ever invented beyo
 
 from __future__ import annotations
 
-import copy
 import json
 import mimetypes
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from qwenmem.core.jsonsafe import copy_json
 from qwenmem.core.repair.convert1 import ensure_url_scheme, file_as_text
 from qwenmem.core.repair.fixes import Removal
 from qwenmem.core.repair.rules2 import (ALLOWED_BY_ROLE, BLOCK_TYPES, FINISHED_REASONS, ROLES, TOOL_CALL_STATES,
@@ -319,7 +319,7 @@ def fix_context(context: list[Any]) -> ContextFix:
     out = fix.context
     for i, original in enumerate(context):
         where = f"message {i}"
-        msg = copy.deepcopy(original)  # the quarantine record keeps what was in the file
+        msg = copy_json(original)  # the quarantine record keeps what was in the file
         if not isinstance(msg, dict) or not _fix_message_fields(msg, fix, where):
             fix.removed.append(Removal(i, f"{where}: not a message AgentScope 2.0 can load", original))
             fix.removed_messages += 1
@@ -328,7 +328,7 @@ def fix_context(context: list[Any]) -> ContextFix:
             continue
         blocks = []
         for j, block in enumerate(msg["content"]):
-            fixed = fix_block(copy.deepcopy(block), fix, f"{where} block {j}")
+            fixed = fix_block(copy_json(block), fix, f"{where} block {j}")
             if fixed is None:
                 fix.removed.append(Removal(i, f"{where} block {j}: removed from this message "
                                               f"({', '.join(block_problems(block))})", block))
