@@ -219,7 +219,9 @@ _qwenmem() {
     case "$vals" in
         @dirs) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
         @files) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-        @agents|@sessions)
+        @sessions)  # qwenmem narrows (prefix, else the shortened form or a substring): no compgen filter
+            COMPREPLY=($(command qwenmem __complete sessions "${ctx[@]}" --like "$cur" 2>/dev/null)) ;;
+        @agents)
             COMPREPLY=($(compgen -W "$(command qwenmem __complete "${vals#@}" "${ctx[@]}" 2>/dev/null)" -- "$cur")) ;;
         @free) COMPREPLY=() ;;
         *) COMPREPLY=($(compgen -W "$vals" -- "$cur")) ;;

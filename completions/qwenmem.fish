@@ -228,7 +228,7 @@ function __qwenmem_dynamic
                 test $j -le (count $tokens); and set -a ctx $tokens[$i] $tokens[$j]
         end
     end
-    command qwenmem __complete $argv[1] $ctx 2>/dev/null
+    command qwenmem __complete $argv[1] $ctx --like (commandline -ct) 2>/dev/null
 end
 complete -c qwenmem -f
 complete -c qwenmem -n '__qwenmem_path_is ""' -a 'compact' -d 'Compact sessions the way QwenPaw does: cut old tool outputs, summariz…'

@@ -50,12 +50,19 @@ def _second_snapshot_after_change(ws: Path) -> None:
     note.write_text(note.read_text() + "\n- one more fact\n")
 
 
+def _snapshot_then_lose_a_day(ws: Path) -> None:
+    """A snapshot, then a day's folder of notes deleted: the traced restore makes the folder again."""
+    _second_snapshot_after_change(ws)
+    shutil.rmtree(ws / "memory" / "2026-12-01")
+
+
 GEN2_COMMANDS = {
     "repair": (["sessions", "repair", "--all"], _damage_a_session),
     "compact": (["compact", "--all", "--force", "--summarizer", "extractive"], None),
     "dream": (["dream", "--mode", "deterministic", "--no-embeddings", "--date", "2026-12-01"], None),  # the corpus's day
     "reindex": (["reindex", "--embedder", "none"], None),
     "snapshot": (["snapshot"], _second_snapshot_after_change),
+    "snapshot-restore": (["snapshot", "restore"], _snapshot_then_lose_a_day),
     "history-salvage": (["history", "salvage"], _corrupt_copy_beside_history),
 }
 

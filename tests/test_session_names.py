@@ -84,3 +84,32 @@ def test_search_without_hits_says_problems_as_its_exit_code_does(sample_ws):
     run = invoke("search", "xyzzyqq", "nonexistent", "-w", str(sample_ws), "--mode", "text", "--json")
     assert run.code == 1 and run.json()["status"] == "problems" and run.json()["result"]["hits"] == []
     assert run.json()["errors"] == []  # nothing found is not an error
+
+
+def test_the_shells_complete_a_shortened_form_or_a_substring_to_the_key(tmp_path):
+    """`__complete sessions --like WORD`, and bash's function through a `qwenmem` on PATH (this checkout)."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import FIXTURE_ROOT, REPO
+
+    base = ["__complete", "sessions", "-w", str(FIXTURE_ROOT), "--agent", "default"]
+    assert run_cli(*base, "--like", "7700112233").stdout.split() == ["telegram/7700112233_telegram--7700112233"]
+    assert run_cli(*base, "--like", "console/…0001").stdout.split() == ["console/default_1772000000001"]
+    assert run_cli(*base, "--like", "tele").stdout.split() == ["telegram/7700112233_telegram--7700112233"]
+    assert run_cli(*base, "--like", "").stdout.split() == ["console/default_1772000000001",
+                                                            "telegram/7700112233_telegram--7700112233"]
+    if shutil.which("bash") is None:
+        return
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shim = bindir / "qwenmem"
+    shim.write_text(f"#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m qwenmem \"$@\"\n")
+    shim.chmod(0o755)
+    probe = (f"source {REPO / 'completions' / 'qwenmem.bash'}\n"
+             f"COMP_WORDS=(qwenmem -w {FIXTURE_ROOT} --agent default sessions show 2233_tele); COMP_CWORD=7; "
+             "_qwenmem; echo \"${COMPREPLY[*]}\"\n")
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True,
+                         env=dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}"), timeout=120).stdout
+    assert out.split() == ["telegram/7700112233_telegram--7700112233"], out

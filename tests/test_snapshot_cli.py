@@ -74,12 +74,13 @@ def test_cron_line_in_the_readme_runs(tmp_path):
     from conftest import REPO
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    line = next(ln for ln in readme.splitlines() if "qwenmem -w ~/.qwenpaw snapshot" in ln)
-    args = line.split("qwenmem", 1)[1].split()
+    line = next(ln for ln in readme.splitlines() if "qwenmem -w $HOME/.qwenpaw snapshot" in ln)
+    assert line.split()[5].startswith("$HOME/"), "the cron line names qwenmem by its absolute path"
+    args = line.split("bin/qwenmem", 1)[1].split()
     root = tmp_path / "home" / ".qwenpaw"
     build_memory_tree(root / "workspaces" / "default", 4)
     (root / "config.json").write_text("{}")
-    argv = [a.replace("~", str(tmp_path / "home")) for a in args]
+    argv = [a.replace("$HOME", str(tmp_path / "home")) for a in args]
     run = run_cli(*argv)
     assert run.code == 0 and run.stdout == "", run.stderr
     assert list((root / "workspaces" / "default" / ".qwenmem" / "snapshots").glob("*.json"))

@@ -209,7 +209,9 @@ _qwenmem() {{
     case "$vals" in
         @dirs) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
         @files) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-        @agents|@sessions)
+        @sessions)  # qwenmem narrows (prefix, else the shortened form or a substring): no compgen filter
+            COMPREPLY=($(command qwenmem __complete sessions "${{ctx[@]}}" --like "$cur" 2>/dev/null)) ;;
+        @agents)
             COMPREPLY=($(compgen -W "$(command qwenmem __complete "${{vals#@}}" "${{ctx[@]}}" 2>/dev/null)" -- "$cur")) ;;
         @free) COMPREPLY=() ;;
         *) COMPREPLY=($(compgen -W "$vals" -- "$cur")) ;;
@@ -262,7 +264,10 @@ _qwenmem() {{
     case "$vals" in
         @dirs) _files -/ ;;
         @files) _files ;;
-        @agents|@sessions)
+        @sessions)  # qwenmem narrows (prefix, else the shortened form or a substring): -U keeps its words
+            reply_words=(${{(f)"$(command qwenmem __complete sessions "${{ctx[@]}}" --like "$PREFIX" 2>/dev/null)"}})
+            compadd -U -- "${{reply_words[@]}}" ;;
+        @agents)
             reply_words=(${{(f)"$(command qwenmem __complete ${{vals#@}} "${{ctx[@]}}" 2>/dev/null)"}})
             compadd -- "${{reply_words[@]}}" ;;
         @free) return 1 ;;
@@ -379,7 +384,7 @@ function __qwenmem_dynamic
                 test $j -le (count $tokens); and set -a ctx $tokens[$i] $tokens[$j]
         end
     end
-    command qwenmem __complete $argv[1] $ctx 2>/dev/null
+    command qwenmem __complete $argv[1] $ctx --like (commandline -ct) 2>/dev/null
 end
 complete -c qwenmem -f
 """

@@ -1,4 +1,5 @@
-"""`qwenmem __complete agents|sessions [-w DIR] [--agent ID]`: the dynamic words of the shell completions.
+"""`qwenmem __complete agents|sessions [-w DIR] [--agent ID] [--like WORD]`: the dynamic words of the shell
+completions (`--like`: the word being completed; a session's shortened form or substring completes to its key).
 
 Hidden, and dispatched by qwenmem.cli.app.main before Typer parses anything: a <TAB> must answer in a blink, so
 this imports only the workspace and session-listing code (no rich tables, index or model code). It
@@ -64,13 +65,33 @@ def session_keys(workspace: str | None, agent: str | None) -> list[str]:
     return sorted(p.relative_to(sessions).as_posix().removesuffix(".json") for p in iter_session_files(ws))
 
 
+def _like(args: list[str]) -> str | None:
+    """The word being completed (`--like WORD`, last wins)."""
+    found = None
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--like":
+            found = args[i + 1]
+    return found
+
+
+def narrowed(keys: list[str], like: str | None) -> list[str]:
+    """The keys the shell offers for `like`: those it starts; else, as `sessions show` accepts them, the keys its
+    shortened form (`ou_9756…6fb98df9`) or a substring names (the shell then replaces the word with one)."""
+    if not like:
+        return keys
+    from qwenmem.core.session_names import loose_matches
+
+    return [k for k in keys if k.startswith(like)] or loose_matches(keys, like)
+
+
 def main(args: list[str]) -> int:
     if not args or args[0] not in KINDS:
-        sys.stderr.write(f"usage: qwenmem __complete {{{','.join(KINDS)}}} [-w DIR] [--agent ID]\n")
+        sys.stderr.write(f"usage: qwenmem __complete {{{','.join(KINDS)}}} [-w DIR] [--agent ID] [--like WORD]\n")
         return 2
     workspace, agent = _context(args[1:])
     try:
-        words = agent_ids(workspace) if args[0] == "agents" else session_keys(workspace, agent)
+        words = agent_ids(workspace) if args[0] == "agents" else narrowed(session_keys(workspace, agent),
+                                                                          _like(args[1:]))
     except Exception:  # noqa: BLE001 - completion must never print a traceback into the user's prompt
         words = []
     sys.stdout.write("".join(f"{w}\n" for w in words if w and not any(c.isspace() for c in w)))

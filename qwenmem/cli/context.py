@@ -28,5 +28,10 @@ def open_workspace(ctx: Any, workspace: Path | None = None, agent: str | None = 
     """The workspace for this command: a per-command -w/--agent beats the global one."""
     from qwenmem.core.workspace import discover_workspace
 
+    from qwenmem.cli import output
+
     st = state(ctx)
-    return discover_workspace(workspace or st.workspace, agent or st.agent)
+    ws = discover_workspace(workspace or st.workspace, agent or st.agent)
+    for notice in ws.notices:
+        output.note(notice)
+    return ws

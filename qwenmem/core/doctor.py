@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
+from qwenmem.core.errors import QwenmemError
 from qwenmem.core.workspace import Workspace, discover_workspace
 
 if TYPE_CHECKING:
@@ -177,7 +178,6 @@ def run_doctor(workspace: str | os.PathLike[str] | None = None, agent: str | Non
 
 
 def check_agent(path: str, agent_id: str | None, now: datetime) -> AgentReport:
-    from qwenmem.core.errors import QwenmemError
     from qwenmem.core.settings import load_settings
 
     try:
@@ -188,6 +188,7 @@ def check_agent(path: str, agent_id: str | None, now: datetime) -> AgentReport:
         report.findings.append(Finding(ATTENTION, "workspace", str(exc)))
         return report
     report = AgentReport(ws.agent_id or agent_id, str(ws.path))
+    report.findings.extend(Finding(NOTE, "workspace", notice) for notice in ws.notices)
     _sessions(ws, settings, report)
     _index(ws, report)
     _dream(ws, report)
@@ -209,28 +210,44 @@ def _sessions(ws: Workspace, settings: Settings, report: AgentReport) -> None:
     from qwenmem.core.tokens import get_counter
 
     health = report.sessions
-    health.compact_threshold = settings.compact_threshold
     counter = get_counter("estimate", settings.token_count_estimate_divisor)
     rows = list_sessions(ws, counter, sort="name")
     health.total = len(rows)
+    report.generation = _generation(ws, workspace_generation, health.total)
+    threshold = health.compact_threshold = _threshold(ws, settings, report.generation)
     unhealthy = {r.key for r in rows if r.health != "ok"}
     health.ok = len(rows) - len(unhealthy)
     for row in rows:
         used = row.tokens + row.summary_tokens
-        if row.health != "corrupt" and used >= NEAR_THRESHOLD * settings.compact_threshold:
-            health.near_threshold.append({"key": row.key, "tokens": used, "threshold": settings.compact_threshold})
+        if row.health != "corrupt" and used >= NEAR_THRESHOLD * threshold:
+            health.near_threshold.append({"key": row.key, "tokens": used, "threshold": threshold})
     if unhealthy:
         refs = [r for r in iter_session_refs(ws, include_backups=True) if r.key in unhealthy]
+        backups = {r.key for r in refs if r.is_backup}
         for rep in run_repair(ws, refs, CHECK).files:  # CHECK reads and classifies; it never writes or locks
             bucket = {"needs_repair": health.corrupt, "needs_flag": health.needs_flag,
                       "unrecoverable": health.unrecoverable, "error": health.unrecoverable,
                       "warning": health.warnings}.get(rep.status)
+            if rep.key in backups and rep.status != "ok":
+                bucket = health.warnings  # evidence that `repair --from-backup` reads; `repair --all` rightly skips it
             if bucket is not None:
                 bucket.append(rep.key)
             elif rep.status == "ok":
                 health.ok += 1
-    report.generation = _generation(ws, workspace_generation, health.total)
     _session_findings(health, report.findings)
+
+
+def _threshold(ws: Workspace, settings: Settings, generation: str) -> int:
+    """The compaction threshold `info` reports: in a 2.x workspace QwenPaw 2.x's, for its 1.x files too."""
+    from qwenmem.core.settings2 import derived_limits, load_gen2_settings
+
+    if generation not in ("2.x", "mixed"):
+        return settings.compact_threshold
+    try:
+        gen2 = load_gen2_settings(ws)
+    except (OSError, ValueError, QwenmemError):  # a damaged agent.json is `info`'s and the schedule's business
+        return settings.compact_threshold
+    return derived_limits(settings, gen2)["compact_threshold"]
 
 
 def _generation(ws: Workspace, workspace_generation: Callable[[Workspace, int, int], GenerationSummary],
@@ -295,6 +312,11 @@ def _index(ws: Workspace, report: AgentReport) -> None:
         report.findings.append(Finding(ATTENTION, "index", f"index {gen.name} is damaged: a part is missing or "
                                        "does not match (the next search or qwenmem reindex rebuilds it)"))
         return
+    if manifest.vectors_missing and idx.embedder:  # what reindex and search say about the same manifest
+        idx.vectors_missing = True
+        report.findings.append(Finding(NOTE, "index", f"{manifest.vectors_missing} of {idx.chunks} chunk(s) have no "
+                                       "vectors (the embedder failed when they were indexed): full text alone finds "
+                                       "them until `qwenmem reindex` embeds them"))
     idx.stale_files = stale_files(ws, manifest)
     idx.state = "stale" if idx.stale_files else "ok"
     if idx.stale_files:
@@ -377,10 +399,12 @@ def _schedule(settings: Settings, report: AgentReport) -> None:
     sched = report.schedule
     sched.dream_cron = str(settings.dream_cron or "")
     sched.source = settings.source_of("dream_cron")
-    sched.qwenpaw_dreams = bool(sched.dream_cron.strip())
+    # QwenPaw 2.x: `if cfg.dream_cron_enabled and cfg.dream_cron` (reme_light_memory_manager.py L428 @2.2.2.post1)
+    sched.qwenpaw_dreams = settings.dream_cron_enabled and bool(sched.dream_cron.strip())
     if sched.qwenpaw_dreams and report.dream.runs and report.dream.last_kind != "restore":
-        report.findings.append(Finding(ATTENTION, "schedule", f"two dreams run: set dream_cron "
-                                       f"{sched.dream_cron!r} to \"\" in agent.json"))
+        switch = ("set dream_cron_enabled to false" if settings.source_of("dream_cron_enabled") != "default"
+                  else f"set dream_cron {sched.dream_cron!r} to \"\"")
+        report.findings.append(Finding(ATTENTION, "schedule", f"two dreams run: {switch} in agent.json"))
     elif sched.qwenpaw_dreams:
         report.findings.append(Finding(NOTE, "schedule", f"QwenPaw's own dream runs at {sched.dream_cron!r} "
                                        "(no validation, no rollback)"))

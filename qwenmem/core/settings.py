@@ -64,6 +64,7 @@ class Settings:
     exempt_tool_names: list[str] = field(default_factory=lambda: ["chat_with_agent"])
     summarize_when_compact: bool = True
     dream_cron: str = "0 23 * * *"
+    dream_cron_enabled: bool = True  # 2.x: QwenPaw schedules its dream only when `dream_cron_enabled and dream_cron`
     recursive_file_watcher: bool = False
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     sources: dict[str, str] = field(default_factory=dict)
@@ -129,6 +130,7 @@ CURRENT_PATHS = {
     "exempt_tool_names": f"{_TP}.exempt_tool_names",
     "summarize_when_compact": f"{_RM}.summarize_when_compact",
     "dream_cron": f"{_RM}.dream_cron",
+    "dream_cron_enabled": f"{_RM}.dream_cron_enabled",
     "recursive_file_watcher": f"{_RM}.recursive_file_watcher",
     **{f"embedding.{k}": f"{_RM}.embedding_model_config.{k}" for k in _EMBEDDING_KEYS},
 }

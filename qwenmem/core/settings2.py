@@ -222,15 +222,22 @@ def qwenpaw2_info(ws: Workspace, settings: Settings, env: Mapping[str, str] | No
     reme = {key: ReMeDirState(path=str(ws.path / name), exists=(ws.path / name).is_dir())
             for key, name in gen2.reme_dirs.items() if key in ("metadata_dir", "digest_dir", "session_dir")}
     rows = settings.as_rows()
-    derived = {"compact_threshold": settings.compact_threshold, "reserve_tokens": settings.reserve_tokens}
     if is2:
         rows = rows_for_2x(rows, gen2)
-        size = gen2.provider.context_size if gen2.provider else settings.max_input_length
-        reserve = size * settings.reserve_threshold_ratio
-        if gen2.strategy == SCROLL:  # scroll's bounded reserve (spec §4.4)
-            reserve = min(40_000, max(reserve, min(10_000, 0.1 * size)))
-        derived = {"compact_threshold": int(size * settings.compact_threshold_ratio), "reserve_tokens": int(reserve)}
-    return Qwenpaw2Info(generation, gen2, history, reme, rows, derived)
+    return Qwenpaw2Info(generation, gen2, history, reme, rows, derived_limits(settings, gen2 if is2 else None))
+
+
+def derived_limits(settings: Settings, gen2: Gen2Settings | None) -> dict[str, int]:
+    """The compaction threshold and reserve QwenPaw applies: 1.x from agent.json's max_input_length; 2.x (`gen2`
+    given) from the provider's context size, for every file of the workspace, 1.x-shaped ones too (QwenPaw 2.x loads
+    them with its own rules, spec §2.6). `info` and `doctor` report the same numbers."""
+    if gen2 is None:
+        return {"compact_threshold": settings.compact_threshold, "reserve_tokens": settings.reserve_tokens}
+    size = gen2.provider.context_size if gen2.provider else settings.max_input_length
+    reserve = size * settings.reserve_threshold_ratio
+    if gen2.strategy == SCROLL:  # scroll's bounded reserve (spec §4.4)
+        reserve = min(40_000, max(reserve, min(10_000, 0.1 * size)))
+    return {"compact_threshold": int(size * settings.compact_threshold_ratio), "reserve_tokens": int(reserve)}
 
 
 def workspace_history_state(ws: Workspace, check: bool = True, env: Mapping[str, str] | None = None

@@ -24,9 +24,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
 
+from qwenmem.core import confine
 from qwenmem.core.errors import ChangedUnderneathError, NotFoundError, UsageError, WorkspaceError
 from qwenmem.core.fsio import (Snapshot, atomic_write_bytes, ensure_unchanged, exclusive_lock, fsync_dir,
-                               write_new_bytes)
+                               make_dirs, write_new_bytes)
 from qwenmem.core.objectstore import CHUNK, Batch, ObjectStore
 from qwenmem.core.workspace import Workspace
 
@@ -243,7 +244,7 @@ def list_snapshots(ws: Workspace) -> tuple[list[SnapshotInfo], list[str]]:
         if not ID_RE.match(p.stem):
             continue
         try:
-            doc = json.loads(p.read_bytes())
+            doc = json.loads(confine.read_bytes(p))
             if doc.get("qwenmem_snapshot") != FORMAT or doc.get("id") != p.stem:
                 raise ValueError("not a qwenmem snapshot manifest of this version")
             found.append(_info(doc, p))
@@ -453,7 +454,7 @@ def _restore_locked(ws: Workspace, ident: str | None, dry_run: bool, exact: bool
     store = _store(ws)
     try:
         for d in missing_dirs:
-            (ws.path / d).mkdir(parents=True, exist_ok=True)
+            make_dirs(ws.path / d)  # each one fsynced in its parent before the files restored into it
         for rel, want, _ in plan:
             expected = _expected(ws, rel, current.get(rel))
             target = ws.path / rel

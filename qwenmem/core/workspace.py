@@ -35,6 +35,7 @@ class Workspace:
     agent_id: str | None
     source: str  # how it was found, for `qwenmem info`
     notes: tuple[str, ...] = field(default_factory=tuple)
+    notices: tuple[str, ...] = field(default_factory=tuple)  # worth a line on stderr for every command (a moved root)
 
     def __post_init__(self) -> None:
         confine.register_root(self.path)  # every later open under it is confined to it (qwenmem.core.confine)
@@ -138,10 +139,13 @@ def dict_at(doc: Mapping[str, Any], key: str) -> dict[str, Any]:
 def read_json_file(path: Path) -> object:
     """Parse a JSON config file; a malformed one is a ConfigError naming the file, line and column."""
     try:
-        size = Path(path).stat().st_size
-        if size > MAX_CONFIG_BYTES:  # a config file is kilobytes; never pull a 1 GB one into memory
-            raise ConfigError(path, f"{size} bytes is over the {MAX_CONFIG_BYTES}-byte limit for a config file")
-        raw = Path(path).read_bytes()
+        from qwenmem.core.confine import open_binary
+
+        with open_binary(path) as fh:  # a regular file only: a FIFO named agent.json must not hang a fleet worker
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_CONFIG_BYTES:  # a config file is kilobytes; never pull a 1 GB one into memory
+                raise ConfigError(path, f"{size} bytes is over the {MAX_CONFIG_BYTES}-byte limit for a config file")
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ConfigError(path, f"cannot read: {exc.strerror or exc}") from None
     try:
@@ -165,6 +169,9 @@ def _plain_id(agent: str) -> bool:
         and "\x00" not in agent
 
 
+MOVED_ROOT = "notice: "
+
+
 def _select_agent(root: Path, agent: str | None) -> tuple[Path, str | None, list[str]]:
     notes: list[str] = []
     if agent is not None and not _plain_id(agent):
@@ -182,13 +189,19 @@ def _select_agent(root: Path, agent: str | None) -> tuple[Path, str | None, list
     if chosen is None:
         return root, None, ["legacy single-agent layout (no workspaces/)"]
     profile = profiles.get(chosen) if isinstance(profiles.get(chosen), dict) else None
+    candidate = root / "workspaces" / chosen
     if profile and profile.get("workspace_dir"):
+        key = f"config.json agents.profiles.{chosen}.workspace_dir"
         wdir = Path(str(profile["workspace_dir"])).expanduser()
         if not wdir.is_absolute():
             wdir = root / wdir
-        notes.append(f"agent {chosen!r} from config.json agents.profiles")
+        if not path_exists(wdir) and is_dir(candidate):
+            # a copied or moved root keeps the absolute workspace_dir of the machine that wrote config.json
+            notes.append(f"{MOVED_ROOT}{key} names {wdir}, which does not exist; using workspaces/{chosen} beside "
+                         "config.json (a copied or moved root)")
+            return candidate, chosen, notes
+        notes.append(f"agent {chosen!r} from {key}")
         return wdir, chosen, notes
-    candidate = root / "workspaces" / chosen
     if is_dir(candidate):
         notes.append(f"agent {chosen!r} at workspaces/{chosen}")
         return candidate, chosen, notes
@@ -228,8 +241,10 @@ def discover_workspace(
     if is_root or agent is not None:
         path, agent_id, notes = _select_agent(base, agent)
         if not is_dir(path):
-            raise WorkspaceError(f"agent workspace {path} does not exist (from {source})")
-        return Workspace(path.resolve(), base.resolve(), agent_id, source, tuple(notes))
+            origin = next((n.split(" from ", 1)[1] for n in notes if " from config.json " in n), source)
+            raise WorkspaceError(f"agent workspace {path} does not exist (from {origin})")
+        return Workspace(path.resolve(), base.resolve(), agent_id, source, tuple(n.removeprefix(MOVED_ROOT) for n in notes),
+                         tuple(n.removeprefix(MOVED_ROOT) for n in notes if n.startswith(MOVED_ROOT)))
     if not _looks_like_workspace(base):
         raise WorkspaceError(
             f"{base} (from {source}) is not a QwenPaw workspace: none of {', '.join(WORKSPACE_MARKERS)} found"

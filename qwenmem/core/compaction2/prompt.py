@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from qwenmem.core import confine
 from qwenmem.core.compaction2.tokens import ZERO, Size, text_bytes
 from qwenmem.core.workspace import Workspace
 
@@ -53,7 +54,7 @@ def system_prompt_estimate(ws: Workspace, agent_doc: dict[str, Any], tokens: int
         except Exception:  # a prompt file outside the workspace is not read
             continue
         if path.is_file():
-            parts.append(strip_front_matter(path.read_text("utf-8", "replace")).strip())
+            parts.append(strip_front_matter(confine.read_text(path, "utf-8", "replace")).strip())
             used.append(name)
     text = "\n\n".join(p for p in parts if p)
     where = "+".join(used) if used else "no prompt files"
