@@ -4,6 +4,8 @@ Run with an interpreter that has qwenpaw==2.2.2.post1 (see `history_salvage_benc
 
     PY history_qwenpaw_driver.py grow DB ROWS SEED   # append ROWS rows with HistoryStore.append / append_many
     PY history_qwenpaw_driver.py open DB             # open it as an agent build does (quick_check, quarantine)
+    PY history_qwenpaw_driver.py grow-open DB ROWS SEED DEST  # grow, then copy DB and its -wal to DEST while the
+                                                               # store is still open (what a rename or crash leaves)
 
 `grow` replays the rows already in DB (the generated corpus's store) under new session ids, through QwenPaw's
 write path (`append` for live write-through, `append_many` for the startup import; spec §3.4, §3.7), so pages,
@@ -20,7 +22,7 @@ import sqlite3
 import sys
 
 
-def grow(db: str, rows: int, seed: int) -> dict:
+def grow(db: str, rows: int, seed: int, snapshot_to: str | None = None) -> dict:
     from qwenpaw.agents.context.scroll.history import HistoryStore
     from qwenpaw.agents.context.types import LogEntry
 
@@ -58,6 +60,11 @@ def grow(db: str, rows: int, seed: int) -> dict:
             else:  # the startup import: one transaction per file
                 store.append_many(session_id=sid, entries=batch, agent_id="default")
             written += len(batch)
+        if snapshot_to:  # before close: QwenPaw's own close checkpoints; the rows since live only in the -wal
+            import shutil
+
+            shutil.copyfile(db, snapshot_to)
+            shutil.copyfile(f"{db}-wal", f"{snapshot_to}-wal")
     finally:
         store.close()
     return {"written": written, "sessions": session}
@@ -75,6 +82,8 @@ def open_store(db: str) -> dict:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["grow"] and len(argv) == 4:
         out = grow(argv[1], int(argv[2]), int(argv[3]))
+    elif argv[:1] == ["grow-open"] and len(argv) == 5:
+        out = grow(argv[1], int(argv[2]), int(argv[3]), argv[4])
     elif argv[:1] == ["open"] and len(argv) == 2:
         out = open_store(argv[1])
     else:

@@ -1,23 +1,27 @@
-"""How many rows `qwenmem history salvage` gets back from damaged history.db stores, out of the rows a page-level scan
-could read and out of the rows of the intact original (issue 14, "History database").
+"""How many rows `qwenmem history salvage` gets back from damaged history.db stores: the rows still on the damaged
+file's pages (an independent page-level reading, from the intact original's layout) against the rows recovered by
+the old fallback (SQLite's b-tree scan, the code before the page reader: git commit OLD_COMMIT) and by qwenmem's
+page reader (issue 23 item 2).
 
     python bench/history_salvage_bench.py --make-venv /tmp/qwenpaw2-venv    # once: qwenpaw==2.2.2.post1 (+5 deps)
-    python bench/history_salvage_bench.py --qwenpaw-python /tmp/qwenpaw2-venv/bin/python [--rows 3000] [--write]
+    python bench/history_salvage_bench.py --qwenpaw-python /tmp/qwenpaw2-venv/bin/python [--rows 6028] [--write]
 
 The intact original is the generated 2.x corpus's history.db (written by QwenPaw 2.2.2.post1, ../shared/corpus/
-generated/qwenpaw-2.2.2, read from a copy) grown to `--rows` more rows by QwenPaw's own `HistoryStore.append` /
-`append_many` (bench/history_qwenpaw_driver.py), so every page is laid out by QwenPaw's code. Damaged stores:
+generated/qwenpaw-2.2.2, read from a copy) grown by `--rows` more rows with QwenPaw's own `HistoryStore.append` /
+`append_many` (bench/history_qwenpaw_driver.py), so every page is laid out by QwenPaw's code. Damaged stores, each
+as the live history.db (QwenPaw has not restarted yet) unless "set aside" says otherwise:
 
-* truncated: the file cut at a seeded fraction of its size (not page-aligned);
-* overwritten pages: random bytes over 3 pages at seeded positions (page 1, the schema, excluded), as the live store;
-* overwritten interior page: random bytes over one seeded interior page of the table's b-tree (its leaves intact);
-* real .corrupt-<ts>: a damaged copy opened by QwenPaw's own `HistoryStore` (quick_check fails, it renames the
-  file aside and starts an empty store, spec §3.6); qwenmem then salvages the set-aside file into that live store.
+* table root page overwritten with random bytes; one interior page below it overwritten;
+* truncated at 50 % of its size; three random pages overwritten (seeded);
+* WAL-only rows: QwenPaw appends more rows and the store and its -wal are copied while it is open (its close would
+  checkpoint), then set aside as `.corrupt-<ts>` with that -wal beside it, as QwenPaw's rename does (spec §3.6);
+* a real `.corrupt-<ts>`: the truncated store opened by QwenPaw's own `HistoryStore`, which renames it aside and
+  starts an empty one.
 
-For each: rows in the intact original; rows a page-level scan can read (the oracle: rows whose leaf cell and whole
-overflow chain lie on pages the damage left intact, from the original's dbstat layout); rows qwenmem salvaged with
-the page-level tool (sqlite3 `.recover`) and with the b-tree scan fallback; and rows salvaged that are not
-byte-identical to an original row (invented or half-read; must be 0). Only copies are opened.
+"Rows on pages" = rows whose leaf cell and whole overflow chain lie on bytes the damage left intact, from the
+intact original's dbstat layout and the cells' byte extents (for the WAL case: every committed row, read by SQLite
+from a copy). Recovered = rows in the live store afterwards that are byte-identical to an original row; rows that
+are not (invented or half-read) are counted separately and must be 0. Only copies are opened.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ QWENPAW = ["qwenpaw==2.2.2.post1"]
 # what HistoryStore's import chain needs (qwenpaw's full dependency tree is not needed for scroll/history.py)
 QWENPAW_DEPS = ["python-dotenv", "apscheduler", "pydantic", "shortuuid", "pyyaml", "json-repair"]
 PAGE = 4096
+OLD_COMMIT = "4e4baa8"  # main before the page reader: salvage without a sqlite3 shell fell back to the b-tree scan
 WORKSPACE_FILES = ("agent.json", "chats.json", "jobs.json")
 
 
@@ -157,20 +162,30 @@ class Damage:
         return cell.leaf not in self.lost
 
 
+def _table_pages(original: Path) -> tuple[int, list[int]]:
+    conn = sqlite3.connect(f"file:{original}?mode=ro", uri=True)
+    try:
+        (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'conversation_history'").fetchone()
+        interior = [n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = 'conversation_history' AND "
+                                               "pagetype = 'internal' ORDER BY pageno")]
+    finally:
+        conn.close()
+    return root, interior
+
+
 def damage(original: Path, dest: Path, case: str, seed: int) -> Damage:
     data = bytearray(original.read_bytes())
     pages = len(data) // PAGE
     rng = random.Random(seed)
-    if case == "truncated":
-        cut = int(len(data) * rng.uniform(0.2, 0.9))
+    root, interior = _table_pages(original)
+    if case == "truncated at 50 %":
+        cut = len(data) // 2
         dest.write_bytes(bytes(data[:cut]))
         return Damage(set(range(cut // PAGE + 2, pages + 1)), cut // PAGE + 1, cut % PAGE)
-    if case == "overwritten interior page":
-        conn = sqlite3.connect(f"file:{original}?mode=ro", uri=True)
-        interior = [n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = 'conversation_history' AND "
-                                               "pagetype = 'internal' ORDER BY pageno")]
-        conn.close()
-        lost = {rng.choice(interior)}
+    if case == "table root page overwritten":
+        lost = {root}
+    elif case == "one interior page overwritten":
+        lost = {rng.choice([n for n in interior if n != root])}
     else:
         lost = set(rng.sample(range(2, pages + 1), 3))
     for p in lost:
@@ -179,15 +194,23 @@ def damage(original: Path, dest: Path, case: str, seed: int) -> Damage:
     return Damage(lost)
 
 
-def salvage(ws: Path, page_level: bool) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    if not page_level:
-        env["QWENMEM_SQLITE3"] = "/nonexistent"  # forces the b-tree scan fallback
+def old_code(tmp: Path) -> Path:
+    """The qwenmem package as it was before the page reader (git archive of OLD_COMMIT)."""
+    where = tmp / "old"
+    where.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", OLD_COMMIT, "qwenmem"], capture_output=True,
+                             check=True)
+    subprocess.run(["tar", "-x", "-C", str(where)], input=archive.stdout, check=True)
+    return where
+
+
+def salvage(ws: Path, code: Path) -> tuple[dict, int]:
+    env = dict(os.environ, PYTHONPATH=str(code), QWENMEM_SQLITE3="/nonexistent")  # the old code: no shell
     run = subprocess.run([sys.executable, "-m", "qwenmem", "-w", str(ws), "history", "salvage", "--json"],
-                         capture_output=True, text=True, env=env)
-    if run.returncode != 0:
+                         capture_output=True, text=True, env=env, cwd=code)  # `-m` puts the cwd first on sys.path
+    if run.returncode not in (0, 1):
         raise SystemExit(f"salvage failed ({run.returncode}): {run.stderr}")
-    return json.loads(run.stdout)["result"]
+    return json.loads(run.stdout)["result"], run.returncode
 
 
 def workspace(root: Path) -> Path:
@@ -198,54 +221,113 @@ def workspace(root: Path) -> Path:
     return ws
 
 
-def run_case(original: Path, tmp: Path, kind: str, seed: int, real: bool, py: str | None) -> dict:
+def _set_aside(py: str, live: Path) -> str:
+    aside = driver(py, "open", str(live))["quarantined_to"]
+    if not aside:
+        raise SystemExit(f"QwenPaw did not set {live} aside (the damage missed every check)")
+    return Path(aside).name
+
+
+def run_case(original: Path, tmp: Path, kind: str, seed: int, real: bool, py: str, old: Path) -> dict:
     by_seq = {r[0]: r for r in rows_of(original)}
     pages_of = layout(original)
-    out: dict = {"case": ("real .corrupt-<ts> after " if real else "") + f"{kind} (seed {seed})"}
-    for page_level in (True, False):
-        ws = workspace(tmp / f"{kind}-{seed}-{real}-{page_level}")
+    out: dict = {"case": kind + (f" (seed {seed})" if kind == "three pages overwritten" else "")
+                 + (", set aside by QwenPaw" if real else "")}
+    for label, code in (("old", old), ("new", REPO)):
+        ws = workspace(tmp / f"{kind}-{seed}-{real}-{label}")
         live = ws / "history.db"
         lost = damage(original, live, kind, seed)
         if real:
-            assert py is not None
-            aside = driver(py, "open", str(live))["quarantined_to"]
-            if not aside:
-                raise SystemExit(f"QwenPaw did not set {kind} seed {seed} aside (the damage missed every check)")
-            out["set_aside_as"] = Path(aside).name
-        result = salvage(ws, page_level)
+            out["set_aside_as"] = _set_aside(py, live)
+        result, rc = salvage(ws, code)
         got = rows_of(live)
         exact = {r for r in got if by_seq.get(r[0]) == r}
         out["original"] = len(by_seq)
-        out["page_level_readable"] = sum(1 for cell in pages_of.values() if lost.readable(cell))
-        key = "tool" if page_level else "scan"
-        out[f"salvaged_{key}"] = len(exact)
-        out[f"invented_{key}"] = len(got) - len(exact)
-        out[f"method_{key}"] = result["sources"][0]["method"] if result["sources"] else None
-        out[f"partial_{key}"] = result["sources"][0]["partial_rows"] if result["sources"] else 0
-        if page_level:
-            out["tool"] = result["sources"][0]["tool"] if result["sources"] else None
-            out["action"] = result["action"]
+        out["on_pages"] = sum(1 for cell in pages_of.values() if lost.readable(cell))
+        out[f"recovered_{label}"] = len(exact)
+        out[f"invented_{label}"] = len(got) - len(exact)
+        out[f"exit_{label}"] = rc
+        out[f"action_{label}"] = result["action"]
+        if label == "new" and result["sources"]:
+            src = result["sources"][0]
+            out["cut"] = src["partial_rows"]
+            out["missing_named"] = len(src["missing_seqs"])
+            out["lost_pages"] = src["lost_pages"]
     return out
 
 
+def run_wal_case(original: Path, tmp: Path, py: str, old: Path, rows: int) -> dict:
+    """Rows committed only in the -wal of a store QwenPaw set aside (renamed with its -wal)."""
+    base = tmp / "wal-base.db"
+    copy_db(original, base)
+    snap = tmp / "wal-snapshot.db"
+    grown = driver(py, "grow-open", str(base), str(rows), "7", str(snap))
+    conn = sqlite3.connect(f"file:{snap}?mode=ro", uri=True)  # SQLite reads the copy's -wal (it may add a -shm)
+    all_rows = {r[0]: r for r in conn.execute("SELECT * FROM conversation_history")}
+    conn.close()
+    only_wal = len(all_rows) - len(rows_of_main_only(snap, tmp))
+    out: dict = {"case": f"WAL-only rows ({only_wal:,} rows committed only in the -wal), set aside with its -wal",
+                 "original": len(all_rows), "on_pages": len(all_rows), "wal_rows_written": grown["written"]}
+    for label, code in (("old", old), ("new", REPO)):
+        ws = workspace(tmp / f"wal-{label}")
+        aside = ws / "history.db.corrupt-20261201T120000"
+        shutil.copyfile(snap, aside)
+        shutil.copyfile(Path(f"{snap}-wal"), Path(f"{aside}-wal"))
+        conn = sqlite3.connect(str(ws / "history.db"))  # the empty store QwenPaw starts after the rename
+        conn.executescript(_EMPTY_SCHEMA)
+        conn.close()
+        result, rc = salvage(ws, code)
+        got = rows_of(ws / "history.db")
+        exact = {r for r in got if all_rows.get(r[0]) == r}
+        out[f"recovered_{label}"] = len(exact)
+        out[f"invented_{label}"] = len(got) - len(exact)
+        out[f"exit_{label}"] = rc
+        out[f"action_{label}"] = result["action"]
+        if label == "new" and result["sources"]:
+            src = result["sources"][0]
+            out["cut"], out["missing_named"], out["lost_pages"] = (src["partial_rows"], len(src["missing_seqs"]),
+                                                                   src["lost_pages"])
+            out["from_wal"] = src["rows_from_wal"]
+    return out
+
+
+def rows_of_main_only(db: Path, tmp: Path) -> set[tuple]:
+    """The rows of the main file alone (its -wal left out)."""
+    alone = tmp / "main-only.db"
+    shutil.copyfile(db, alone)
+    return rows_of(alone)
+
+
+def _schema_sql() -> str:
+    sys.path.insert(0, str(REPO))
+    from qwenmem.core.history.salvage import SCHEMA
+
+    return SCHEMA
+
+
+_EMPTY_SCHEMA = ""
+
+
 def table(results: list[dict]) -> str:
-    lines = ["| damaged store | original rows | readable by a page-level scan | salvaged, sqlite3 `.recover` | "
-             "salvaged, b-tree scan | reported as cut, not written (tool / scan) | not identical to an original row |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| damaged store | original rows | rows on pages | old fallback (b-tree scan), exit | page reader, exit "
+             "| cut (named, not written) | named missing / lost leaf pages | not identical to an original |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
-        pct = 100 * r["salvaged_tool"] / r["page_level_readable"] if r["page_level_readable"] else 100.0
-        lines.append(f"| {r['case']} | {r['original']:,} | {r['page_level_readable']:,} | {r['salvaged_tool']:,} "
-                     f"({pct:.1f} %) | {r['salvaged_scan']:,} | {r['partial_tool']} / {r['partial_scan']} | "
-                     f"{r['invented_tool'] + r['invented_scan']} |")
+        pct = 100 * r["recovered_new"] / r["on_pages"] if r["on_pages"] else 100.0
+        lines.append(f"| {r['case']} | {r['original']:,} | {r['on_pages']:,} | {r['recovered_old']:,}, "
+                     f"{r['exit_old']} | {r['recovered_new']:,} ({pct:.1f} %), {r['exit_new']} | {r.get('cut', 0)} | "
+                     f"{r.get('missing_named', 0)} / {r.get('lost_pages', 0)} | "
+                     f"{r['invented_old'] + r['invented_new']} |")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
+    global _EMPTY_SCHEMA
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--make-venv", type=Path, help="create a venv with qwenpaw==2.2.2.post1 there, then exit")
     ap.add_argument("--qwenpaw-python", help="an interpreter with qwenpaw==2.2.2.post1 (see --make-venv)")
-    ap.add_argument("--rows", type=int, default=3000, help="rows QwenPaw appends to the corpus store")
-    ap.add_argument("--seeds", type=int, default=4, help="seeds per damage kind")
+    ap.add_argument("--rows", type=int, default=6028, help="rows QwenPaw appends to the corpus store")
+    ap.add_argument("--wal-rows", type=int, default=150, help="rows QwenPaw appends that stay in the -wal")
     ap.add_argument("--write", action="store_true", help="record the table in bench/RESULTS.md")
     args = ap.parse_args(argv)
     if args.make_venv:
@@ -255,8 +337,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--qwenpaw-python is required (make one with --make-venv DIR)")
     if not (CORPUS / "history.db").is_file():
         raise SystemExit(f"the generated 2.x corpus is missing: {CORPUS}")
+    _EMPTY_SCHEMA = _schema_sql()
+    load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
     with tempfile.TemporaryDirectory(prefix="qwenmem-salvage-bench-") as tmp_name:
         tmp = Path(tmp_name)
+        old = old_code(tmp)
         original = tmp / "original.db"
         copy_db(CORPUS / "history.db", original)
         grown = driver(args.qwenpaw_python, "grow", str(original), str(args.rows), "1")
@@ -264,37 +349,35 @@ def main(argv: list[str] | None = None) -> int:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
         results = []
-        for kind in ("truncated", "overwritten pages", "overwritten interior page"):
-            for seed in range(1, args.seeds + 1):
-                results.append(run_case(original, tmp, kind, seed, False, args.qwenpaw_python))
-                print(json.dumps(results[-1]), flush=True)
-        for kind, seed in (("truncated", 1), ("overwritten pages", 2), ("overwritten interior page", 1)):
-            results.append(run_case(original, tmp, kind, seed, True, args.qwenpaw_python))
+        for kind, seed, real in (("table root page overwritten", 1, False), ("one interior page overwritten", 1, False),
+                                 ("truncated at 50 %", 1, False), ("three pages overwritten", 1, False),
+                                 ("three pages overwritten", 2, False), ("truncated at 50 %", 1, True)):
+            results.append(run_case(original, tmp, kind, seed, real, args.qwenpaw_python, old))
             print(json.dumps(results[-1]), flush=True)
+        results.append(run_wal_case(original, tmp, args.qwenpaw_python, old, args.wal_rows))
+        print(json.dumps(results[-1]), flush=True)
         size = original.stat().st_size
-        conn = sqlite3.connect(f"file:{original}?mode=ro", uri=True)
-        interior = [n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = 'conversation_history' AND "
-                                               "pagetype = 'internal' ORDER BY pageno")]
-        conn.close()
-    tools = sorted({r["tool"] for r in results if r.get("tool")})
+        root, interior = _table_pages(original)
     md = "\n".join([
-        "## History database salvage (issue 14)", "",
+        "## History database salvage (issue 14, issue 23 item 2)", "",
         f"Command: `python bench/history_salvage_bench.py --qwenpaw-python /tmp/qwenpaw2-venv/bin/python --rows "
-        f"{args.rows} --seeds {args.seeds} --write` (venv: `--make-venv /tmp/qwenpaw2-venv`).", "",
+        f"{args.rows} --wal-rows {args.wal_rows} --write` (venv: `--make-venv /tmp/qwenpaw2-venv`); load average at "
+        f"the start {' '.join(load)} (busy shared machine: counts, not timings, are the result).", "",
         f"Intact original: the generated corpus's history.db plus {grown['written']:,} rows in {grown['sessions']} "
-        f"sessions appended by QwenPaw 2.2.2.post1's `HistoryStore` ({size / 2**20:.1f} MiB). Page-level tool: "
-        f"{', '.join(tools) or 'none found'}. \"Readable by a page-level scan\" = rows whose leaf cell and whole "
-        "overflow chain lie on pages the damage left intact (from the original's dbstat layout). Salvaged = rows "
-        "in the live store after `qwenmem history salvage` that are byte-identical to an original row.", "",
+        f"sessions appended by QwenPaw 2.2.2.post1's `HistoryStore` ({size / 2**20:.1f} MiB, {size // PAGE:,} pages; "
+        f"the table's root is page {root}, {len(interior)} interior pages). \"Rows on pages\" = rows whose leaf cell "
+        "and whole overflow chain lie on bytes the damage left intact (from the original's dbstat layout). \"Old "
+        f"fallback\" = `history salvage` of commit {OLD_COMMIT} without a `.recover`-capable sqlite3 (SQLite's b-tree "
+        "scan), \"page reader\" = `history salvage` now (qwenmem's own reader of the file format, no sqlite3 shell); "
+        "both count rows in the live store afterwards that are byte-identical to an original row. Exit 1 = partial: "
+        "rows known to exist were not recovered (the old code said 0).", "",
         table(results), "",
-        f"Reading: the table's b-tree has {len(interior)} interior pages (pages {', '.join(map(str, interior))} of "
-        f"{size // PAGE:,}); a truncation that cuts the interior pages below the root leaves the b-tree scan only "
-        "the subtrees still attached (none when all are cut), and a destroyed "
-        "interior page hides its whole subtree from it, while `.recover` reads every leaf it finds (the scan's "
-        "rows are added to the tool's, so it never gets fewer). \"Reported as cut\" are rows whose overflow chain "
-        "the damage hit: their leaf cell reads with its tail missing, so qwenmem names them and does not write them "
-        "(their bytes are in the quarantine); with overwritten pages they are exactly the rows the oracle counts "
-        "as unreadable.", "",
+        "Reading: a destroyed root or interior page hides the rows under it from the b-tree scan, and a cut file the "
+        "subtrees whose interior pages were past the cut, while the page reader finds every leaf by its record shape. "
+        "\"Cut\" rows are those whose leaf cell survives but whose overflow chain the damage hit: named by seq, not "
+        "written, what could be read kept in the quarantine (`cut-rows.jsonl`). \"Named missing\" rows are those the "
+        "store's indexes (or full-text table) name but no page holds whole, \"lost leaf pages\" leaves of the table "
+        "the b-tree points at that are gone: either makes the run exit 1.", "",
     ])
     print(md)
     if args.write:

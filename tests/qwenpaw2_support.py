@@ -41,4 +41,15 @@ def copy_corpus(dest: Path) -> Path:
     return root / "workspaces" / "default"
 
 
-__all__ = ["GEN2_CORPUS", "GEN2_WS", "builder", "copy_corpus", "corpus_session_files", "needs_gen2_corpus"]
+def name_agent_as_the_generator(ws: Path) -> None:
+    """The corpus's agent ran as "QwenPaw" (the name on its replies) while agent.json says "Default": QwenPaw's
+    AgentBuilder names the agent from agent.json, so a test replaying the corpus's own compaction sets that name."""
+    import json
+
+    path = ws / "agent.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["name"] = "QwenPaw"
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+
+
+__all__ = ["name_agent_as_the_generator", "GEN2_CORPUS", "GEN2_WS", "builder", "copy_corpus", "corpus_session_files", "needs_gen2_corpus"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 from conftest import REPO, invoke
-from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
+from qwenpaw2_support import builder, copy_corpus, name_agent_as_the_generator, needs_gen2_corpus
 from test_compact2_check import _block, _msg, conversation_of_bytes, write_ws
 from validators import agentscope_python
 
@@ -25,6 +25,7 @@ def pre_compaction_corpus(tmp_path: Path) -> tuple[Path, Path, bytes]:
     """The corpus with bob's session rewound to the moment QwenPaw compacted it: its context is the 22 messages of
     dialog/2026-12-01.jsonl (moved aside, returned as bytes), the reply c45468… in progress."""
     ws = copy_corpus(tmp_path)
+    name_agent_as_the_generator(ws)
     dialog_file = ws / "dialog" / "2026-12-01.jsonl"
     original = dialog_file.read_bytes()
     dialog_file.unlink()
@@ -37,6 +38,10 @@ def pre_compaction_corpus(tmp_path: Path) -> tuple[Path, Path, bytes]:
     return ws, pre, original
 
 
+def dialog_last_id(dialog: bytes) -> str:
+    return json.loads(dialog.decode().splitlines()[-1])["id"]
+
+
 @needs_gen2_corpus
 def test_corpus_compaction_writes_what_qwenpaw_wrote(tmp_path):
     ws, pre, qwenpaw_dialog = pre_compaction_corpus(tmp_path)
@@ -47,7 +52,14 @@ def test_corpus_compaction_writes_what_qwenpaw_wrote(tmp_path):
     assert r["status"] == "compacted" and r["tier2"]["detail"]["summarizer"] == "extractive"
     assert (ws / "dialog" / "2026-12-01.jsonl").read_bytes() == qwenpaw_dialog  # QwenPaw's offload, byte for byte
     st = json.loads(pre.read_text())["agent"]["state"]
-    assert st["context"] == []  # QwenPaw kept nothing of these 22 messages either
+    # all 22 compressed; the reply in progress goes on in a zero-block copy (same id, name, usage), as in QwenPaw's
+    # own file, where that copy later received the reply's text
+    qwenpaw_after = json.loads((ws / "sessions" / "console" / "bob_console--bob.json").read_text())["agent"]["state"]
+    [kept] = st["context"]
+    assert kept["content"] == [] and kept["id"] == qwenpaw_after["context"][0]["id"] == dialog_last_id(qwenpaw_dialog)
+    assert {k: v for k, v in kept.items() if k not in ("content", "created_at", "usage")} == {
+        k: v for k, v in qwenpaw_after["context"][0].items() if k not in ("content", "created_at", "usage")}
+    assert kept["usage"] == json.loads(qwenpaw_dialog.decode().splitlines()[-1])["usage"]
     reminder = (f"\n<system-reminder>The compressed context is offloaded to '{ws / 'dialog' / '2026-12-01.jsonl'}', "
                 "you can refer to it when needed.</system-reminder>")
     assert st["summary"].startswith("<system-info>Here is a summary of your previous work\n# Task Overview\n")
@@ -66,7 +78,7 @@ def test_llm_summary_is_rendered_with_agentscope_template(tmp_path, llm_server):
     llm_server.set_script([{"content": "```json\n" + json.dumps(fields) + "\n```"}])
     ws = write_ws(tmp_path, conversation_of_bytes(40_000, n=20), "native")
     run = invoke("-w", str(ws), "compact", "console/t", "--max-input-length", "10000", "--system-tokens", "0",
-                 "--llm-base-url", llm_server.base_url, "--llm-model", "scripted", "--llm-api-key", "sk-test", "--json")
+                 "--tools-tokens", "0", "--llm-base-url", llm_server.base_url, "--llm-model", "scripted", "--llm-api-key", "sk-test", "--json")
     assert run.code == 0, run.stderr
     st = json.loads((ws / "sessions" / "console" / "t.json").read_text())["agent"]["state"]
     head, _, tail = st["summary"].partition("\n<system-reminder>")
@@ -98,7 +110,7 @@ def test_no_tool_call_is_separated_from_its_result(tmp_path):
     msgs.append(_msg("assistant", content, 60))
     ws = write_ws(tmp_path, msgs, "native")
     run = invoke("-w", str(ws), "compact", "console/t", "--max-input-length", "10000", "--system-tokens", "0",
-                 "--json")
+                 "--tools-tokens", "0", "--json")
     assert run.code == 0, run.stderr
     st = json.loads((ws / "sessions" / "console" / "t.json").read_text())["agent"]["state"]
     compressed = [json.loads(line) for line in next((ws / "dialog").glob("*.jsonl")).read_text().splitlines()]

@@ -46,7 +46,11 @@ def test_dead_endpoint_reindex_keeps_full_text_search_answers_and_a_later_reinde
     assert found.code == 0, found.stderr
     doc = found.json()
     assert doc["result"]["hits"][0]["path"] == "memory/2026-11-27.md"
-    assert any("full-text search only" in w for w in doc["warnings"]), doc["warnings"]
+    # issue 29: the notice names the endpoint and its error (it said "not embedded yet ... run `qwenmem reindex`",
+    # which then failed on the same endpoint)
+    down = [w for w in doc["warnings"] if base_url in w and "unreachable" in w and "full text meanwhile" in w]
+    assert len(down) == 1, doc["warnings"]
+    assert not any("not embedded yet" in w for w in doc["warnings"]), doc["warnings"]
 
     as_json = run_cli("reindex", "-w", str(sample_ws), "--json")  # still down: still partial, nothing lost
     assert as_json.code == 1 and as_json.json()["status"] == "problems"
@@ -75,3 +79,23 @@ def test_endpoint_down_after_a_full_build_adds_new_files_to_full_text(sample_ws)
     assert partial.code == 1 and partial.json()["result"]["chunks_without_vectors"] == 1
     hits = run_cli("search", "walrus", "-w", str(sample_ws), "--json", "--no-reindex")
     assert hits.code == 0 and [h["path"] for h in hits.json()["result"]["hits"]][0] == "memory/2026-11-29.md"
+
+
+def test_search_names_the_endpoint_that_is_down_or_answers_junk_and_answers_from_full_text(sample_ws):
+    """issue 29: an index with vectors, then the endpoint stops (connection refused) or answers a 200 that is not an
+    embeddings reply: search says which endpoint failed and why, and answers from full text meanwhile."""
+    server = ScriptedLLMServer()
+    with server:
+        _point_agent_json_at(sample_ws, server.base_url)
+        assert run_cli("reindex", "-w", str(sample_ws)).code == 0
+        server.embeddings_step = {"raw": b"<html>502 Bad Gateway</html>"}
+        junk = run_cli("search", "ECONNREFUSED", "-w", str(sample_ws), "--json")
+    assert junk.code == 0, junk.stderr
+    assert junk.json()["result"]["hits"][0]["path"] == "memory/2026-11-27.md"
+    failed = [w for w in junk.json()["warnings"] if server.base_url in w and "failed" in w]
+    assert len(failed) == 1 and "full text meanwhile" in failed[0], junk.json()["warnings"]
+    down = run_cli("search", "ECONNREFUSED", "-w", str(sample_ws))  # the server is stopped now
+    assert down.code == 0 and "memory/2026-11-27.md" in down.stdout, down.stderr
+    said = [ln for ln in down.stderr.splitlines() if server.base_url in ln]
+    assert len(said) == 1 and "unreachable" in said[0] and "full text meanwhile" in said[0], down.stderr
+    assert "reindex" not in said[0] and "Traceback" not in down.stderr  # every chunk has its vectors: nothing to redo

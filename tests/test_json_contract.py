@@ -70,7 +70,8 @@ PINS = {
         "session_id", "summary", "total_messages", "user_id"},
     "sessions show message": {"index", "marks", "message", "normalized"},
     "info": {
-        "agent", "derived", "files", "found_by", "generation", "notes", "qwenpaw2", "root", "settings", "workspace"},
+        "agent", "derived", "embedding_kernel", "files", "found_by", "generation", "notes", "qwenpaw2", "root",
+        "settings", "workspace"},
     "sessions repair": {"counts", "files", "mode", "quarantine", "run", "statuses", "workspace"},
     "sessions repair file": {
         "actions", "classes", "evidence", "generation", "key", "messages_added", "messages_found", "messages_intact",
@@ -91,7 +92,7 @@ PINS = {
         "path", "removed_ids", "status", "tier1", "tier2", "tier3", "warnings"},
     "reindex": {
         "chunks_new", "chunks_total", "chunks_without_vectors", "dry_run", "embed_seconds", "embedder",
-        "embedding_error", "files_added", "files_changed", "files_removed", "files_skipped", "files_total", "full",
+        "embedding_error", "embedding_kernel", "files_added", "files_changed", "files_removed", "files_skipped", "files_total", "full",
         "generation", "pieces_embedded", "pieces_reused", "reason", "seconds", "sources", "up_to_date"},
     "search": {"count", "embedder", "fusion", "hits", "mode", "query"},
     "search hit": {
@@ -146,7 +147,7 @@ SHOW_RESULT = {"key", "path", "channel", "user_id", "session_id", "health", "sal
 NORMALIZED_MESSAGE = {"index", "id", "role", "name", "created_at", "synthetic", "compressed", "seq", "seq_hi", "live",
                       "blocks"}
 INFO_RESULT = {"workspace", "root", "agent", "found_by", "notes", "files", "settings", "derived", "generation",
-               "qwenpaw2"}
+               "qwenpaw2", "embedding_kernel"}
 QWENPAW2_INFO = {"strategy", "strategy_source", "scroll", "history_retention_days", "history", "reme_dirs", "provider",
                  "embedding_api_key"}
 
@@ -183,6 +184,8 @@ def test_info_contract(sample_ws):
     assert {"name", "value", "source"} == set(doc["result"]["settings"][0])
     assert doc["result"]["derived"] == {"compact_threshold": 104857, "reserve_tokens": 13107}
     assert set(doc["result"]["qwenpaw2"]) == QWENPAW2_INFO
+    assert set(doc["result"]["embedding_kernel"]) == {"kernel", "source", "cpu_flags"}
+    assert doc["result"]["embedding_kernel"]["kernel"] in ("bf16", "int8", "fp32")
     assert set(doc["result"]["qwenpaw2"]["history"]) == HISTORY_STATE
     assert doc["result"]["generation"]["generation"] == "1.x"
 

@@ -105,7 +105,8 @@ LINKED = {"memory/<date>/": "memory/2026-12-01", "a note": "memory/2026-12-01/be
 
 
 @pytest.mark.parametrize("args", [("reindex", "--embedder", "none"), ("snapshot",),
-                                  ("dream", "--mode", "deterministic", "--no-embeddings", "--dry-run")], ids=" ".join)
+                                  ("dream", "--mode", "deterministic", "--no-embeddings", "--dry-run", "--date", "2026-12-01")],
+                         ids=" ".join)
 @pytest.mark.parametrize("what", list(LINKED))
 def test_reme_notes_and_digests_linked_outside_are_named_by_every_command(ws, outside, what, args):
     rel = LINKED[what]

@@ -127,7 +127,7 @@ def test_a_root_salvage_rebuilding_the_store_leaves_it_to_its_owner(shared_tmp):
     os.chown(db, USER, USER)
     os.chmod(db, 0o640)
     [result] = run_commands(ws, ws, [["history", "salvage", "--json"]], None)
-    assert result["code"] == 0, result
+    assert result["code"] in (0, 1), result  # 1: rows the damage cut are named (and kept in the quarantine)
     st = db.stat()
     assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (USER, USER, 0o640)
     run = next((ws / ".qwenmem" / "quarantine").iterdir())

@@ -39,6 +39,13 @@ def render_check2(reports: list[Any], detailed: bool) -> None:
               "at total ≥ trigger = ⌈t·C⌉, keeps ≤ reserve = ⌊r·C⌋; scroll: evicts at total > trigger = ⌊t·C⌋, reserve = "
               "min(40000, max(r·C, min(10000, 0.1·C))), hard = C − min(4096, max(1, int(0.05·C)))[/dim]",
                 width=con.width)
+    rebuilt = [r for r in reports if not (r.terms.system_source.startswith("--")
+                                          and r.terms.tools_source.startswith("--"))]
+    if rebuilt:
+        from qwenmem.core.compaction2.prompt import ASSUMES
+
+        output.para(f"[dim]system and tools: what {ASSUMES} sends, rebuilt from this workspace (not stored in "
+                    "the session file; --system-tokens/--tools-tokens override)[/dim]", width=con.width)
     for r in reports:
         if not detailed:
             continue

@@ -27,6 +27,7 @@ class InfoResult:
     derived: dict[str, int]
     generation: dict[str, Any]  # 1.x / 2.x / mixed with file counts (settings2.GenerationSummary)
     qwenpaw2: dict[str, Any]  # strategy, scroll settings, history.db state, ReMe 0.4 folders, provider context
+    embedding_kernel: dict[str, Any]  # the kernel a bulk reindex with the default e5 model runs (core/index/e5_kernel)
 
 
 def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt = None,
@@ -39,6 +40,7 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
 
       qwenmem --agent work info --json
     """
+    from qwenmem.core.index import e5_kernel
     from qwenmem.core.settings import load_settings
     from qwenmem.core.settings2 import qwenpaw2_info
     from qwenmem.core.workspace import path_exists
@@ -60,11 +62,11 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
         str(ws.path), str(ws.root), ws.agent_id, ws.source, list(ws.notes),
         {name: {"path": str(p), "exists": path_exists(p)} for name, p in files.items()},
         [{"name": n, "value": v, "source": s} for n, v, s in gen.rows], gen.derived, gen.generation.to_json(),
-        gen.to_json())
-    return CommandResult(result, render=lambda: _render(ws, files, gen))
+        gen.to_json(), e5_kernel.describe())
+    return CommandResult(result, render=lambda: _render(ws, files, gen, result.embedding_kernel))
 
 
-def _render(ws: Any, files: dict[str, Any], gen: Any) -> None:
+def _render(ws: Any, files: dict[str, Any], gen: Any, kernel: dict[str, Any]) -> None:
     from qwenmem.core.workspace import path_exists
 
     con = output.out()
@@ -80,7 +82,8 @@ def _render(ws: Any, files: dict[str, Any], gen: Any) -> None:
     # a source is a whole dotted key path: wrapped after its dots at 80 columns, never cut
     rows: list[list[Any]] = [[name, str(value), source] for name, value, source in gen.rows]
     rows += [["compact threshold", f"{gen.derived['compact_threshold']:,} tokens", "derived"],
-             ["reserve", f"{gen.derived['reserve_tokens']:,} tokens", "derived"]]
+             ["reserve", f"{gen.derived['reserve_tokens']:,} tokens", "derived"],
+             ["e5 bulk kernel", kernel["kernel"], kernel["source"]]]
     render((Column("setting", Kind.KEY), Column("value", Kind.KEY), Column("source", Kind.WRAP)), rows)
     _print_qwenpaw2(_Wrapped(con.width), gen)
 

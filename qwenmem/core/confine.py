@@ -247,12 +247,50 @@ def open_fd(path: os.PathLike[str] | str, flags: int, mode: int = 0o600) -> int:
         return os.open(r.name, flags | getattr(os, "O_NOFOLLOW", 0), mode, dir_fd=r.dir_fd)
 
 
+class NotRegularFileError(OSError):
+    """A FIFO, device or socket where a file was expected: never opened (opening one can block or act)."""
+
+
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_regular(path: os.PathLike[str] | str) -> int:
+    """A read descriptor of `path`, which must be a regular file: the one primitive every read goes through.
+
+    The type is checked before the open (opening a FIFO or a device can block or act: a tape rewinds) and again on
+    the descriptor (it may have been swapped since). Under a workspace the path is resolved by parent_of, so a link
+    leaving the workspace raises UnsafeLinkError and the final open does not follow links; outside every workspace
+    links are followed, as open() would. IsADirectoryError for a directory, NotRegularFileError for anything else
+    that is not a regular file, FileNotFoundError and the rest as the OS would."""
+    with parent_of(path) as where:
+        confined = root_for(path) is not None
+        before = os.stat(where.name, dir_fd=where.dir_fd, follow_symlinks=not confined)
+        if stat.S_ISDIR(before.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(before.st_mode):
+            raise NotRegularFileError(errno.EINVAL, "not a regular file (device, FIFO or socket); not read",
+                                      str(path))
+        flags = _READ_FLAGS | (getattr(os, "O_NOFOLLOW", 0) if confined else 0)
+        fd = os.open(where.name, flags, dir_fd=where.dir_fd)
+    after = os.fstat(fd)
+    if not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+        os.close(fd)
+        raise NotRegularFileError(errno.EINVAL, "replaced while it was opened; not read", str(path))
+    return fd
+
+
 def open_binary(path: os.PathLike[str] | str) -> BinaryIO:
-    """A confined `open(path, "rb")` that never blocks on a FIFO."""
-    return os.fdopen(open_fd(path, os.O_RDONLY | os.O_NONBLOCK), "rb")
+    """A confined `open(path, "rb")` of a regular file (open_regular): never opens, so never blocks on, a FIFO."""
+    return os.fdopen(open_regular(path), "rb")
 
 
 def read_bytes(path: os.PathLike[str] | str) -> bytes:
-    """A confined `Path.read_bytes()` (UnsafeLinkError for a link that leaves the workspace)."""
+    """A confined `Path.read_bytes()` of a regular file (UnsafeLinkError for a link that leaves the workspace,
+    NotRegularFileError for a FIFO or device)."""
     with open_binary(path) as fh:
         return fh.read()
+
+
+def read_text(path: os.PathLike[str] | str, encoding: str = "utf-8", errors: str = "strict") -> str:
+    """read_bytes, decoded."""
+    return read_bytes(path).decode(encoding, errors)

@@ -63,6 +63,8 @@ def read_with_snapshot(path: Path, max_bytes: int | None = None) -> tuple[bytes,
             data = fh.read()
     except IsADirectoryError:
         raise WorkspaceError(f"{path}: is a directory, not a file") from None
+    except confine.NotRegularFileError:
+        raise WorkspaceError(f"{path}: not a regular file (device, FIFO or socket); not read") from None
     except PermissionError:
         raise WorkspaceError(f"{path}: permission denied") from None
     except FileNotFoundError:

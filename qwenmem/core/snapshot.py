@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
 
+from qwenmem.core import confine
 from qwenmem.core.errors import ChangedUnderneathError, NotFoundError, UsageError, WorkspaceError
 from qwenmem.core.fsio import (Snapshot, atomic_write_bytes, ensure_unchanged, exclusive_lock, fsync_dir,
                                make_dirs, write_new_bytes)
@@ -243,7 +244,7 @@ def list_snapshots(ws: Workspace) -> tuple[list[SnapshotInfo], list[str]]:
         if not ID_RE.match(p.stem):
             continue
         try:
-            doc = json.loads(p.read_bytes())
+            doc = json.loads(confine.read_bytes(p))
             if doc.get("qwenmem_snapshot") != FORMAT or doc.get("id") != p.stem:
                 raise ValueError("not a qwenmem snapshot manifest of this version")
             found.append(_info(doc, p))

@@ -139,10 +139,13 @@ def dict_at(doc: Mapping[str, Any], key: str) -> dict[str, Any]:
 def read_json_file(path: Path) -> object:
     """Parse a JSON config file; a malformed one is a ConfigError naming the file, line and column."""
     try:
-        size = Path(path).stat().st_size
-        if size > MAX_CONFIG_BYTES:  # a config file is kilobytes; never pull a 1 GB one into memory
-            raise ConfigError(path, f"{size} bytes is over the {MAX_CONFIG_BYTES}-byte limit for a config file")
-        raw = Path(path).read_bytes()
+        from qwenmem.core.confine import open_binary
+
+        with open_binary(path) as fh:  # a regular file only: a FIFO named agent.json must not hang a fleet worker
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_CONFIG_BYTES:  # a config file is kilobytes; never pull a 1 GB one into memory
+                raise ConfigError(path, f"{size} bytes is over the {MAX_CONFIG_BYTES}-byte limit for a config file")
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ConfigError(path, f"cannot read: {exc.strerror or exc}") from None
     try:

@@ -24,9 +24,8 @@ from qwenmem.core.tokens import TokenCounter, get_counter
 from qwenmem.core.workspace import Workspace
 
 if TYPE_CHECKING:
-    from qwenmem.core.compaction2.prompt import FixedPart
+    from qwenmem.core.compaction2.prompt import FixedPart, RequestValues
     from qwenmem.core.compaction2.prune import Limits
-    from qwenmem.core.compaction2.tokens import Size
     from qwenmem.core.llm import ChatClient
     from qwenmem.core.settings2 import Gen2Settings
 
@@ -46,6 +45,8 @@ class CompactRun:
     stamp: str = field(default_factory=timestamp_slug)
     counter: TokenCounter = field(init=False)
     _gen2_limits: dict[tuple[bool, bool], Limits] = field(init=False, default_factory=dict, repr=False)
+    _gen2_fixed: dict[tuple[str, RequestValues], tuple[FixedPart, FixedPart]] = field(init=False,
+                                                                                      default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.counter = get_counter(self.opts.tokenizer, self.settings.token_count_estimate_divisor)
@@ -111,18 +112,29 @@ class CompactRun:
         return load_gen2_settings(self.ws)
 
     @cached_property
-    def gen2_fixed_parts(self) -> tuple[FixedPart, FixedPart]:
-        """(system prompt, tool schemas): not stored in 2.x files, estimated once per run."""
-        from qwenmem.core.compaction2.prompt import system_prompt_estimate, tools_estimate
+    def gen2_agent_name(self) -> str:
+        """The name QwenPaw's AgentBuilder gives the agent (agent.json `name`, else "QwenPaw"): its replies carry it."""
         from qwenmem.core.settings2 import read_agent_json
 
-        o = self.gen2_options
-        return system_prompt_estimate(self.ws, read_agent_json(self.ws), o.system_tokens), tools_estimate(o.tools_tokens)
+        name = read_agent_json(self.ws).get("name")
+        return name if isinstance(name, str) and name else "QwenPaw"
 
-    @property
-    def gen2_fixed(self) -> Size:
-        system, tools = self.gen2_fixed_parts
-        return system.size + tools.size
+    def gen2_fixed_parts(self, strategy: str, request: RequestValues | None = None) -> tuple[FixedPart, FixedPart]:
+        """(system prompt, tool schemas) QwenPaw sends under `strategy` for this request: not stored in 2.x files,
+        rebuilt from the workspace (compaction2.prompt), once per strategy and request."""
+        from qwenmem.core.compaction2.prompt import RequestValues, system_prompt_part, tool_schemas_part  # noqa: F811
+        from qwenmem.core.settings2 import read_agent_json
+
+        request = request or RequestValues()
+        key = (strategy, request)
+        if key not in self._gen2_fixed:
+            o = self.gen2_options
+            doc = read_agent_json(self.ws)
+            provider = self.gen2_settings.provider
+            model = (provider.model_id if provider is not None else None) or ""
+            self._gen2_fixed[key] = (system_prompt_part(self.ws, doc, strategy, model, request, o.system_tokens),
+                                     tool_schemas_part(doc, strategy, o.tools_tokens))
+        return self._gen2_fixed[key]
 
     def gen2_prune_limits(self, scroll_strategy: bool, defaults: bool = False) -> Limits:
         """2.x pruning limits for a strategy; `defaults`: agent.json's alone, without the command's overrides (what

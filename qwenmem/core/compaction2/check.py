@@ -14,7 +14,7 @@ from qwenmem.core.compaction.context import CompactRun
 from qwenmem.core.compaction.options import Check2Options, settings_dir
 from qwenmem.core.compaction2 import native, scroll
 from qwenmem.core.compaction2.evict import HistoryIndex, read_history_index
-from qwenmem.core.compaction2.prompt import NOT_STORED_NOTICE
+from qwenmem.core.compaction2.prompt import FixedPart, RequestValues, not_known_notice
 from qwenmem.core.compaction2.tokens import ZERO, Size, message_size, summary_size, tokens_of
 from qwenmem.core.errors import UsageError, WorkspaceError
 from qwenmem.core.session_model import gen2
@@ -85,6 +85,20 @@ def file_strategy(doc: dict[str, Any], configured: str) -> tuple[str, str]:
     if configured == SCROLL:
         return NATIVE, "the file has no agent.scroll (agent.json says scroll: this session ran native)"
     return NATIVE, "the file has no agent.scroll" + (f" (agent.json strategy {configured})" if configured else "")
+
+
+def request_values(ref: SessionRef, doc: dict[str, Any]) -> RequestValues:
+    """The chat's ids as QwenPaw writes them into the system prompt's environment block."""
+    from qwenmem.core.history.keys import rows_key
+
+    key = rows_key(ref, doc)
+    sid = key.session_id if key.certain else ref.session_id
+    return RequestValues(str(sid or ""), str(ref.user_id or ""), str(ref.channel or ""))
+
+
+def fixed_parts(run: CompactRun, ref: SessionRef, doc: dict[str, Any], strategy: str) -> tuple[FixedPart, FixedPart]:
+    """The system prompt and tool schemas QwenPaw sends for this file's chat under `strategy`."""
+    return run.gen2_fixed_parts(strategy, request_values(ref, doc))
 
 
 def history_index(db_path: Path | None, session_id: Any) -> tuple[HistoryIndex | None, str]:
@@ -158,8 +172,9 @@ class _Verdict:
     notices: list[str] = field(default_factory=list)
 
 
-def _native_verdict(x: _Inputs, state: dict[str, Any], force: bool) -> _Verdict:
-    d = native.decide(x.context, x.fixed, x.summary, x.c, x.t, x.r, reply_id_of(state), force)
+def _native_verdict(x: _Inputs, state: dict[str, Any], force: bool, agent_name: str | None = None) -> _Verdict:
+    d = native.decide(x.context, x.fixed, x.summary, x.c, x.t, x.r, reply_id_of(state), force,
+                      agent_name=agent_name)
     split = d.split
     kept, removed = (x.ids, []) if split is None else ([str(m.get("id")) for m in split.reserve],
                                                        [str(m.get("id")) for m in split.compress])
@@ -215,18 +230,19 @@ def check_gen2(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Check
         assert provider is not None  # load_gen2_settings always resolves one (a default when nothing is configured)
         c, c_source = provider.context_size, provider.context_source
     t, r = _ratios(run.settings, opts)
-    system, tools = run.gen2_fixed_parts
+    system, tools = fixed_parts(run, ref, doc, strategy)
     session = loaded.as_model()
     synthetic = [m.synthetic for m in session.messages] if session else [False] * len(context)
     x = _Inputs(context, summary, [str(m.get("id")) if isinstance(m, dict) else "?" for m in context], synthetic,
                 system.size + tools.size, c, t, r)
-    v = (_native_verdict(x, state, opts.force) if strategy == NATIVE
+    v = (_native_verdict(x, state, opts.force, run.gen2_agent_name) if strategy == NATIVE
          else _scroll_verdict(x, ref, doc, gen2_settings.history_db, opts.force))
     msgs_size = sum((message_size(m) for m in context), ZERO)
     terms = Terms(system.tokens, system.source, tools.tokens, tools.source, summary_size(summary).tokens,
                   tokens_of(msgs_size), msgs_size.data + summary_size(summary).data,
                   tokens_of(x.fixed + summary_size(summary) + msgs_size))
-    notices = ([NOT_STORED_NOTICE] if not (system.exact and tools.exact) else []) + v.notices
+    notice = not_known_notice(system, tools)
+    notices = ([notice] if notice else []) + v.notices
     report = Check2Report(ref.key, ref.rel, "2.x", strategy, strategy_source, c, c_source, v.trigger_ratio,
                           v.reserve_ratio, v.trigger, v.reserve, v.hard_limit, terms,
                           sum(1 for s in synthetic if not s), v.would_compact, v.reason, v.kept, v.removed,

@@ -6,11 +6,14 @@ walk, on raw Msg dicts (agentscope/agent/_agent.py L490-790, L2878-3031 @as2.0.1
            the boundary message is split by blocks (newest first, while the count stays <= reserve), an unfinished
            tool call of the reply in progress is never moved to the compressed side, and no tool result is kept
            without its call; if nothing would be compressed, the walk is redone with reserve 0.
+    the reply in progress compressed whole: AgentScope appends an empty copy of it (same id, name and usage, no
+           blocks) so the reply's usage survives (`_apply_change`, L745-752), and the reply goes on in that copy.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Sequence
 
 from qwenmem.core.jsonsafe import copy_json
@@ -50,6 +53,7 @@ class Split:
     boundary_blocks: tuple[int, int] = (0, 0)  # (blocks compressed, blocks in the message)
     reserve_used: float = 0.0  # the reserve the split was computed with (0 after the fallback)
     fallback: bool = False
+    reply_copy: bool = False  # reserve ends with AgentScope's zero-block copy of the reply compressed whole
 
 
 @dataclass
@@ -167,8 +171,34 @@ def split_context(context: Sequence[Any], fixed: Size, summary: Any, reserve_tok
     return Split(compress, reserve, msg_index, (block_index + 1, len(content)), reserve_tokens)
 
 
+def _reply_usage(msgs: Sequence[Any], reply_id: Any, agent_name: str | None) -> tuple[Any, Any]:
+    """(name, usage) of the reply in progress when it is the last message, the agent's own (its name), and carries
+    a usage (Agent._get_last_msg, _get_reply_usage), else (None, None)."""
+    last = msgs[-1] if msgs else None
+    if (reply_id is None or not isinstance(last, dict) or last.get("role") != "assistant"
+            or last.get("id") != reply_id or last.get("usage") is None
+            or (agent_name is not None and last.get("name") != agent_name)):
+        return None, None
+    return last.get("name"), last.get("usage")
+
+
+def zero_block_copy(context: Sequence[Any], reserve: Sequence[Any], reply_id: Any, now: datetime | None = None,
+                    agent_name: str | None = None) -> dict[str, Any] | None:
+    """The message AgentScope appends when the split compressed the reply in progress whole: the reply's id, name
+    and usage, no blocks, the other Msg fields at their defaults (Msg(...).model_dump() order). `agent_name`: the
+    agent's (agent.json `name`, else "QwenPaw"); None checks no name."""
+    name, usage = _reply_usage(context, reply_id, agent_name)
+    if usage is None or _reply_usage(reserve, reply_id, agent_name)[1] is not None:
+        return None
+    stamp = (now or datetime.now()).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    return {"name": name, "content": [], "role": "assistant", "id": reply_id, "metadata": {}, "created_at": stamp,
+            "usage": copy_json(usage), "finished_at": None, "finished_reason": None, "structured_output": None,
+            "error": None}
+
+
 def decide(context: Sequence[Any], fixed: Size, summary: Any, context_size: int, trigger_ratio: float,
-           reserve_ratio: float, reply_id: Any = None, force: bool = False) -> NativeDecision:
+           reserve_ratio: float, reply_id: Any = None, force: bool = False, now: datetime | None = None,
+           agent_name: str | None = None) -> NativeDecision:
     t, r = effective_ratios(trigger_ratio, reserve_ratio)
     tokens = tokens_of(fixed + summary_size(summary) + sum((message_size(m) for m in context), ZERO))
     decision = NativeDecision(context_size, t, r, tokens, False, "")
@@ -186,6 +216,10 @@ def decide(context: Sequence[Any], fixed: Size, summary: Any, context_size: int,
         split = split_context(context, fixed, summary, 0.0, reply_id)
         split.fallback = True
         decision.notes.append(f"the reserve {r:g}·C leaves nothing to compress; AgentScope retries with reserve 0")
+    kept_reply = zero_block_copy(context, split.reserve, reply_id, now, agent_name) if split.compress else None
+    if kept_reply is not None:
+        split.reserve.append(kept_reply)
+        split.reply_copy = True
     decision.split = split
     decision.would_compact = bool(split.compress)
     how = "forced (like /compact)" if force and tokens < trigger else f">= trigger {trigger:,.1f} (= {t:g}·C)"

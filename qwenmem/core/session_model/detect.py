@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from typing import Any
 
-from qwenmem.core.confine import parent_of, root_for
+from qwenmem.core.confine import NotRegularFileError, open_regular
 from qwenmem.core.errors import QwenmemError
 from qwenmem.core.session_model import gen1, gen2
 from qwenmem.core.session_model.model import Session
@@ -51,28 +50,14 @@ def sniff_generation(head: bytes) -> str | None:
 
 HEAD_BYTES = 256
 MAX_SNIFF_BYTES = 256 << 20  # as sessions.MAX_SESSION_BYTES: a larger file is left to the loader, which says so
-_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
 def _open_regular(path: os.PathLike[str] | str) -> int | None:
-    """A read descriptor of `path` if it is a regular file, else None; without ever opening anything else.
-
-    The type is checked before the open (opening a FIFO or a device can block or act: a tape rewinds) and again on
-    the descriptor (it may have been swapped since). Under a workspace the path is resolved by confine.parent_of, so
-    a link leaving the workspace raises UnsafeLinkError and the final open does not follow links; outside every
-    workspace links are followed, as open() would."""
-    with parent_of(path) as where:
-        confined = root_for(path) is not None
-        before = os.stat(where.name, dir_fd=where.dir_fd, follow_symlinks=not confined)
-        if not stat.S_ISREG(before.st_mode):
-            return None
-        flags = _OPEN_FLAGS | (getattr(os, "O_NOFOLLOW", 0) if confined else 0)
-        fd = os.open(where.name, flags, dir_fd=where.dir_fd)
-    after = os.fstat(fd)
-    if not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
-        os.close(fd)
+    """A read descriptor of `path` if it is a regular file, else None (confine.open_regular, the one primitive)."""
+    try:
+        return open_regular(path)
+    except (IsADirectoryError, NotRegularFileError):
         return None
-    return fd
 
 
 def _parse(data: bytes) -> Any:
