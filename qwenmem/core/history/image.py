@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from qwenmem.core.confine import NotRegularFileError, read_bytes
 from qwenmem.core.history import pages as pg
 from qwenmem.core.history.wal import WalPages, read_wal
 
@@ -128,7 +129,7 @@ class FileImage:
         try:
             size = os.fstat(self.fd).st_size
             wal_path = Path(f"{path}-wal")
-            wal = wal_path.read_bytes() if wal_path.is_file() and not wal_path.is_symlink() else None
+            wal = _read_wal(wal_path)
             self.image = build(_fd_reader(self.fd), size, wal)
         except BaseException:
             os.close(self.fd)
@@ -142,3 +143,14 @@ class FileImage:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _read_wal(wal_path: Path) -> bytes | None:
+    """The -wal's bytes, or None when there is none, or it is a link or not a regular file (never opened then: a FIFO
+    would block the read)."""
+    if wal_path.is_symlink():
+        return None
+    try:
+        return read_bytes(wal_path)
+    except (FileNotFoundError, IsADirectoryError, NotRegularFileError):
+        return None

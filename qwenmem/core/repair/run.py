@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from qwenmem.core.confine import read_bytes
 from qwenmem.core.errors import ChangedUnderneathError, UsageError, WorkspaceError
 from qwenmem.core.fsio import Snapshot, atomic_write_bytes, exclusive_lock, read_with_snapshot
 from qwenmem.core.repair import busy
@@ -357,7 +358,7 @@ def _write(ws: Workspace, ref: SessionRef, data: bytes, snap: Snapshot, new_byte
         late = watch.late_save()
     finally:
         watch.close()
-    if late is not None and sha256(ref.path.read_bytes()) == rep.result_sha256:
+    if late is not None and sha256(read_bytes(ref.path)) == rep.result_sha256:
         # a process opened the file just before the rename and saved into the old one: its save wins
         atomic_write_bytes(ref.path, late)
         rep.status = "busy"
@@ -369,9 +370,9 @@ def _write(ws: Workspace, ref: SessionRef, data: bytes, snap: Snapshot, new_byte
         return rep
     entry["original"] = kept.relative_to(run.directory).as_posix() if kept else None
     rep.quarantined = ws.relative(kept) if kept else None
-    if kept is None or sha256(kept.read_bytes()) != snap.sha256:
+    if kept is None or sha256(read_bytes(kept)) != snap.sha256:
         rep.notes.append("warning: the quarantined copy does not match the bytes that were read")
-    written = ref.path.read_bytes()
+    written = read_bytes(ref.path)  # the one regular-file reader: never blocks on a FIFO swapped in
     if sha256(written) != rep.result_sha256 or ((d.check_bytes or (d.session and d.session.layout == "agent"))
                                                 and _load_problems(d, written)):
         atomic_write_bytes(ref.path, data)  # never leave a bad result behind: put the original back
