@@ -49,7 +49,10 @@ def check_cmd(
     ws = open_workspace(ctx, workspace, agent)
     settings = load_gen2_settings(ws)
     path = live_history_path(ws)
-    result = check_history(path, ws.sessions_dir, settings.history_retention_days, deep=deep)
+    from qwenmem.core.session_rows import rows_locator
+
+    result = check_history(path, ws.sessions_dir, settings.history_retention_days, deep=deep,
+                           locate=rows_locator(ws))
     return CommandResult(result, status_for(result.needs_attention),
                          render=None if quiet and not result.needs_attention else lambda: _render_check(result))
 

@@ -428,7 +428,9 @@ def _history(ws: Workspace, report: AgentReport) -> None:
     path = gen2.history_db
     if path is None or not (path.exists() or report.generation in ("2.x", "mixed")):
         return  # a 1.x workspace has no history database
-    check = check_history(path, ws.sessions_dir, gen2.history_retention_days)
+    from qwenmem.core.session_rows import rows_locator
+
+    check = check_history(path, ws.sessions_dir, gen2.history_retention_days, locate=rows_locator(ws))
     state = check.state
     h.status, h.path, h.size, h.rows, h.sessions, h.detail = (state.status, state.path, state.size, state.rows,
                                                               state.sessions, state.detail)

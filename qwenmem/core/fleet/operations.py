@@ -179,8 +179,10 @@ def _history_check(ws: Workspace, ns: argparse.Namespace) -> Outcome:
     from qwenmem.core.history.maintain import live_history_path
     from qwenmem.core.settings2 import load_gen2_settings
 
+    from qwenmem.core.session_rows import rows_locator
+
     result = check_history(live_history_path(ws), ws.sessions_dir, load_gen2_settings(ws).history_retention_days,
-                           deep=ns.deep)
+                           deep=ns.deep, locate=rows_locator(ws))
     return Outcome(PROBLEMS if result.needs_attention else OK, to_plain(result))
 
 

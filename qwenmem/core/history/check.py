@@ -24,7 +24,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from qwenmem.core.errors import WorkspaceError
 from qwenmem.core.history.state import HistoryState, history_state
 from qwenmem.core.history.store import TABLE, HistoryError, HistoryReader, confine_store, open_history
 
@@ -60,10 +59,17 @@ class HistoryCheck:
         return any(f.severity == PROBLEM for f in self.findings)
 
 
+# rel path of a session file under sessions/, its document -> its history.db session id, or None where only a guess
+# could say (a dangling finding must not rest on a guess). Built above this layer (session_rows.rows_locator), since
+# the rule needs the loader's chats.json index, which history reading never imports.
+RowsLocator = Callable[[str, dict[str, Any]], "str | None"]
+
+
 def check_history(path: Path, sessions_dir: Path | None = None, retention_days: int = 30, deep: bool = False,
-                  now: datetime | None = None) -> HistoryCheck:
+                  now: datetime | None = None, locate: RowsLocator | None = None) -> HistoryCheck:
     """Check one history.db. Never raises for a bad database: an unreadable one is a finding; a history.db that is
-    a link leaving the workspace is refused (UnsafeLinkError) before SQLite opens it."""
+    a link leaving the workspace is refused (UnsafeLinkError) before SQLite opens it. With `sessions_dir` and
+    `locate`, the session files' scroll bookkeeping is checked against the rows too."""
     confine_store(path)
     state = history_state(path, check=False)
     result = HistoryCheck(str(path), state, deep=deep)
@@ -82,8 +88,8 @@ def check_history(path: Path, sessions_dir: Path | None = None, retention_days: 
             _bad_json(reader, result)
             _placeholders(reader, result)
             _retention(reader, result, retention_days, now or datetime.now(UTC))
-            if sessions_dir is not None:
-                _dangling(reader, sessions_dir, result)
+            if sessions_dir is not None and locate is not None:
+                _dangling(reader, sessions_dir, result, locate)
     except HistoryError as exc:
         result.findings.append(Finding("unreadable", PROBLEM, f"{path}: {exc.kind}: {exc.detail}"))
     except sqlite3.Error as exc:  # a damaged page met while reading rows (the header or schema read fine)
@@ -246,32 +252,12 @@ def _present(reader: HistoryReader, sid: str, lo: Any, hi: Any) -> bool:
     return bool(n)
 
 
-def _chats_locator(sessions_dir: Path) -> Callable[[str, dict[str, Any]], str | None]:
-    """rel path, doc -> the file's history.db session id by `history.keys`' rule (chats.json beside sessions/, else
-    the scroll index). A file-name guess is not used: a dangling finding must not rest on it."""
-    from qwenmem.core.history.keys import rows_key
-    from qwenmem.core.sessions import chats_index, identify
-    from qwenmem.core.workspace import Workspace
-
-    ws = Workspace(sessions_dir.parent, sessions_dir.parent, None, "history check")
-    try:
-        index = chats_index(ws)
-    except (OSError, ValueError, WorkspaceError):  # a damaged chats.json: the scroll index alone
-        index = {}
-
-    def locate(rel: str, doc: dict[str, Any]) -> str | None:
-        key = rows_key(identify(sessions_dir / rel, ws, index), doc)
-        return key.session_id if key.certain else None
-    return locate
-
-
-def _dangling(reader: HistoryReader, sessions_dir: Path, result: HistoryCheck) -> None:
+def _dangling(reader: HistoryReader, sessions_dir: Path, result: HistoryCheck, locate: RowsLocator) -> None:
     from qwenmem.core.session_model.detect import read_document
 
     evicted: list[str] = []
     persisted: list[str] = []
     n_evicted = n_persisted = 0
-    locate = _chats_locator(sessions_dir)
     for rel, doc in _session_docs(sessions_dir):
         session = read_document(doc)
         if session is None or session.scroll is None:
