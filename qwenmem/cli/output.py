@@ -1,7 +1,7 @@
 """Rendering: Rich for people (stdout for data, stderr for everything else), a versioned JSON envelope for scripts.
 
 JSON envelope (version 1, pinned by tests/test_json_contract.py):
-  {"qwenmem_json": 4, "command": "sessions list", "status": "ok"|"problems"|"error",
+  {"qwenmem_json": 5, "command": "sessions list", "status": "ok"|"problems"|"error",
    "result": <command-specific object or null>, "warnings": [str], "errors": [{"code": str, "message": str}]}
 Colour (`--color auto|always|never`): auto colours a terminal unless NO_COLOR is set or CLICOLOR=0;
 CLICOLOR_FORCE=1 colours even a pipe. Tables: `--format table|tsv|json` (qwenmem/cli/tables.py).
