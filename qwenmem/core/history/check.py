@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from qwenmem.core.history.state import HistoryState, history_state
-from qwenmem.core.history.store import TABLE, HistoryError, HistoryReader, confine_store, open_history
+from qwenmem.core.history.store import SQLITE_ERRORS, TABLE, HistoryError, HistoryReader, confine_store, open_history
 
 FTS = f"{TABLE}_fts"
 RECALL_TOOLS = ("recall_history_python", "recall_history")  # stored, but kept out of FTS (spec §3.2)
@@ -92,7 +92,7 @@ def check_history(path: Path, sessions_dir: Path | None = None, retention_days: 
                 _dangling(reader, sessions_dir, result, locate)
     except HistoryError as exc:
         result.findings.append(Finding("unreadable", PROBLEM, f"{path}: {exc.kind}: {exc.detail}"))
-    except sqlite3.Error as exc:  # a damaged page met while reading rows (the header or schema read fine)
+    except SQLITE_ERRORS as exc:  # a damaged page met while reading rows (the header or schema read fine)
         result.findings.append(Finding("unreadable", PROBLEM, f"{path}: corrupt: {exc} (`qwenmem history salvage` "
                                        "reads every row still on its pages)"))
     size = state.size + (state.wal_size or 0)
@@ -151,7 +151,7 @@ def _fts_content(path: Path, result: HistoryCheck) -> None:
             src.conn.backup(dst)
             src.ensure_unchanged()
             dst.execute(f"INSERT INTO {FTS}({FTS}, rank) VALUES('integrity-check', 1)")
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             if result.fts == "ok":
                 result.fts = "disagrees"
             result.findings.append(Finding("fts_content", PROBLEM, f"the full-text index does not match the rows' "
@@ -159,7 +159,7 @@ def _fts_content(path: Path, result: HistoryCheck) -> None:
         finally:
             src.close()
             dst.close()
-    except (sqlite3.Error, HistoryError) as exc:
+    except (sqlite3.Error, UnicodeDecodeError, HistoryError) as exc:
         result.findings.append(Finding("unreadable", PROBLEM, f"cannot copy the store for the deep check: {exc}"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

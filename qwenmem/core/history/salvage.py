@@ -123,38 +123,52 @@ def _keep(out: Recovered, row: Row, strict: bool = True) -> bool:
     return False
 
 
+# a damaged schema or cell makes sqlite3 raise UnicodeDecodeError (it decodes SQLite's messages as UTF-8)
+_SCAN_ERRORS = (sqlite3.DatabaseError, UnicodeDecodeError)
+
+
 def _scan(conn: sqlite3.Connection, table: str, unreadable: list[int] | None = None) -> Iterator[Row]:
     """Every readable row in seq order: in batches while pages read, row by row around a damaged page, and
     jumping past rows (or whole subtrees) that cannot be read, so a damaged page costs its own rows only. The seqs
-    of rows whose key reads but whose content does not go to `unreadable`."""
+    of rows whose key reads but whose content does not go to `unreadable`. A damaged b-tree can also answer out
+    of order (a zeroed page reads as cells with seq 0): only rows past the last one yielded count, so `last`
+    always grows and the scan ends."""
     cols = ", ".join(COLUMNS)
     last, limit = -(1 << 63), 500
     while True:
         try:
             batch = conn.execute(f"SELECT {cols} FROM {table} WHERE seq > ? ORDER BY seq LIMIT ?",
                                  (last, limit)).fetchall()
-        except sqlite3.DatabaseError:
-            if limit > 1:
-                limit = 1
-                continue
-            nxt = _next_readable(conn, table, last)
-            if nxt is None:
-                return
-            yield from _back_fill(conn, cols, table, last, nxt)
-            try:
-                row = conn.execute(f"SELECT {cols} FROM {table} WHERE seq = ?", (nxt,)).fetchone()
-            except sqlite3.DatabaseError:
-                row = None  # its key reads but its content does not (e.g. a lost overflow page)
-            if row is not None:
-                yield row
-            elif unreadable is not None:
-                unreadable.append(nxt)
-            last = nxt
-            continue
-        if not batch:
+        except _SCAN_ERRORS:
+            batch = None
+        if batch == []:
             return
-        yield from batch
-        last, limit = batch[-1][0], 500
+        fresh = [row for row in batch or () if type(row[0]) is int and row[0] > last]
+        if fresh:
+            yield from fresh
+            last, limit = max(row[0] for row in fresh), 500
+            continue
+        if limit > 1:  # an error or no progress: go row by row from here
+            limit = 1
+            continue
+        nxt = _next_readable(conn, table, last)
+        if nxt is None:
+            return
+        yield from _back_fill(conn, cols, table, last, nxt)
+        yield from _read_one(conn, cols, table, nxt, unreadable)
+        last = nxt
+
+
+def _read_one(conn: sqlite3.Connection, cols: str, table: str, seq: int,
+              unreadable: list[int] | None) -> Iterator[Row]:
+    try:
+        row = conn.execute(f"SELECT {cols} FROM {table} WHERE seq = ?", (seq,)).fetchone()
+    except _SCAN_ERRORS:
+        row = None  # its key reads but its content does not (e.g. a lost overflow page)
+    if row is not None:
+        yield row
+    elif unreadable is not None:
+        unreadable.append(seq)
 
 
 def _back_fill(conn: sqlite3.Connection, cols: str, table: str, after: int, before: int) -> list[Row]:
@@ -166,9 +180,9 @@ def _back_fill(conn: sqlite3.Connection, cols: str, table: str, after: int, befo
         try:
             row = conn.execute(f"SELECT {cols} FROM {table} WHERE seq > ? AND seq < ? ORDER BY seq DESC LIMIT 1",
                                (after, upper)).fetchone()
-        except sqlite3.DatabaseError:
+        except _SCAN_ERRORS:
             break
-        if row is None:
+        if row is None or type(row[0]) is not int or not after < row[0] < upper:  # none, or out of order
             break
         got.append(row)
         upper = row[0]
@@ -184,9 +198,12 @@ def _next_readable(conn: sqlite3.Connection, table: str, after: int) -> int | No
             try:
                 row = conn.execute(f"SELECT seq FROM {table} WHERE seq >= ? ORDER BY seq LIMIT 1",
                                    (candidate,)).fetchone()
-            except sqlite3.DatabaseError:
+            except _SCAN_ERRORS:
                 continue
-            return None if row is None else int(row[0])
+            if row is None:
+                return None
+            if type(row[0]) is int and row[0] >= candidate:  # else a damaged tree answered out of order
+                return int(row[0])
         probe += 64 * step
     return None
 
@@ -219,18 +236,28 @@ def _pad_truncated(copy: Path) -> None:
             f.truncate(pages * page_size)
 
 
+def _text_or_bytes(raw: bytes) -> str | bytes:
+    """A damaged cell can hold TEXT that is not UTF-8: sqlite3's default decoding raises on it and would end the
+    whole scan. Kept as bytes, the row is counted as cut (`_whole` refuses bytes), and the scan goes on."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
 def _recover_by_scan(source: Path, workdir: Path) -> Recovered:
     out = Recovered(str(source), SCAN)
     copy = _private_copy(source, workdir)
     _pad_truncated(copy)
     try:
         conn = sqlite3.connect(str(copy))  # our private copy: SQLite may apply its -wal
+        conn.text_factory = _text_or_bytes
         try:
             for row in _scan(conn, TABLE, out.partial):
                 _keep(out, row)
         finally:
             conn.close()
-    except sqlite3.DatabaseError as exc:
+    except _SCAN_ERRORS as exc:
         out.notices.append(f"SQLite cannot read the b-tree ({exc}): only the page reader's rows were read")
     return out
 

@@ -37,6 +37,10 @@ from qwenmem.core.history.rows import COLUMNS, HistoryRow
 
 SIDECARS = ("-wal", "-shm", "-journal")  # SQLite opens these beside the database by name
 
+# What a query on a damaged store can raise: sqlite3 decodes SQLite's error messages, which quote the schema, as
+# UTF-8, so a damaged byte in sqlite_master raises UnicodeDecodeError instead of DatabaseError (for every command).
+SQLITE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, UnicodeDecodeError)
+_OPEN_ERRORS: tuple[type[Exception], ...] = (*SQLITE_ERRORS, OSError)
 BUSY_TIMEOUT_S = 2.0
 MISSING, CORRUPT, LOCKED, UNREADABLE, NOT_HISTORY = "missing", "corrupt", "locked", "unreadable", "not_history"
 TABLE = "conversation_history"
@@ -54,8 +58,8 @@ def classify(exc: BaseException) -> str:
     text = str(exc).lower()
     if "locked" in text or "busy" in text:
         return LOCKED
-    if "not a database" in text or "malformed" in text or "corrupt" in text or isinstance(exc, sqlite3.DatabaseError) \
-            and not isinstance(exc, sqlite3.OperationalError):
+    if "not a database" in text or "malformed" in text or "corrupt" in text or isinstance(exc, UnicodeDecodeError) \
+            or isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
         return CORRUPT
     return UNREADABLE
 
@@ -94,8 +98,16 @@ def opening_mode(path: Path) -> str:
     return READ_ONLY if shm else COPY
 
 
+def _lenient_text(raw: bytes) -> str:
+    """TEXT that is not UTF-8 (a damaged cell, a foreign writer) reads with U+FFFD in place of the bad bytes:
+    sqlite3's strict default raises mid-query and takes the whole listing or compaction down with it. These are
+    read-only connections, so the store's own bytes stay as they are (`history salvage` keeps such rows whole)."""
+    return raw.decode("utf-8", errors="replace")
+
+
 def _connect(uri: str) -> sqlite3.Connection:
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+    conn.text_factory = _lenient_text
     conn.execute("PRAGMA query_only=1")
     conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # reads the header (and the WAL index) now
     return conn
@@ -149,7 +161,7 @@ class HistoryReader:
         for _ in range(_REOPENS):
             try:
                 result = self.conn.execute(sql, args).fetchall()
-            except sqlite3.Error as exc:
+            except SQLITE_ERRORS as exc:
                 if self.unchanged():
                     raise HistoryError(self.path, classify(exc), f"cannot read history: {exc}") from None
                 result = None
@@ -157,8 +169,8 @@ class HistoryReader:
                 return result
             try:
                 self._reopen()
-            except (sqlite3.Error, OSError) as exc:
-                kind = classify(exc) if isinstance(exc, sqlite3.Error) else UNREADABLE
+            except _OPEN_ERRORS as exc:
+                kind = classify(exc) if isinstance(exc, SQLITE_ERRORS) else UNREADABLE
                 raise HistoryError(self.path, kind, _describe(kind, exc)) from None
         self.ensure_unchanged()
         return self.conn.execute(sql, args).fetchall()
@@ -206,6 +218,7 @@ def _copy_and_open(path: Path) -> HistoryReader:
             if _files_of(path) == before:
                 break
         conn = sqlite3.connect(str(copy), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        conn.text_factory = _lenient_text
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         conn.execute("PRAGMA query_only=1")
         return HistoryReader(path, conn, via_copy=True, _tmpdir=tmpdir, mode=COPY)
@@ -254,14 +267,14 @@ def open_history(path: Path) -> HistoryReader:
         raise HistoryError(path, UNREADABLE, "not readable (permission denied)")
     try:
         reader = _open_reader(path)
-    except (sqlite3.Error, OSError) as exc:
-        kind = classify(exc) if isinstance(exc, sqlite3.Error) else UNREADABLE
+    except _OPEN_ERRORS as exc:
+        kind = classify(exc) if isinstance(exc, SQLITE_ERRORS) else UNREADABLE
         if kind != UNREADABLE:
             raise HistoryError(path, kind, _describe(kind, exc)) from None
         try:  # e.g. a WAL database in a read-only directory without its -shm
             reader = _copy_and_open(path)
-        except (sqlite3.Error, OSError) as exc2:
-            kind2 = classify(exc2) if isinstance(exc2, sqlite3.Error) else UNREADABLE
+        except _OPEN_ERRORS as exc2:
+            kind2 = classify(exc2) if isinstance(exc2, SQLITE_ERRORS) else UNREADABLE
             raise HistoryError(path, kind2, _describe(kind2, exc2)) from None
     try:
         has_table = reader._query("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (TABLE,))
