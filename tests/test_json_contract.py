@@ -96,7 +96,7 @@ PINS = {
         "generation", "pieces_embedded", "pieces_reused", "reason", "seconds", "sources", "up_to_date"},
     "search": {"count", "embedder", "fusion", "hits", "mode", "query"},
     "search hit": {
-        "end_line", "highlights", "kind", "match_line", "path", "score", "snippet", "start_line", "text",
+        "end_line", "highlights", "kind", "match_line", "match_score", "path", "score", "snippet", "start_line", "text",
         "text_score", "vector_score"},
     "dream": {
         "backup", "bytes_after", "bytes_before", "changelog", "changes", "daily_log", "date", "diff",
@@ -155,7 +155,7 @@ QWENPAW2_INFO = {"strategy", "strategy_source", "scroll", "history_retention_day
 def test_sessions_list_contract(sample_ws):
     doc = invoke("-w", str(sample_ws), "sessions", "list", "--json").json()
     assert set(doc) == ENVELOPE
-    assert doc["qwenmem_json"] == 5 and doc["command"] == "sessions list" and doc["status"] == "ok"
+    assert doc["qwenmem_json"] == 6 and doc["command"] == "sessions list" and doc["status"] == "ok"
     assert set(doc["result"]) == {"workspace", "tokenizer", "count", "sessions", "generation", "strategy", "history",
                                   "history_only"}
     assert set(doc["result"]["generation"]) == {"generation", "files_1x", "files_2x", "markers"}
@@ -229,7 +229,7 @@ def test_json_after_double_dash_is_a_search_query_not_the_flag(sample_ws):
 def _doc(ws, *args):
     run = invoke("-w", str(ws), *args, "--json")
     doc = run.json()
-    assert set(doc) == ENVELOPE and doc["qwenmem_json"] == 5, (args, run.stderr)
+    assert set(doc) == ENVELOPE and doc["qwenmem_json"] == 6, (args, run.stderr)
     return doc
 
 

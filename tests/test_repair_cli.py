@@ -20,7 +20,7 @@ def test_check_json_on_the_sample_reports_the_truncated_file_and_exits_1(sample_
     run = invoke("-w", str(sample_ws), "sessions", "repair", "--check", "--json")
     assert run.code == 1
     doc = run.json()
-    assert doc["qwenmem_json"] == 5 and doc["command"] == "sessions repair" and doc["status"] == "problems"
+    assert doc["qwenmem_json"] == 6 and doc["command"] == "sessions repair" and doc["status"] == "problems"
     result = doc["result"]
     assert set(result) == {"workspace", "mode", "run", "quarantine", "counts", "statuses", "files"}
     assert result["mode"] == "check" and result["run"] is None

@@ -1,7 +1,7 @@
 """Rendering: Rich for people (stdout for data, stderr for everything else), a versioned JSON envelope for scripts.
 
 JSON envelope (version 1, pinned by tests/test_json_contract.py):
-  {"qwenmem_json": 5, "command": "sessions list", "status": "ok"|"problems"|"error",
+  {"qwenmem_json": 6, "command": "sessions list", "status": "ok"|"problems"|"error",
    "result": <command-specific object or null>, "warnings": [str], "errors": [{"code": str, "message": str}]}
 Colour (`--color auto|always|never`): auto colours a terminal unless NO_COLOR is set or CLICOLOR=0;
 CLICOLOR_FORCE=1 colours even a pipe. Tables: `--format table|tsv|json` (qwenmem/cli/tables.py).
@@ -20,11 +20,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-JSON_VERSION = 5  # 2: reindex, dream: warnings only in the envelope (no `notices`/`warnings` in result)
+JSON_VERSION = 6  # 2: reindex, dream: warnings only in the envelope (no `notices`/`warnings` in result)
 #                  4: history salvage: `complete`; sources without `tool`, with cut/missing seqs, lost pages, WAL rows
 #                   3: snapshot, snapshot restore, history salvage likewise (no `warnings`/`notices` in result)
 #                  5: compact --check: `generation` is only ever the QwenPaw generation (1.x/2.x); the agent.json
 #                     key layout (current/legacy) is `config_layout`, in `result`, each 1.x report and its budget
+#                  6: search: a hit's `score` is the ranking key (it never rises down the list); its own absolute
+#                     match, which `score` was in hybrid mode before, is `match_score`
 
 
 class ColorMode(str, Enum):

@@ -20,7 +20,8 @@ class SearchHit:
     path: str
     start_line: int
     end_line: int
-    score: float
+    score: float  # the ranking key: never rises down the list (--min-score cuts a tail)
+    match_score: float  # this hit's own absolute match (w·calibrated cosine + (1-w)·text score in hybrid)
     text_score: float | None
     vector_score: float | None
     snippet: str
@@ -53,7 +54,7 @@ def search_cmd(
                                                "`--` before a query that starts with a dash.")],
     max_results: Annotated[int, typer.Option("--max-results", "-n", min=1, max=1000, help="Show at most N results.")] = 5,
     min_score: Annotated[float, typer.Option("--min-score", min=0.0, max=1.0,
-                                             help="Drop results whose score is below this (absolute, 0-1: the same scale for every query).")] = 0.0,
+                                             help="Drop results whose score is below this (absolute, 0-1: the same scale for every query; scores fall down the list, so this cuts a tail).")] = 0.0,
     mode: Annotated[SearchMode, typer.Option("--mode", help="hybrid, text (BM25 only) or vector (embeddings only).")
                     ] = SearchMode.HYBRID,
     fusion: Annotated[Fusion, typer.Option("--fusion", help="weighted (normalised scores), rrf (reciprocal rank) or "
@@ -105,7 +106,7 @@ def search_cmd(
         result = search(ws, settings, query, mode=mode.value, fusion=fusion.value, max_results=max_results, min_score=min_score,
                         since=since, until=until, tags=tags, vector_weight=vector_weight,
                         auto_reindex=not no_reindex, progress=progress)
-    hits = [SearchHit(h.path, h.start_line, h.end_line, h.score, h.text_score, h.vector_score, h.snippet,
+    hits = [SearchHit(h.path, h.start_line, h.end_line, h.score, h.match_score, h.text_score, h.vector_score, h.snippet,
                       h.highlights, _json_text(h, shown), h.match_line, h.kind) for h in result.hits]
     data = SearchResult(result.query, result.mode, result.fusion, result.embedder, len(hits), hits)
     # Like grep: nothing found is exit 1 (PROBLEMS), so `search X && ...` can branch on it; the JSON status says the

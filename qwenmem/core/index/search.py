@@ -1,6 +1,6 @@
 """Hybrid search over the index: BM25F full text + exact cosine over piece vectors, fused.
 
-Ranking (unchanged by the scores below): weighted fusion, the default, puts both sides on one scale before
+Ranking: weighted fusion, the default, puts both sides on one scale before
 weighting them: each side's scores over every chunk in scope become standard scores (z = (x - mean) / std; a chunk
 full text did not match has BM25 0, a chunk without vectors counts as average on the vector side). A side whose best
 hit stands far above the rest therefore pulls harder than one whose scores are all alike, and the weight says how
@@ -15,6 +15,8 @@ made a nonsense query's first hit look perfect):
   vector_score = cosine of the chunk's best piece (as the model gives it)
   score        = w * calibrated(cosine) + (1 - w) * text_score    (hybrid; text: text_score; vector: calibrated)
   calibrated(c) = clip((c - background) / (strong - background), 0, 1), per model family (VECTOR_CALIBRATION)
+That is each hit's `match_score`. Its `score` is the ranking key on the same scale (`ranking_scores`): in hybrid
+mode the fused score times the best match_score over the best fused score, so scores fall down the list.
 A query whose words match nothing is answered from vectors only when a chunk is at least a "strong half" match
 (calibrated >= VECTOR_ONLY_MIN): the models here give unrelated text cosines as high as many real matches, so
 without a word in common a weaker vector match is noise, and "no results" is the honest answer. A query the model
@@ -75,6 +77,7 @@ class SearchHit:
     text: str = ""  # the whole chunk: what was found, lines start_line..end_line (search --format reme prints it)
     match_line: int = 0  # the file line that holds the most query terms (the snippet starts there)
     kind: str | None = None  # 2.x memory: core, note, day_index, daily_log, digest (core/reme_notes.py)
+    match_score: float = 0.0  # this hit's own absolute match; `score` is the ranking key (ranking_scores)
 
 
 @dataclass
@@ -201,15 +204,31 @@ def search(ws: Any, settings: Any, query: str, *, mode: str = "hybrid", fusion: 
         return calibrated(cid) if mode == "vector" else vector_weight * calibrated(cid) + (1 - vector_weight) * text
 
     absolute = dict(fused) if fusion == "reme" else {cid: absolute_score(cid) for cid in fused}  # reme: ReMe's scale
-    # Ranking by the reported score instead lost recall (LoCoMo hybrid R@5 84.1 -> 83.0, bench/e5_kernels.py
-    # --recall 10; issue 29 item 1 stays open): the fused order stays the ranking.
-    ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
-    ranked = [(cid, absolute[cid]) for cid, _ in ranked if absolute[cid] >= min_score][:max_results]
+    by_fused = sorted(fused, key=lambda cid: (-fused[cid], cid))
+    ranking = ranking_scores(by_fused, fused, absolute, scaled=mode == "hybrid" and fusion != "reme")
+    ranked = [(cid, ranking[cid]) for cid in by_fused if ranking[cid] >= min_score][:max_results]
     vector_scores = {cid: max(0.0, c) for cid, _ in ranked if (c := cosine(cid)) is not None}
     docs = fulltext.stored_docs(gen / "fulltext", [cid for cid, _ in ranked])
     hits = _hits(ranked, docs, set(query_terms(query)[0]), text_scores, vector_scores, mode,
-                 has_vectors=cos_all is not None, files=manifest.files)
+                 has_vectors=cos_all is not None, files=manifest.files, match_scores=absolute)
     return SearchResult(query, mode, fusion, hits, embedder_id, gen.name, notices, reindexed)
+
+
+def ranking_scores(order: list[str], fused: dict[str, float], absolute: dict[str, float],
+                   scaled: bool) -> dict[str, float]:
+    """The reported `score` of each candidate: the key the hits are ranked by, so scores never rise down the list
+    and `--min-score` cuts a tail, never a hit from the middle (issue 29).
+
+    Text and vector mode rank by a monotone map of their one side, so the absolute score already is the key. Hybrid
+    ranks by the fused score (z-scores adapt each side's pull to the query; ranking by the absolute blend instead
+    lost 1.1-1.6 points of LoCoMo R@5, bench/RESULTS.md), so its key is the fused score on the absolute scale: the
+    best absolute match among the candidates times fused / best fused. A query that matches nothing well keeps low
+    scores; each hit's own absolute match stays in `match_score`."""
+    if not scaled or not order:
+        return dict(absolute)
+    top = fused[order[0]]
+    anchor = max(absolute.values())
+    return {cid: anchor * fused[cid] / top if top > 0 else 0.0 for cid in order}
 
 
 def _checked(query: str, mode: str, fusion: str, vector_weight: float, since: str | None,
@@ -231,7 +250,7 @@ def _checked(query: str, mode: str, fusion: str, vector_weight: float, since: st
 
 
 def _hits(ranked: list[tuple[str, float]], docs: dict[str, tuple[str, tuple[int, int], str]], terms: set[str], text_scores: dict[str, float], vector_scores: dict[str, float], mode: str,
-          has_vectors: bool, files: dict[str, Any]) -> list[SearchHit]:
+          has_vectors: bool, files: dict[str, Any], match_scores: dict[str, float]) -> list[SearchHit]:
     hits = []
     for cid, score in ranked:
         if cid not in docs:
@@ -244,7 +263,7 @@ def _hits(ranked: list[tuple[str, float]], docs: dict[str, tuple[str, tuple[int,
                               round(vector_scores[cid], 4) if cid in vector_scores else
                               (0.0 if mode in ("hybrid", "vector") and has_vectors else None),
                               snippet, marks, text, match_line,
-                              ((files.get(path) or {}).get("meta") or {}).get("kind")))
+                              ((files.get(path) or {}).get("meta") or {}).get("kind"), round(match_scores[cid], 4)))
     return hits
 
 
