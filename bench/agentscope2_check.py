@@ -20,6 +20,9 @@ from pathlib import Path
 AGENTSCOPE = "agentscope==2.0.10"
 # QwenPaw itself, without its dependency tree: bench/agentscope2_convert.py needs only its 1.x converter and loader
 QWENPAW = "qwenpaw==2.2.2.post1"
+# ... plus what QwenPaw's prompt contributor (qwenpaw.runtime.prompt_contributors) imports beyond agentscope, so
+# tests/test_compact2_fixed_parts.py runs QwenPaw's own contributor in CI (its whole tree is ~1.5 GB)
+CONTRIBUTOR_DEPS = "apscheduler==3.11.3 google-genai==3.6.1 packaging==26.4 pillow==13.0.0"
 # the venv every validator test and bench uses (tests/validators.py; .ci/run builds a cached one and sets this)
 DEFAULT_VENV = os.environ.get("QWENMEM_AS2_VENV") or "/tmp/as2-venv"
 
@@ -29,6 +32,7 @@ def make_venv(where: Path) -> None:
     pip = [str(where / "bin" / "python"), "-m", "pip", "install", "-q"]
     subprocess.run(pip + [AGENTSCOPE], check=True)
     subprocess.run(pip + ["--no-deps", QWENPAW], check=True)
+    subprocess.run(pip + CONTRIBUTOR_DEPS.split(), check=True)
 
 
 def files(args: list[str]) -> list[Path]:

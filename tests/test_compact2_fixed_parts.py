@@ -2,27 +2,24 @@
 
 The data (qwenmem/core/compaction2/qwenpaw_measured.py) comes from bench/qwenpaw2_fixed_parts.py, which builds the
 corpus's agent with QwenPaw's own AgentBuilder; these tests pin qwenmem's rebuild against those measured figures,
-and, where a venv with QwenPaw's dependencies exists ($QWENMEM_QWENPAW_FULL_VENV, default /tmp/qp2-full), against
-QwenPaw's own prompt contributor on workspaces made here.
+and against QwenPaw's own prompt contributor on workspaces made here, in the validator venv (tests/validators.py;
+it holds what the contributor imports).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from conftest import invoke
+from validators import python_importing
 from qwenpaw2_support import GEN2_WS, copy_corpus, needs_gen2_corpus
 from qwenmem.core.compaction2 import qwenpaw_measured as measured
 from qwenmem.core.compaction2.prompt import enabled_tools, prompt_files_text, tool_schemas_part
 from qwenmem.core.workspace import discover_workspace
 
-FULL_VENV = Path(os.environ.get("QWENMEM_QWENPAW_FULL_VENV") or "/tmp/qp2-full")
-FULL_PYTHON = FULL_VENV / "bin" / "python"
 
 
 def agentscope_tokens(nbytes: int) -> int:
@@ -106,8 +103,7 @@ CASES = [(None, False), (None, True), (["SOUL.md", "AGENTS.md", "MISSING.md"], F
 
 
 def test_prompt_files_part_equals_qwenpaw_s_contributor(tmp_path):
-    if not FULL_PYTHON.is_file():
-        pytest.skip(f"no venv with QwenPaw's dependencies at {FULL_VENV} (see bench/qwenpaw2_fixed_parts.py)")
+    python = python_importing("qwenpaw.runtime.prompt_contributors")
     ws_dir = tmp_path / "ws"
     ws_dir.mkdir()
     (ws_dir / "AGENTS.md").write_text(AGENTS, encoding="utf-8")
@@ -117,7 +113,7 @@ def test_prompt_files_part_equals_qwenpaw_s_contributor(tmp_path):
     (ws_dir / "FRONT.md").write_text("--- not front matter, one rule\nbody", encoding="utf-8")
     (tmp_path / "outside.md").write_text("secret", encoding="utf-8")
     (ws_dir / "sessions").mkdir()
-    proc = subprocess.run([str(FULL_PYTHON), "-c", CONTRIBUTOR,
+    proc = subprocess.run([str(python), "-c", CONTRIBUTOR,
                            json.dumps([(str(ws_dir), files, heartbeat) for files, heartbeat in CASES])],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

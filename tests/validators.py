@@ -49,6 +49,19 @@ def agentscope_python(qwenpaw: bool = False) -> Path:
     return AS2_PYTHON
 
 
+def python_importing(module: str) -> Path:
+    """Inside a test: the venv's interpreter when `module` (a part of QwenPaw) imports there; skip, or fail when
+    QWENMEM_REQUIRE_VALIDATORS=1, when it does not."""
+    python = agentscope_python(qwenpaw=True)
+    proc = subprocess.run([str(python), "-c", f"import {module}"], capture_output=True, text=True, timeout=300)
+    if proc.returncode:
+        reason = f"{module} does not import in {AS2_VENV} ({proc.stderr.strip().splitlines()[-1:]}; rebuild: {MAKE_VENV})"
+        if REQUIRED:
+            pytest.fail(f"QWENMEM_REQUIRE_VALIDATORS=1 but {reason}", pytrace=False)
+        pytest.skip(reason)
+    return python
+
+
 def optional_agentscope_python() -> Path | None:
     """For an extra check inside a test that also proves something without the venv: None when the venv is absent
     (and not required)."""
