@@ -18,7 +18,7 @@ import pytest
 
 from conftest import invoke
 from qwenpaw2_support import builder
-from validators import python_importing
+from validators import agentscope_python, python_importing
 
 DRIVER = Path(__file__).resolve().parent / "fixtures" / "qwenpaw2" / "qwenpaw_scroll_compress.py"
 C = 10_000  # trigger 8,000; reserve max(1,000, min(10,000, 1,000)) = 1,000
@@ -97,7 +97,7 @@ CASES = {
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory):
     """Every case's qwenmem check and QwenPaw's own compress() of the same file (one venv run for all)."""
-    python = python_importing("qwenpaw.agents.context.scroll.manager")
+    python = agentscope_python(qwenpaw=True)
     root = tmp_path_factory.mktemp("prefold")
     out, specs = {}, []
     for name, (outputs, filler, as_str) in CASES.items():
@@ -111,6 +111,8 @@ def judged(tmp_path_factory):
     (root / "cases.json").write_text(json.dumps(specs), encoding="utf-8")
     proc = subprocess.run([str(python), str(DRIVER), str(root / "cases.json")], capture_output=True, text=True,
                           timeout=600)
+    if proc.returncode and "ModuleNotFoundError" in proc.stderr:
+        python_importing("qwenpaw.agents.context.scroll.manager")  # skips (or fails under CI) naming what is missing
     assert proc.returncode == 0, proc.stderr[-3000:]
     for name, theirs in zip(CASES, json.loads(proc.stdout.strip().splitlines()[-1])):
         out[name].append(theirs)
