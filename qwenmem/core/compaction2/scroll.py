@@ -1,5 +1,5 @@
 """The scroll strategy's numbers and eviction split (agents/context/scroll/manager.py L435-750 @2.2.2.post1;
-spec qwenpaw2-workspace.md §4.4), as a decision only: qwenmem does not evict under scroll yet.
+spec qwenpaw2-workspace.md §4.4): the decision, which compaction2.evict carries out.
 
     output_reserve = min(4096, max(1, int(0.05·H)))      hard_limit = H − output_reserve
     trigger        = t·H (compacts only when tokens > trigger)
