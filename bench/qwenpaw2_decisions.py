@@ -14,7 +14,7 @@ through its `ChatManager`), beside the corpus's own alice (scroll) / bob (native
     file loaded by its `SessionLoadHook`, `agent.model.context_size = C`, then the real `agent.compress_context()`
     (the summary model call fails at once; AgentScope's truncation fallback applies the same split).
 A case agrees when both say compact / no-compact alike and keep the same message ids (scroll: the transcript's,
-the placeholders aside). Writes the "qwenpaw2-decisions" section of bench/RESULTS.md.
+the placeholders aside) and, under scroll, fold the same number of tool results first (compress step 3). Writes the "qwenpaw2-decisions" section of bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -94,10 +95,13 @@ async def _qwenpaw_decide(strategy: str, cases: list[dict]) -> list[dict]:
         except Exception as exc:  # noqa: BLE001 - what QwenPaw raises is part of the answer
             error = f"{type(exc).__name__}: {exc}"
         after = [m.id for m in agent.state.context]
-        synthetic = set(getattr(getattr(agent, "_context_manager", None), "synthetic_ids", None) or ())
+        manager = getattr(agent, "_context_manager", None)
+        synthetic = set(getattr(manager, "synthetic_ids", None) or getattr(manager, "_synthetic_ids", None) or ())
+        # scroll's step 3 (ScrollContextManager.compress): completed-turn tool results folded before the split
+        pre_folded = (getattr(manager, "last_compress", None) or {}).get("pre_folded", 0)
         compacted = after != before or agent.state.summary != summary_before
         out.append({"name": case["name"], "C": case["C"], "tokens": tokens, "compacted": compacted,
-                    "kept": [i for i in after if i not in synthetic], "error": error,
+                    "kept": [i for i in after if i not in synthetic], "error": error, "pre_folded": pre_folded,
                     "strategy": "scroll" if getattr(agent, "_context_manager", None) is not None else "native"})
     try:
         await workspace.stop()
@@ -229,10 +233,14 @@ def run_strategy(strategy: str, qp: Path, tmp: Path) -> list[dict]:
         if strategy == "scroll":  # QwenPaw's new placeholder is not a transcript message
             their_kept = [i for i in q["kept"] if i in {x["id"] for x in doc["agent"]["state"]["context"]}
                           and i not in placeholders]
-        agree = m["would_compact"] == q["compacted"] and mine_kept == their_kept
+        folds = re.search(r"folding (\d+) completed tool result", m["reason"])
+        mine_folded = int(folds.group(1)) if folds else 0
+        agree = (m["would_compact"] == q["compacted"] and mine_kept == their_kept
+                 and mine_folded == q.get("pre_folded", 0))
         rows.append({"strategy": strategy, "session": case["name"], "C": case["C"], "qwenmem_total": m["terms"]["total"],
                      "qwenpaw_tokens": q["tokens"], "qwenmem": m["would_compact"], "qwenpaw": q["compacted"],
-                     "kept": f"{len(mine_kept)}/{len(their_kept)}", "agree": agree, "error": q["error"],
+                     "kept": f"{len(mine_kept)}/{len(their_kept)}", "agree": agree,
+                     "folded": f"{mine_folded}/{q.get('pre_folded', 0)}", "error": q["error"],
                      "system": m["terms"]["system"], "tools": m["terms"]["tools"]})
     return rows
 
@@ -260,19 +268,21 @@ def main() -> int:
             loads.append(os.getloadavg()[0])
     agree = sum(r["agree"] for r in rows)
     head = ("| strategy | session | C | qwenmem total | QwenPaw count | qwenmem compacts | QwenPaw compacts | kept "
-            "(qwenmem/QwenPaw) | agree |\n|---|---|---:|---:|---:|---|---|---:|---|\n")
+            "(qwenmem/QwenPaw) | pre-folded (qwenmem/QwenPaw) | agree |\n|---|---|---:|---:|---:|---|---|---:|---:|---|\n")
     body = "".join(f"| {r['strategy']} | {r['session']} | {r['C']:,} | {r['qwenmem_total']:,} | {r['qwenpaw_tokens']:,} | "
                    f"{'yes' if r['qwenmem'] else 'no'} | {'yes' if r['qwenpaw'] else 'no'}"
-                   f"{' (' + r['error'][:40] + ')' if r['error'] else ''} | {r['kept']} | "
+                   f"{' (' + r['error'][:40] + ')' if r['error'] else ''} | {r['kept']} | {r['folded']} | "
                    f"{'yes' if r['agree'] else '**NO**'} |\n" for r in rows)
     md = ("## QwenPaw 2.x: compact --check decisions against QwenPaw's compress_context()\n\n"
-          "Command: `/work/main/.venv/bin/python bench/qwenpaw2_decisions.py` (QwenPaw side: "
+          f"Command: `/work/main/.venv/bin/python bench/qwenpaw2_decisions.py --strategies {args.strategies}` "
+          "(QwenPaw side: "
           "`/tmp/qp2-full/bin/python`, qwenpaw 2.2.2.post1 + agentscope 2.0.10 with dependencies). Default flags: "
           "no `--system-tokens`, no `--tools-tokens`; qwenmem rebuilds the system prompt and the tool schemas "
           f"(here {rows[0]['system']:,} and {rows[0]['tools']:,} tokens for the first {rows[0]['strategy']} case). "
           "τ-bench airline conversations cut around each C's trigger plus the corpus's own session; QwenPaw's count "
           "is `model.count_tokens` of its real `_prepare_model_input()`; kept ids compared (scroll: transcript "
-          "only). 1-minute load average "
+          "only), and under scroll the number of completed-turn tool results folded before the split (QwenPaw's "
+          "`last_compress['pre_folded']`, qwenmem's reason). 1-minute load average "
           f"{min(loads):.1f}-{max(loads):.1f} on 2 cores (decisions only; no timing).\n\n"
           f"**Agreement: {agree}/{len(rows)}.**\n\n" + head + body)
     print(md)

@@ -53,3 +53,28 @@ def test_python_m_qwenmem_works_from_the_folder_holding_a_clone_named_qwenmem(tm
     proc = subprocess.run([sys.executable, "-m", "qwenmem", "--version"], cwd=holder, env=env, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.startswith("qwenmem "), proc.stderr
+
+
+def test_demo_written_to_a_file_draws_rules_and_panels_at_80_columns(tmp_path):
+    """issue 26: with stdout a file (no terminal, no COLUMNS), Rich's fallback made every rule and panel 240
+    columns wide; tables take their natural width and no line is padded past its text."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["PYTHONPATH"] = str(REPO)
+    env["TMPDIR"] = str(tmp_path)
+    out = tmp_path / "demo.txt"
+    with open(out, "w", encoding="utf-8") as f:
+        proc = subprocess.run([sys.executable, "-m", "qwenmem", "demo"], stdout=f, stderr=subprocess.PIPE, text=True,
+                              env=env, stdin=subprocess.DEVNULL, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = out.read_text(encoding="utf-8").splitlines()
+    drawn = [line for line in lines if any(ch in line for ch in "─━╭╰│")]
+    assert len(drawn) >= 10  # the step rules and the panels are there
+    assert max(cell_len(line) for line in drawn) <= 80, max(drawn, key=cell_len)
+    # nothing padded or wrapped with a trailing space (a lone " " is a diff's context line for an empty line)
+    assert not [line for line in lines if line != line.rstrip() and line.strip()]

@@ -50,9 +50,11 @@ OldBytesOpt = Annotated[Optional[int], _Opt("--old-max-bytes", min=100, help="Li
 RecentBytesOpt = Annotated[Optional[int], _Opt("--recent-max-bytes", min=1000, help="Limit for recent tool outputs "
                                                                                     "(default 50000).")]
 SystemTokensOpt = Annotated[Optional[int], _Opt("--system-tokens", min=0, help=(
-    "2.x: tokens of the system prompt (not stored in 2.x files; default: estimated from the prompt files)."))]
+    "2.x: tokens of the system prompt (not stored in 2.x files; default: rebuilt from the workspace as QwenPaw's "
+    "prompt builder makes it)."))]
 ToolsTokensOpt = Annotated[Optional[int], _Opt("--tools-tokens", min=0, help=(
-    "2.x: tokens of the tool schemas (not stored in 2.x files; default 0)."))]
+    "2.x: tokens of the tool schemas (not stored in 2.x files; default: those of the tools agent.json enables, "
+    "as measured from QwenPaw)."))]
 InstructionOpt = Annotated[str, _Opt("--instruction", help="Extra instruction for the LLM summary (like "
                                                            "/compact <text>).")]
 

@@ -49,10 +49,12 @@ def _short_info(dest: Path) -> None:
     daily = sorted(p.name for p in ws.memory_dir.glob("*.md"))
     con = output.out()
     con.print(f"workspace   {output.escape(str(ws.path))}", soft_wrap=True)  # a long path: never cut in two
-    con.print(f"sessions    {sessions} files under sessions/ (console, discord, telegram, one flat legacy file)")
-    con.print(f"memory      MEMORY.md and {len(daily)} daily logs ({output.escape(', '.join(daily))})")
-    con.print(f"compaction  at {settings.compact_threshold:,} of {settings.max_input_length:,} tokens "
-              "(`qwenmem info` lists every setting)")
+    hang = " " * 12  # under the value column
+    output.para(f"sessions    {sessions} files under sessions/ (console, discord, telegram, one flat legacy file)",
+                hang)
+    output.para(f"memory      MEMORY.md and {len(daily)} daily logs ({output.escape(', '.join(daily))})", hang)
+    output.para(f"compaction  at {settings.compact_threshold:,} of {settings.max_input_length:,} tokens "
+                "(`qwenmem info` lists every setting)", hang)
 
 
 def demo(

@@ -95,6 +95,7 @@ def _render(result: Any, dry_run: bool) -> None:
         output.out().print(f"index is up to date ({result.files_total} file(s), {result.chunks_total} chunks)")
         return
     verb = "would index" if dry_run else "indexed"
-    output.out().print(f"{verb}: {changes}; {result.chunks_total} chunks ({result.chunks_new} new); "
-                       f"{result.pieces_embedded} piece(s) embedded, {result.pieces_reused} reused; "
-                       f"embedder {result.embedder or 'none'}; {result.reason}; {result.seconds:.1f} s")
+    output.para(output.escape(f"{verb}: {changes}; {result.chunks_total} chunks ({result.chunks_new} new); "
+                              f"{result.pieces_embedded} piece(s) embedded, {result.pieces_reused} reused; "
+                              f"embedder {result.embedder or 'none'}; {result.reason}; {result.seconds:.1f} s"),
+                hang="  ")

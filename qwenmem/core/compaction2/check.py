@@ -199,7 +199,8 @@ def _scroll_verdict(x: _Inputs, ref: SessionRef, doc: dict[str, Any], history_db
         notices.append(f"{missing} live message(s) have no rows in history.db yet: `compact` writes them first "
                        "(as QwenPaw's write-through does) and evicts only what it then finds there")
     # compact persists the missing rows before deciding; without a readable history.db nothing may leave
-    d = scroll.decide(x.context, x.synthetic, [hist is not None] * len(x.context), x.fixed, x.c, x.t, x.r, force)
+    d = scroll.decide(x.context, x.synthetic, [hist is not None] * len(x.context), x.fixed, x.c, x.t, x.r, force,
+                      scroll_state=(gen2.agent_of(doc) or {}).get("scroll"))
     keep_tokens = tokens_of(x.fixed + sum((message_size(x.context[i]) for i in d.keep), ZERO))
     return _Verdict(x.t, x.r, d.trigger, d.reserve, d.hard_limit, d.would_compact, d.reason,
                     [x.ids[i] for i in d.keep], [x.ids[i] for i in d.evict], keep_tokens, not_in_history=missing,

@@ -268,8 +268,13 @@ def _tier2_scroll(run: CompactRun, s: _Session2) -> CompactReport:
     synthetic = [m.synthetic for m in model.messages] if model else [False] * len(context)
     hist, unpersisted, rows_written = _persist_live(run, s, db, str(sid), context, synthetic)
     d = scroll.decide(context, synthetic, [hist.has_rows(m) for m in context], s.fixed, s.check.context_size,
-                      s.check.trigger_ratio, s.check.reserve_ratio, opts.force)
+                      s.check.trigger_ratio, s.check.reserve_ratio, opts.force,
+                      scroll_state=(gen2.agent_of(s.doc) or {}).get("scroll"))
     _not_compacted(run, s, d.tokens, d.reason)
+    if d.prefold and opts.summarize:
+        report.warnings.append(f"QwenPaw would first replace {len(d.prefold)} completed tool result(s) with recovery "
+                               "pointers (the originals stay in history.db); compact decides as it does but does not "
+                               "fold them")
     if not opts.summarize or not d.would_compact:
         return write_pruned_only(run, s)
     block, evicted = evict(s.doc, d.evict, hist, str(sid), run.now().replace(tzinfo=None))

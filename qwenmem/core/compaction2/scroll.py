@@ -1,11 +1,14 @@
 """The scroll strategy's numbers and eviction split (agents/context/scroll/manager.py L435-750 @2.2.2.post1;
-spec qwenpaw2-workspace.md §4.4), as a decision only: qwenmem does not evict under scroll yet.
+spec qwenpaw2-workspace.md §4.4): the decision, which compaction2.evict carries out.
 
     output_reserve = min(4096, max(1, int(0.05·H)))      hard_limit = H − output_reserve
     trigger        = t·H (compacts only when tokens > trigger)
     reserve        = min(40000, max(r·H, min(10000, 0.1·H)))      pressure = max(trigger, reserve)
 
-Split: AgentScope's splitter at `reserve`, whole messages restored to the tail, the whole active turn (from the
+Pre-fold (compress step 3, compaction2.scroll_fold): over the trigger and not forced, every eligible completed-turn
+tool result is first replaced by a recovery pointer; at or under the trigger after that, nothing is evicted.
+
+Split (on the folded context): AgentScope's splitter at `reserve`, whole messages restored to the tail, the whole active turn (from the
 latest real user message) kept live, the replies of a user message that fell into the middle moved with it, and
 never a message whose rows are not in history.db (qwenmem's own rule: nothing leaves the file unless it is there).
 """
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from qwenmem.core.compaction2.native import split_context
+from qwenmem.core.compaction2.scroll_fold import Fold, fold_candidates, folded
 from qwenmem.core.compaction2.tokens import ZERO, Size, message_size, tokens_of
 
 # runtime stubs that do not start a turn (spec §2.3 qwenpaw_tag values)
@@ -46,6 +50,8 @@ class ScrollDecision:
     keep: list[int] = field(default_factory=list)
     active_turn_start: int | None = None
     blocked_not_in_history: list[int] = field(default_factory=list)
+    prefold: list[Fold] = field(default_factory=list)  # the tool results QwenPaw folds before splitting
+    tokens_after_prefold: int | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -84,7 +90,8 @@ def active_turn_start(context: Sequence[Any], synthetic: Sequence[bool]) -> int 
 
 
 def decide(context: Sequence[Any], synthetic: Sequence[bool], in_history: Sequence[bool], fixed: Size,
-           context_size: int, trigger_ratio: float, reserve_ratio: float, force: bool = False) -> ScrollDecision:
+           context_size: int, trigger_ratio: float, reserve_ratio: float, force: bool = False,
+           scroll_state: Any = None) -> ScrollDecision:
     tokens = tokens_of(fixed + sum((message_size(m) for m in context), ZERO))
     d = ScrollDecision(context_size, trigger_ratio, reserve_ratio, tokens, False, "")
     d.active_turn_start = active_turn_start(context, synthetic)
@@ -95,6 +102,14 @@ def decide(context: Sequence[Any], synthetic: Sequence[bool], in_history: Sequen
         d.reason = f"{tokens:,} tokens <= trigger {d.trigger:,.1f} (= {trigger_ratio:g}·H): no eviction"
         d.keep = list(range(len(context)))
         return d
+    prefold = "" if force else _prefold(d, context, synthetic, in_history, fixed, scroll_state)
+    if prefold and d.tokens_after_prefold is not None and d.tokens_after_prefold <= d.trigger:
+        d.reason = (f"{tokens:,} tokens > trigger {d.trigger:,.1f}, {prefold} {d.tokens_after_prefold:,} <= trigger: "
+                    "no eviction")
+        d.keep = list(range(len(context)))
+        return d
+    if prefold:
+        context = folded(context, d.prefold)
     transcript = [i for i in range(len(context)) if not synthetic[i]]
     msgs = [context[i] for i in transcript]
     split = split_context(msgs, fixed, "", d.reserve)
@@ -124,6 +139,21 @@ def decide(context: Sequence[Any], synthetic: Sequence[bool], in_history: Sequen
     d.keep = [i for i in range(len(context)) if i not in set(d.evict)]
     d.would_compact = bool(d.evict)
     how = "forced (like /compact)" if force and tokens <= d.trigger else f"> trigger {d.trigger:,.1f}"
-    d.reason = (f"{tokens:,} tokens {how}: evicts {len(d.evict)} message(s)" if d.evict else
-                f"{tokens:,} tokens {how}, but nothing can be evicted (active turn / reserve / history.db)")
+    then = f" ({prefold} {d.tokens_after_prefold:,})" if prefold else ""
+    d.reason = (f"{tokens:,} tokens {how}{then}: evicts {len(d.evict)} message(s)" if d.evict else
+                f"{tokens:,} tokens {how}{then}, but nothing can be evicted (active turn / reserve / history.db)")
     return d
+
+
+def _prefold(d: ScrollDecision, context: Sequence[Any], synthetic: Sequence[bool], in_history: Sequence[bool],
+             fixed: Size, scroll_state: Any) -> str:
+    """Compress step 3 (manager.py ScrollContextManager.compress -> _batch_fold_completed_tool_results): fills
+    d.prefold / d.tokens_after_prefold and returns the phrase for the reason ("" when nothing is folded). QwenPaw
+    persists first and does nothing when that fails (step 1), so without history.db rows nothing is folded either."""
+    if not all(h for h, s in zip(in_history, synthetic) if not s):
+        return ""
+    d.prefold = fold_candidates(context, synthetic, d.active_turn_start, scroll_state)
+    if not d.prefold:
+        return ""
+    d.tokens_after_prefold = tokens_of(fixed + sum((message_size(m) for m in folded(context, d.prefold)), ZERO))
+    return f"folding {len(d.prefold)} completed tool result(s) first (as QwenPaw does) leaves"
