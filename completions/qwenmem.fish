@@ -278,10 +278,10 @@ complete -c qwenmem -n '__qwenmem_path_is "compact"' -l recent-max-bytes -d 'Lim
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l recent-n -d 'Tool outputs in this many newest messages get the recent limit (defau…' -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l reserve-ratio -d 'Keep this share of M as the newest messages (default 0.1)' -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l summarizer -d 'auto (LLM if configured, else extractive), llm or extractive' -x -a 'auto llm extractive'
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l system-tokens -d '2.x: tokens of the system prompt (not stored in 2.x files; default: e…' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l system-tokens -d '2.x: tokens of the system prompt (not stored in 2.x files; default: r…' -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l threshold-ratio -d 'Compact at this share of M (default 0.8; legacy agent.json 0.75)' -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l tokenizer -d 'Token counter: estimate (QwenPaw\'s bytes/divisor), o200k or cl100k' -x -a 'estimate o200k cl100k'
-complete -c qwenmem -n '__qwenmem_path_is "compact"' -l tools-tokens -d '2.x: tokens of the tool schemas (not stored in 2.x files; default 0)' -x
+complete -c qwenmem -n '__qwenmem_path_is "compact"' -l tools-tokens -d '2.x: tokens of the tool schemas (not stored in 2.x files; default: th…' -x
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "compact"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_wants_arg "compact"' -a '(__qwenmem_dynamic sessions)'

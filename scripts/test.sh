@@ -18,8 +18,19 @@ case " $* " in
     *" --run-slow "*) _step "pytest, the full set…" ;;
     *) _step "pytest, the fast set (--run-slow for the full set)…" ;;
 esac
+# One pytest worker per core (pytest-xdist, whole files per worker so a module's fixtures are built once): the full
+# set takes about half the time on 2 cores. QWENMEM_TEST_WORKERS=1 (or -n/-p no:xdist among the arguments) runs
+# in one process.
+_workers="${QWENMEM_TEST_WORKERS:-$(nproc 2>/dev/null || echo 1)}"
+_parallel=()
+case " $* " in
+    *" -n "*|*" --numprocesses"*|*" no:xdist "*) ;;
+    *) if [ "$_workers" -gt 1 ] && "$VENV/bin/python" -c "import xdist" >/dev/null 2>&1; then
+           _parallel=(-n "$_workers" --dist loadfile)
+       fi ;;
+esac
 set +e
-"$VENV/bin/python" -m pytest "$@"
+"$VENV/bin/python" -m pytest "${_parallel[@]}" "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

@@ -35,6 +35,11 @@ needs_shared = pytest.mark.needs_shared
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# The terminal size comes from the test, never from the one running it: pytest-xdist's workers export COLUMNS=80
+# and LINES=24, a user's shell may export others, and qwenmem wraps its output to COLUMNS. Tests of widths set it.
+for _size_variable in ("COLUMNS", "LINES"):
+    os.environ.pop(_size_variable, None)
+
 
 def real_session_files() -> list[Path]:
     """Every real session file in the corpus (including the truncated backup); [] without the corpus."""

@@ -42,12 +42,15 @@ class Terminal:
 
     def __init__(self, shell: str, cwd: Path, bindir: Path):
         self.name = f"qwenmem-test-{uuid.uuid4().hex[:8]}"
+        self.tmux = ["tmux", "-L", self.name]
         argv, setup = SHELLS[shell]
         env = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "HOME": str(cwd), "TERM": "xterm-256color",
                "PS1": "$ ", "PROMPT": "$ ", "LANG": "C.UTF-8", "fish_greeting": ""}
         env_args = [f"{k}={v}" for k, v in env.items()]
-        subprocess.run(["tmux", "-f", "/dev/null", "new-session", "-d", "-s", self.name, "-x", "200", "-y", "50",
-                        "-c", str(cwd), "env", "-i", *env_args, *argv], check=True)
+        # a server of its own (-L): a shared default server that exits as another test closes its last session
+        # makes a concurrent new-session fail (seen under pytest-xdist)
+        subprocess.run([*self.tmux, "-f", "/dev/null", "new-session", "-d", "-s", self.name, "-x", "200", "-y",
+                        "50", "-c", str(cwd), "env", "-i", *env_args, *argv], check=True)
         self.wait_for_prompt()
         for line in setup + ["clear"]:
             self.send(line, "Enter")
@@ -57,10 +60,10 @@ class Terminal:
     def send(self, *keys: str) -> None:
         for key in keys:
             literal = key not in ("Enter", "Tab", "C-c", "C-u")
-            subprocess.run(["tmux", "send-keys", "-t", self.name, *(["-l"] if literal else []), key], check=True)
+            subprocess.run([*self.tmux, "send-keys", "-t", self.name, *(["-l"] if literal else []), key], check=True)
 
     def screen(self) -> str:
-        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True,
+        return subprocess.run([*self.tmux, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True,
                               check=True).stdout
 
     def wait_for_prompt(self, timeout: float = 15) -> None:
@@ -88,7 +91,7 @@ class Terminal:
         raise AssertionError(f"after {line!r}<TAB> expected {expect}, screen was:\n{screen}")
 
     def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
 pytestmark = pytest.mark.slow  # a few seconds per shell start and per <TAB>; CI runs them (--run-slow)

@@ -209,6 +209,9 @@ def test_salvage_never_recovers_fewer_rows_than_are_intact(store, tmp_path_facto
 @pytest.mark.slow  # ~9 s an example on the busy 2-core machine (two CLI runs); the full run (CI) takes 20
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutations, st.randoms(use_true_random=False))
+# found by CI: one byte made a row's session id invalid UTF-8, the row stayed in the live store, and reading it
+# back raised (SQLite checks no encoding; sqlite3, like QwenPaw, decodes every TEXT value)
+@example(how=("bytes", 49383, b"\x80"), rng=random.Random(0))
 def test_history_commands_never_show_a_traceback_on_a_mutated_store(store, tmp_path_factory, how, rng):
     original, rows, extents = store
     mutated = _mutate(original, how, rng)
@@ -224,6 +227,9 @@ def test_history_commands_never_show_a_traceback_on_a_mutated_store(store, tmp_p
         assert run.code in (0, 1), (how, args, run.code, run.stderr)
         assert run.json()["status"] in ("ok", "problems")
     conn = sqlite3.connect(f"file:{ws / 'history.db'}?mode=ro", uri=True)
+    # the live store keeps its own damage when quick_check passes (QwenPaw keeps using it, and a merge adds to it):
+    # a TEXT value the mutation made invalid UTF-8 is read as bytes here, and is no intact row
+    conn.text_factory = lambda raw: raw.decode("utf-8", "surrogateescape")
     try:
         live = set(conn.execute("SELECT * FROM conversation_history"))
     except sqlite3.OperationalError as exc:  # an empty file stays empty when there was nothing to merge

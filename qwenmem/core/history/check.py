@@ -105,11 +105,16 @@ def check_history(path: Path, sessions_dir: Path | None = None, retention_days: 
 def _integrity(reader: HistoryReader, result: HistoryCheck) -> None:
     lines = [str(r[0]) for r in reader._query("PRAGMA integrity_check(20)")]
     result.integrity = "ok" if lines == ["ok"] else "; ".join(lines)
-    if lines != ["ok"]:
-        result.findings.append(Finding("integrity", PROBLEM, f"{result.path}: integrity_check failed: QwenPaw will "
-                                       "rename the store aside and start an empty one at its next start (`qwenmem "
-                                       "history salvage` reads every row still on its pages)", len(lines),
-                                       lines[:EXAMPLES]))
+    if lines == ["ok"]:
+        return
+    if reader.quick_check() == "ok":  # QwenPaw runs only quick_check at start: it misses index/row disagreement
+        consequence = ("QwenPaw's quick_check at start passes, so it keeps using the store, but lookups through the "
+                       "damaged indexes can miss rows (`qwenmem history salvage --from` a copy reads every row)")
+    else:
+        consequence = ("QwenPaw will rename the store aside and start an empty one at its next start (`qwenmem "
+                       "history salvage` reads every row still on its pages)")
+    result.findings.append(Finding("integrity", PROBLEM, f"{result.path}: integrity_check failed: {consequence}",
+                                   len(lines), lines[:EXAMPLES]))
 
 
 def _ids(reader: HistoryReader, sql: str, args: tuple[Any, ...] = ()) -> Iterator[int]:
