@@ -21,13 +21,14 @@ pytestmark = needs_gen2_corpus
 
 LIBRARY = textwrap.dedent("""
     import sys
-    from qwenmem.core.fleet.operations import OPERATIONS, parse_command
+    from qwenmem.cli.app import fleet_command as parse_words
+    from qwenmem.core.fleet.operations import OPERATIONS
     from qwenmem.core.workspace import discover_workspace
     for words in ["doctor", "sessions repair --check", "compact --check", "reindex --embedder none",
                   "dream --dry-run --mode deterministic", "history check"]:
         try:
-            cmd, ns = parse_command(words.split())
-            OPERATIONS[cmd.name].run(discover_workspace(sys.argv[1], env={}), ns)
+            cmd = parse_words(words.split())
+            OPERATIONS[cmd.name].run(discover_workspace(sys.argv[1], env={}), cmd.options)
             print(words, "ok", flush=True)
         except Exception as exc:  # a one-line domain error is fine; only a hang or a crash is not
             print(words, type(exc).__name__, flush=True)

@@ -115,7 +115,8 @@ def test_a_locked_workspace_is_retried_then_reported(tmp_path):
 
 
 def test_a_lock_released_during_backoff_succeeds_on_retry(tmp_path):
-    from qwenmem.core.fleet import RetryPolicy, parse_command, run_fleet
+    from qwenmem.cli.app import fleet_command as parse_command
+    from qwenmem.core.fleet import RetryPolicy, run_fleet
     from qwenmem.core.fleet.engines import LocalEngine
     from qwenmem.core.fleet.targets import discover
     from qwenmem.core.fsio import exclusive_lock
@@ -139,7 +140,7 @@ def test_a_lock_released_during_backoff_succeeds_on_retry(tmp_path):
     holder = threading.Thread(target=hold)
     holder.start()
     holding.wait(10)
-    command, _ = parse_command(["sessions", "repair", "--all"])
+    command = parse_command(["sessions", "repair", "--all"])
     got = []
     run_fleet(discover([ws]), command, ReleasingAfterFirstBusy(1, None),
               lambda t, rec, attempts: got.append((rec, attempts)), policy=RetryPolicy(retries=3, backoff=0.1))
@@ -189,8 +190,10 @@ def test_from_stdin_and_usage_errors(fleet_dir):
     assert len(_records(proc.stdout)) == 3
     for args, needle in ((["fleet", str(fleet_dir)], "no command given"),
                          (["fleet", str(fleet_dir), "--", "sessions", "show", "x"], "fleet cannot run"),
-                         (["fleet", str(fleet_dir), "--", "sessions", "repair"], "--check or --all"),
-                         (["fleet", str(fleet_dir), "--", "compact", "--bogus"], "unrecognized arguments"),
+                         (["fleet", str(fleet_dir), "--", "sessions", "repair"], "or use --all"),
+                         (["fleet", str(fleet_dir), "--", "compact", "--bogus"], "No such option: --bogus"),
+                         (["fleet", str(fleet_dir), "--", "compact", "--check", "-w", "x"], "named before `--`"),
+                         (["fleet", str(fleet_dir), "--", "compact", "--all", "--force"], "--force: not run by"),
                          (["fleet", str(fleet_dir), "--engine", "dask", "--", "reindex"], "--scheduler")):
         run = run_cli(*args)
         assert run.code == 2 and needle in run.stderr and "Traceback" not in run.stderr, (args, run.stderr)
@@ -199,7 +202,8 @@ def test_from_stdin_and_usage_errors(fleet_dir):
 
 def test_local_timeout_stops_a_hung_workspace(fleet_dir, monkeypatch):
     """A workspace whose operation hangs is stopped at --timeout (pebble kills that worker); the rest go on."""
-    from qwenmem.core.fleet import operations, parse_command, run_fleet
+    from qwenmem.cli.app import fleet_command as parse_command
+    from qwenmem.core.fleet import operations, run_fleet
     from qwenmem.core.fleet.engines import LocalEngine
     from qwenmem.core.fleet.targets import discover
 
@@ -212,22 +216,23 @@ def test_local_timeout_stops_a_hung_workspace(fleet_dir, monkeypatch):
 
     # the pool forks after this, so its workers see the patched operation
     monkeypatch.setitem(operations.OPERATIONS, "compact", operations.Operation(
-        real.name, real.usage, real.build, maybe_hang, real.validate))
-    command, _ = parse_command(["compact", "--check"])
+        real.name, real.usage, maybe_hang))
+    command = parse_command(["compact", "--check"])
     got: dict[str, dict] = {}
     start = time.monotonic()
     summary = run_fleet(discover([fleet_dir / "many"]), command, LocalEngine(2, timeout=2.0),
                         lambda t, rec, attempts: got.__setitem__(Path(t.path).name, rec))
     assert time.monotonic() - start < 30
     assert got["ws1"]["status"] == "timeout"
-    # the sample's damaged session makes compact --check warn: "problems", with a result
-    assert got["ws0"]["status"] == got["ws2"]["status"] == "problems"
+    # the sample's damaged session makes compact --check warn, and exit 0, as `qwenmem compact --check` does
+    assert got["ws0"]["status"] == got["ws2"]["status"] == "ok" and got["ws0"]["warnings"]
     assert got["ws0"]["result"]["sessions"] and got["ws2"]["result"]["sessions"]
-    assert summary.statuses == {"problems": 2, "timeout": 1}
+    assert summary.statuses == {"ok": 2, "timeout": 1}
 
 
 def test_a_crashing_worker_costs_only_its_workspace(fleet_dir, monkeypatch):
-    from qwenmem.core.fleet import operations, parse_command, run_fleet
+    from qwenmem.cli.app import fleet_command as parse_command
+    from qwenmem.core.fleet import operations, run_fleet
     from qwenmem.core.fleet.engines import LocalEngine
     from qwenmem.core.fleet.targets import discover
 
@@ -239,13 +244,13 @@ def test_a_crashing_worker_costs_only_its_workspace(fleet_dir, monkeypatch):
         return real.run(ws, ns)
 
     monkeypatch.setitem(operations.OPERATIONS, "compact", operations.Operation(
-        real.name, real.usage, real.build, maybe_die, real.validate))
-    command, _ = parse_command(["compact", "--check"])
+        real.name, real.usage, maybe_die))
+    command = parse_command(["compact", "--check"])
     got: dict[str, dict] = {}
     run_fleet(discover([fleet_dir / "many"]), command, LocalEngine(2, timeout=None),
               lambda t, rec, attempts: got.__setitem__(Path(t.path).name, rec))
     assert got["ws1"]["status"] == "crashed" and got["ws1"]["error"]["type"] == "worker_died"
-    assert got["ws0"]["status"] == got["ws2"]["status"] == "problems"
+    assert got["ws0"]["status"] == got["ws2"]["status"] == "ok"
     assert got["ws0"]["result"]["sessions"] and got["ws2"]["result"]["sessions"]
 
 
@@ -297,7 +302,8 @@ def test_dask_locked_workspace_is_retried_then_reported(cluster, tmp_path):
 def test_dask_killing_a_worker_mid_run_loses_no_workspace_and_tears_no_file(cluster, tmp_path):
     from distributed import Client
 
-    from qwenmem.core.fleet import parse_command, run_fleet
+    from qwenmem.cli.app import fleet_command as parse_command
+    from qwenmem.core.fleet import run_fleet
     from qwenmem.core.fleet.engines import DaskEngine
     from qwenmem.core.fleet.targets import discover
 
@@ -307,7 +313,7 @@ def test_dask_killing_a_worker_mid_run_loses_no_workspace_and_tears_no_file(clus
     originals = _session_bytes(tmp_path)
     with Client(cluster.scheduler_address, set_as_default=False) as client:
         pids = list(client.run(os.getpid).values())
-    command, _ = parse_command(["sessions", "repair", "--all"])
+    command = parse_command(["sessions", "repair", "--all"])
     records: dict[str, dict] = {}
     killed = threading.Event()
 

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import FIXTURE_SESSIONS
 from qwenpaw2_support import builder
-from qwenmem.core import confine
+from qwenmem.core.events import recording
 from qwenmem.core.compaction2.check import is_gen2_file
 from qwenmem.core.session_model.detect import GEN1, GEN2, generation_of_file
 from qwenmem.core.sessions import iter_session_refs, load_session
@@ -46,9 +46,7 @@ def _reordered(data: bytes) -> bytes:
 def ws(tmp_path) -> Workspace:
     root = tmp_path / "ws"
     (root / "sessions").mkdir(parents=True)
-    confine.reset_refusals()
     yield Workspace(root, root, None, "test")
-    confine.reset_refusals()
 
 
 def _write(ws: Workspace, name: str, data: bytes) -> Path:
@@ -132,9 +130,10 @@ def test_a_link_leaving_the_workspace_is_not_followed(ws, tmp_path):
     outside.write_bytes(GEN2_BYTES)
     (ws.sessions_dir / "evil.json").symlink_to(outside)
     (ws.sessions_dir / "evil_dir").symlink_to(tmp_path, target_is_directory=True)
-    assert generation_of_file(ws.sessions_dir / "evil.json") is None
-    assert generation_of_file(ws.sessions_dir / "evil_dir" / "outside.json") is None
-    assert len(confine.refusals()) == 2 and all("outside the workspace" in r for r in confine.refusals())
+    with recording() as log:
+        assert generation_of_file(ws.sessions_dir / "evil.json") is None
+        assert generation_of_file(ws.sessions_dir / "evil_dir" / "outside.json") is None
+    assert len(log.refused_links) == 2 and all("outside the workspace" in r for r in log.refused_links)
     assert is_gen2_file(ws.sessions_dir / "evil.json") is False
 
 
@@ -142,8 +141,9 @@ def test_a_link_inside_the_workspace_is_followed(ws):
     (ws.path / "kept").mkdir()
     (ws.path / "kept" / "real.json").write_bytes(GEN2_BYTES)
     (ws.sessions_dir / "inside.json").symlink_to("../kept/real.json")
-    assert generation_of_file(ws.sessions_dir / "inside.json") == GEN2
-    assert confine.refusals() == []
+    with recording() as log:
+        assert generation_of_file(ws.sessions_dir / "inside.json") == GEN2
+    assert log.refused_links == []
 
 
 def test_a_path_under_no_workspace_is_read_normally(tmp_path):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from typing import Any
 
 from qwenmem.cli.root import app
 
-__all__ = ["app", "main", "run"]
+__all__ = ["app", "fleet_command", "main", "run"]
 
 
 def run(argv: list[str]) -> int:
@@ -15,27 +16,32 @@ def run(argv: list[str]) -> int:
     import typer.main
 
     from qwenmem.cli import signals
+    from qwenmem.cli.errors import ExitCode, exit_code
     from qwenmem.cli.runner import execute
-    from qwenmem.core import confine, fsio
+    from qwenmem.core.events import recording
 
-    confine.reset_refusals()
-    fsio.reset_disk_full_events()
     signals.reset()
-    code = execute(typer.main.get_command(app), argv)
-    return _with_refusals(signals.finish(code))  # Typer returns a Ctrl-C as a silent 130
+    # this command line's own events (a link refused, a disk full), not the process's: a second run() in the same
+    # process starts from none (qwenmem.core.events)
+    with recording() as log:
+        code = signals.finish(execute(typer.main.get_command(app), argv))  # Typer returns a Ctrl-C as a silent 130
+    if code in (ExitCode.OK, ExitCode.PROBLEMS):
+        return int(exit_code("ok" if code == ExitCode.OK else "problems", log.events))
+    return code
 
 
-def _with_refusals(code: int) -> int:
-    """A run that skipped a link leading out of the workspace (qwenmem.core.confine), or a file it had no room to
-    write, did the rest (and said what), and says so with its own exit code instead of 0 (or 1, which hides it)."""
-    from qwenmem.cli.errors import ExitCode
-    from qwenmem.core import confine, fsio
+def fleet_command(words: list[str]) -> Any:
+    """`qwenmem fleet`'s command after `--` (qwenmem.core.fleet.Command), parsed outside a command line (library
+    callers, tests) by the same Typer command a command line would use (qwenmem/cli/fleet_commands.py)."""
+    import typer.main
+    from typer._click.core import Context
 
-    if code not in (ExitCode.OK, ExitCode.PROBLEMS):
-        return code
-    if fsio.disk_full_events():
-        return int(ExitCode.DISK_FULL)
-    return int(ExitCode.UNSAFE_LINK) if confine.refusals() else code
+    from qwenmem.cli.fleet_commands import parse_command
+
+    root = typer.main.get_command(app)
+    root_ctx = Context(root, info_name="qwenmem")
+    fleet = root.get_command(root_ctx, "fleet")  # type: ignore[attr-defined]  # the root is a click group
+    return parse_command(Context(fleet, parent=root_ctx, info_name="fleet"), words)
 
 
 def main(argv: list[str] | None = None) -> None:

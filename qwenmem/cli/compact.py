@@ -16,6 +16,8 @@ from qwenmem.cli.result import CommandResult, ErrorItem, status_for
 from qwenmem.cli.tables import Cell, Column, Kind, number
 from qwenmem.cli.tables import render as render_table
 from qwenmem.cli.runner import command
+from qwenmem.core.ops import compact_check
+from qwenmem.core.ops.compact_check import CompactCheckResult  # noqa: F401 - the result the JSON contract pins
 from qwenmem.core.compaction.tiers import (Gen2Decision, LongtermDetail, NativeDetail, PruneDetail, ScrollDetail,
                                            SummaryDetail)
 from qwenmem.cli.options import (AgentOpt, DryRunFlag, FormatOpt, JsonFlag, LLMBaseOpt, LLMKeyOpt, LLMModelOpt, LLMRetriesOpt,
@@ -55,15 +57,6 @@ ToolsTokensOpt = Annotated[Optional[int], _Opt("--tools-tokens", min=0, help=(
     "as measured from QwenPaw)."))]
 InstructionOpt = Annotated[str, _Opt("--instruction", help="Extra instruction for the LLM summary (like "
                                                            "/compact <text>).")]
-
-
-@dataclass
-class CompactCheckResult:
-    """`compact --check --json` result."""
-
-    workspace: str
-    config_layout: str  # agent.json key layout: current | legacy
-    sessions: list[Any]
 
 
 @dataclass
@@ -127,16 +120,18 @@ def compact(
 
       QWENMEM_LLM_BASE_URL=http://localhost:8000/v1 QWENMEM_LLM_MODEL=qwen3 qwenmem compact --all --json
     """
+    params = dict(locals())
     from qwenmem.core.compaction.options import Check2Options, CompactOptions
-    from qwenmem.core.compaction.run import CompactRun, check_one, compact_sessions
-    from qwenmem.core.errors import UsageError, WorkspaceError
+    from qwenmem.core.compaction.run import compact_sessions
+    from qwenmem.core.errors import UsageError
     from qwenmem.core.sessions import find_session, iter_session_refs
     from qwenmem.core.settings import load_settings
 
-    if session and all_sessions:
-        raise UsageError("name one session or pass --all, not both")
-    if prune_only and (not prune or force):
-        raise UsageError("--prune-only cannot be combined with --no-prune or --force")
+    compact_check.validate(session, all_sessions, prune, prune_only, force)
+    if check:  # the library operation fleet runs too (qwenmem/core/ops/compact_check.py)
+        outcome = compact_check.run(open_workspace(ctx, workspace, agent), check_options(params))
+        return CommandResult.of(outcome, command="compact check",
+                                render=lambda: _render_check(outcome.data.sessions, detailed=bool(session)))
     ws = open_workspace(ctx, workspace, agent)
     settings = load_settings(ws)
     opts = CompactOptions(max_input_length=max_input_length, threshold_ratio=threshold_ratio,
@@ -149,24 +144,10 @@ def compact(
                                                    tools_tokens, force))
     if session:
         refs = [find_session(ws, session)]
-    elif all_sessions or check:
-        refs = [r for r in iter_session_refs(ws) if not r.stale_flat_copy or check]
+    elif all_sessions:
+        refs = [r for r in iter_session_refs(ws) if not r.stale_flat_copy]
     else:
         raise UsageError("name a session, or pass --all (see `qwenmem sessions list`)")
-
-    if check:
-        run = CompactRun(ws, settings, opts)  # one counter, one set of limits and 2.x settings for every session
-        reports, warnings = [], []
-        for ref in refs:
-            try:
-                reports.append(check_one(run, ref))
-            except WorkspaceError as exc:
-                if session:
-                    raise
-                warnings.append(str(exc))
-        data = CompactCheckResult(str(ws.path), settings.config_layout, reports)
-        return CommandResult(data, warnings=warnings, command="compact check",
-                             render=lambda: _render_check(reports, detailed=bool(session)))
 
     if summarizer != Summarizer.EXTRACTIVE and not prune_only:
         from qwenmem.core.llm import resolve_llm_config
@@ -190,6 +171,27 @@ def compact(
     return CommandResult(CompactResult(str(ws.path), dry_run, results), status_for(bool(failed or skipped or partial)),
                          warnings=warnings, errors=failures, exit_code=code, quiet=False,
                          render=None if quiet else lambda: _render_results(results, dry_run))
+
+
+#: the `compact` flags fleet takes with --check: everything but where the workspace is and how output looks
+CHECK_FLEET_PARAMS = frozenset({"session", "all_sessions", "check", "force", "dry_run", "max_input_length",
+                                "threshold_ratio", "reserve_ratio", "tokenizer", "summarizer", "prune", "prune_only",
+                                "longterm", "recent_n", "old_max_bytes", "recent_max_bytes", "instruction",
+                                "system_tokens", "tools_tokens", "llm_base_url", "llm_model", "llm_api_key",
+                                "llm_timeout", "llm_retries"})
+
+
+def check_options(params: dict[str, Any]) -> compact_check.Options:
+    """`compact --check`'s parsed flags (as the command function receives them) as the operation's Options."""
+    return compact_check.Options(
+        session=params["session"], all_sessions=params["all_sessions"], force=params["force"],
+        dry_run=params["dry_run"], max_input_length=params["max_input_length"],
+        threshold_ratio=params["threshold_ratio"], reserve_ratio=params["reserve_ratio"],
+        tokenizer=Tokenizer(params["tokenizer"]).value, summarizer=Summarizer(params["summarizer"]).value,
+        prune=params["prune"], prune_only=params["prune_only"], longterm=params["longterm"],
+        recent_n=params["recent_n"], old_max_bytes=params["old_max_bytes"],
+        recent_max_bytes=params["recent_max_bytes"], instruction=params["instruction"],
+        system_tokens=params["system_tokens"], tools_tokens=params["tools_tokens"])
 
 
 CHECK_COLUMNS = (Column("session", Kind.KEY), Column("in ctx", Kind.NUMBER, "right"),

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TYPE_CHECKING
 
 from qwenmem.core import errors as E
+
+if TYPE_CHECKING:
+    from qwenmem.core.events import Events
 
 
 class ExitCode(IntEnum):
@@ -70,3 +74,15 @@ def exit_code_for_compaction_failures(kinds: list[str], sessions: int) -> ExitCo
     if len(kinds) == sessions and len(distinct) == 1 and next(iter(distinct)) in _COMPACTION_KINDS:
         return _COMPACTION_KINDS[next(iter(distinct))]
     return ExitCode.PROBLEMS
+
+
+def exit_code(status: str, events: Events, named: ExitCode | None = None) -> ExitCode:
+    """The one rule from what a run ended with to its exit code: a problem with its own name (`named`: BUSY, LLM,
+    USAGE ...) keeps it; otherwise a run that went on past a full disk exits DISK_FULL, past a refused link
+    UNSAFE_LINK (it did the rest, and said what), else ok 0 and problems or error 1."""
+    code = named if named is not None else ExitCode.OK if status == "ok" else ExitCode.PROBLEMS
+    if code not in (ExitCode.OK, ExitCode.PROBLEMS):
+        return code
+    if events.disk_full:
+        return ExitCode.DISK_FULL
+    return ExitCode.UNSAFE_LINK if events.refused_links else code

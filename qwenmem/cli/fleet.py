@@ -71,11 +71,12 @@ def fleet(
 
       qwenmem fleet /srv/qwenpaw --engine dask --scheduler tcp://10.0.0.5:8786 -- reindex
     """
+    from qwenmem.cli.fleet_commands import parse_command
     from qwenmem.core.errors import UsageError
-    from qwenmem.core.fleet import command_words, parse_command
+    from qwenmem.core.fleet import command_words
 
     paths, command_line = _split(list(words or []), command_words())
-    command, _ = parse_command(command_line)
+    command = parse_command(ctx, command_line)  # by the single-workspace command itself: same flags, same rules
     if engine == Engine.DASK and not scheduler:
         raise UsageError("--engine dask needs --scheduler tcp://HOST:8786 (an existing cluster)")
     if scheduler and engine != Engine.DASK:
@@ -152,19 +153,24 @@ def _recorded(path: Path, command_text: str) -> frozenset[str]:
 
 
 def record_exit_code(record: dict[str, Any]) -> int:
-    from qwenmem.cli.errors import ExitCode, classify
+    """The workspace's exit code, by the rule the single-workspace CLI exits by (cli/errors.py exit_code), so a
+    link refused or a disk full in that workspace says so here too."""
+    from qwenmem.cli.errors import ExitCode, classify, exit_code
     from qwenmem.core import errors
+    from qwenmem.core.events import Events
 
     status = record["status"]
-    if status == "ok":
-        return ExitCode.OK
+    events = record.get("events") or {}
+    named = None
     if status == "busy":
-        return ExitCode.BUSY
-    kind = (record.get("error") or {}).get("type", "")
-    cls = getattr(errors, kind, None)
-    if status == "error" and isinstance(cls, type) and issubclass(cls, errors.QwenmemError):
-        return classify(cls.__new__(cls))[0]
-    return ExitCode.PROBLEMS
+        named = ExitCode.BUSY
+    elif status == "error":
+        kind = (record.get("error") or {}).get("type", "")
+        cls = getattr(errors, kind, None)
+        if isinstance(cls, type) and issubclass(cls, errors.QwenmemError):
+            named = classify(cls.__new__(cls))[0]
+    return int(exit_code("ok" if status == "ok" else "problems",
+                         Events(tuple(events.get("refused_links", ())), tuple(events.get("disk_full", ()))), named))
 
 
 def _error_code(record: dict[str, Any]) -> dict[str, str] | None:

@@ -83,17 +83,10 @@ def repair_cmd(
 
       qwenmem sessions repair --all --convert-1x --dry-run
     """
-    from qwenmem.core.errors import UsageError
-    from qwenmem.core.repair import CHECK, DRY_RUN, REPAIR, run_repair
+    from qwenmem.core.repair import run_repair
     from qwenmem.core.sessions import find_session, iter_session_refs
 
-    if check and dry_run:
-        raise UsageError("--check and --dry-run are alternatives; use one")
-    if sessions and all_:
-        raise UsageError("name sessions or use --all, not both")
-    mode = CHECK if check else DRY_RUN if dry_run else REPAIR
-    if mode == REPAIR and not sessions and not all_:
-        raise UsageError("name the sessions to repair, or use --all (see --check for a read-only report)")
+    mode = repair_mode(check, dry_run, bool(sessions), all_)
     ws = open_workspace(ctx, workspace, agent)
     refs = [find_session(ws, s) for s in sessions] if sessions else list(iter_session_refs(ws))
     source = ws.resolve_inside(from_file) if from_file is not None else None
@@ -104,6 +97,22 @@ def repair_cmd(
     silent = quiet and status is Status.OK
     return CommandResult(data, status, exit_code=ExitCode.BUSY if result.changed_underneath else None,
                          quiet=silent, render=None if silent else lambda: _render(result))
+
+
+def repair_mode(check: bool, dry_run: bool, named: bool, all_: bool) -> str:
+    """The mode these flags ask for (qwenmem.core.repair: check, dry-run or repair), by the rules of `sessions
+    repair` (fleet's too)."""
+    from qwenmem.core.errors import UsageError
+    from qwenmem.core.repair import CHECK, DRY_RUN, REPAIR
+
+    if check and dry_run:
+        raise UsageError("--check and --dry-run are alternatives; use one")
+    if named and all_:
+        raise UsageError("name sessions or use --all, not both")
+    mode = CHECK if check else DRY_RUN if dry_run else REPAIR
+    if mode == REPAIR and not named and not all_:
+        raise UsageError("name the sessions to repair, or use --all (see --check for a read-only report)")
+    return mode
 
 
 REPAIR_COLUMNS = (Column("session", Kind.KEY), Column("classes", Kind.TEXT), Column("intact", Kind.NUMBER, "right"),

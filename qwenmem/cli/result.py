@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from qwenmem.cli.errors import ExitCode, classify
+from qwenmem.cli.errors import ExitCode, classify, exit_code
+
+if TYPE_CHECKING:
+    from qwenmem.core.ops.outcome import Outcome
 
 
 class Status(str, Enum):
@@ -55,6 +58,14 @@ class CommandResult:
         if self.exit_code is not None:
             return self.exit_code
         return ExitCode.OK if self.status is Status.OK else ExitCode.PROBLEMS
+
+    @classmethod
+    def of(cls, outcome: Outcome[Any], **view: Any) -> CommandResult:
+        """A library operation's Outcome (qwenmem.core.ops) as the result; `view` is how people see it (render,
+        command, quiet ...). Its exit code is errors.exit_code of the outcome, as fleet's record's is."""
+        return cls(outcome.data, Status(outcome.status), warnings=list(outcome.warnings),
+                   errors=[ErrorItem(e.code, e.message) for e in outcome.errors],
+                   exit_code=exit_code(outcome.status, outcome.events), **view)
 
     @classmethod
     def failure(cls, exc: BaseException, command: str | None = None) -> CommandResult:

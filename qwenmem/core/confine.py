@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
+from qwenmem.core import events
 from qwenmem.core.errors import UnsafeLinkError
 
 MAX_LINKS = 40  # as Linux's MAXSYMLINKS: more than this is a loop
@@ -31,7 +32,6 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getat
 NewDirHook = Callable[[int, str, Path], None]
 
 _roots: set[Path] = set()
-_refused: list[str] = []
 _lock = threading.Lock()
 
 
@@ -51,17 +51,9 @@ def root_for(path: os.PathLike[str] | str) -> Path | None:
     return best
 
 
-def refusals() -> list[str]:
-    """Every refusal of this process, one line each (the CLI turns a run with any into exit UNSAFE_LINK)."""
-    return list(_refused)
-
-
-def reset_refusals() -> None:
-    _refused.clear()
-
-
 def _refuse(message: str) -> UnsafeLinkError:
-    _refused.append(message)
+    """A refusal is an event of the call that met it (qwenmem.core.events; the CLI exits UNSAFE_LINK on any)."""
+    events.refused_link(message)
     return UnsafeLinkError(message)
 
 

@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator
 
-from qwenmem.core import confine, interrupts, modes
+from qwenmem.core import confine, events, interrupts, modes
 from qwenmem.core.tempnames import remove_stale_temporaries, temp_name_for
 from qwenmem.core.errors import (BusyError, ChangedUnderneathError, DiskFullError, QwenmemError, UnsafeLinkError,
                                  WorkspaceError)
@@ -220,24 +220,12 @@ def _unwritable(path: Path, exc: OSError) -> WorkspaceError:
     return WorkspaceError(f"{path}: cannot write ({exc.strerror or exc}); it was left as it was")
 
 
-_disk_full_events: list[str] = []
-
-
 def _disk_full(path: Path, outcome: str) -> DiskFullError:
     free = modes.free_bytes(path.parent)
     room = f"{free} bytes free" if free is not None else "free space unknown"
     message = f"{path}: no space left on the device ({room}); {outcome}"
-    _disk_full_events.append(message)
+    events.disk_full(message)  # an event of this call (qwenmem.core.events): one that went on past it exits DISK_FULL
     return DiskFullError(message)
-
-
-def disk_full_events() -> list[str]:
-    """Every write this process could not do for want of space (a run that went on past one exits DISK_FULL)."""
-    return list(_disk_full_events)
-
-
-def reset_disk_full_events() -> None:
-    _disk_full_events.clear()
 
 
 def as_domain_error(exc: OSError, path: Path | str | None = None, outcome: str = "stopped there") -> QwenmemError:

@@ -10,34 +10,43 @@ import time
 from typing import Any
 
 from qwenmem.core.errors import BusyError, ChangedUnderneathError, QwenmemError
-from qwenmem.core.fleet.operations import OPERATIONS, Command, parser_for
+from qwenmem.core.events import Events, recording
+from qwenmem.core.fleet.operations import OPERATIONS, Command
 from qwenmem.core.fleet.targets import Target
 
 OK, PROBLEMS, ERROR, BUSY, TIMEOUT, CRASHED = "ok", "problems", "error", "busy", "timeout", "crashed"
 STATUSES = (OK, PROBLEMS, ERROR, BUSY, TIMEOUT, CRASHED)
 
 
-def failure(status: str, kind: str, message: str, seconds: float = 0.0) -> dict[str, Any]:
+NO_EVENTS = Events()
+
+
+def failure(status: str, kind: str, message: str, seconds: float = 0.0, events: Events = NO_EVENTS) -> dict[str, Any]:
     return {"status": status, "result": None, "warnings": [], "error": {"type": kind, "message": message},
-            "seconds": round(seconds, 3)}
+            "seconds": round(seconds, 3), "events": plain_events(events)}
+
+
+def plain_events(events: Events) -> dict[str, list[str]]:
+    """This task's own events (qwenmem.core.events): the driver's exit code for the record, as the CLI's."""
+    return {"refused_links": list(events.refused_links), "disk_full": list(events.disk_full)}
 
 
 def run_task(target: Target, command: Command) -> dict[str, Any]:
     from qwenmem.core.workspace import discover_workspace
 
     start = time.monotonic()
-    try:
-        ws = discover_workspace(target.path, target.agent)
-        op = OPERATIONS[command.name]
-        outcome = op.run(ws, parser_for(op).parse_args(list(command.argv)))
-    except (BusyError, ChangedUnderneathError) as exc:
-        return failure(BUSY, type(exc).__name__, str(exc), time.monotonic() - start)
-    except QwenmemError as exc:
-        return failure(ERROR, type(exc).__name__, str(exc), time.monotonic() - start)
-    except Exception as exc:  # noqa: BLE001 - one workspace's internal error is its record, not the run's end
-        return failure(ERROR, "internal", f"{type(exc).__name__}: {exc}", time.monotonic() - start)
-    return {"status": outcome.status, "result": outcome.result, "warnings": outcome.warnings, "error": None,
-            "seconds": round(time.monotonic() - start, 3)}
+    with recording() as log:  # this workspace's events only: a worker runs many, one after another
+        try:
+            ws = discover_workspace(target.path, target.agent)
+            outcome = OPERATIONS[command.name].run(ws, command.options)
+        except (BusyError, ChangedUnderneathError) as exc:
+            return failure(BUSY, type(exc).__name__, str(exc), time.monotonic() - start, log.events)
+        except QwenmemError as exc:
+            return failure(ERROR, type(exc).__name__, str(exc), time.monotonic() - start, log.events)
+        except Exception as exc:  # noqa: BLE001 - one workspace's internal error is its record, not the run's end
+            return failure(ERROR, "internal", f"{type(exc).__name__}: {exc}", time.monotonic() - start, log.events)
+    return {"status": outcome.status, "result": outcome.data, "warnings": list(outcome.warnings), "error": None,
+            "seconds": round(time.monotonic() - start, 3), "events": plain_events(log.events)}
 
 
 def run_task_within(target: Target, command: Command, timeout: float | None) -> dict[str, Any]:

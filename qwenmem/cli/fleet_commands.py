@@ -1,0 +1,137 @@
+"""`qwenmem fleet … -- COMMAND [ARGS]`: the command line after `--`, parsed by the single-workspace CLI's own command.
+
+The words go through the Typer command `qwenmem COMMAND` is (the same flags, types, ranges, choices and the same
+flag rules), then become the frozen options of the fleet operation (qwenmem/core/fleet/operations.py). A flag the
+command takes but fleet does not run yet is refused by name, never dropped; -w/--agent are fleet's to choose, and
+the output flags (--json, --format, --quiet) are taken and mean nothing: a fleet record is always JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from qwenmem.core.errors import UsageError
+from qwenmem.core.fleet.operations import (OPERATIONS, Command, CompactAllOptions, DoctorOptions, DreamOptions,
+                                           HistoryCheckOptions, ReindexOptions, RepairOptions)
+
+#: taken by every command, meaningless for a record (always JSON, written whatever --quiet says)
+OUTPUT_PARAMS = frozenset({"json_out", "output_format", "quiet"})
+#: the workspace is fleet's to choose: the paths before `--`
+PLACE_PARAMS = frozenset({"workspace", "agent"})
+
+Params = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Given:
+    """The parsed flags, and which of them were on the command line (not defaults)."""
+
+    params: Params
+    typed: frozenset[str]
+    spelling: dict[str, str]  # parameter name -> its first option string, for messages
+    name: str
+
+    def only(self, allowed: frozenset[str], why: str = "") -> None:
+        extra = sorted(self.typed - allowed - OUTPUT_PARAMS)
+        if extra:
+            flags = ", ".join(self.spelling.get(p, p.upper()) for p in extra)
+            raise UsageError(f"fleet -- {self.name}: {flags}: not run by fleet{why}; run it per workspace "
+                             f"(qwenmem -w WS {self.name} …)")
+
+
+def _compact(g: Given) -> Any:
+    from qwenmem.cli.compact import CHECK_FLEET_PARAMS, check_options
+    from qwenmem.core.ops import compact_check
+
+    p = g.params
+    compact_check.validate(p["session"], p["all_sessions"], p["prune"], p["prune_only"], p["force"])
+    if p["check"]:
+        g.only(CHECK_FLEET_PARAMS)
+        return check_options(p)
+    if not p["session"] and not p["all_sessions"]:
+        raise UsageError("name a session, or pass --all (see `qwenmem sessions list`)")
+    g.only(frozenset({"all_sessions", "dry_run", "summarizer", "longterm"}), " with compact --all yet")
+    return CompactAllOptions(dry_run=p["dry_run"], summarizer=str(p["summarizer"].value), longterm=p["longterm"])
+
+
+def _repair(g: Given) -> Any:
+    from qwenmem.cli.repair import repair_mode
+
+    p = g.params
+    mode = repair_mode(p["check"], p["dry_run"], bool(p["sessions"]), p["all_"])
+    g.only(frozenset({"check", "all_", "dry_run", "fix_tool_pairs", "from_backup", "convert_1x"}))
+    return RepairOptions(mode, p["fix_tool_pairs"], p["from_backup"], p["convert_1x"])
+
+
+def _reindex(g: Given) -> Any:
+    p = g.params
+    g.only(frozenset({"full", "sources", "recursive", "embedder", "model", "verify", "dry_run"}))
+    return ReindexOptions(full=p["full"], dry_run=p["dry_run"], embedder=p["embedder"].value if p["embedder"] else None,
+                          model=p["model"], sources=p["sources"], recursive=p["recursive"], verify=p["verify"])
+
+
+def _dream(g: Given) -> Any:
+    p = g.params
+    if p["backup"] and not p["restore_flag"]:
+        raise UsageError(f"unexpected argument {p['backup']!r}: a backup name is only taken with --restore")
+    g.only(frozenset({"dry_run", "date", "mode", "keep", "promote", "embeddings", "similarity", "max_shrink",
+                      "allow_shrink"}))
+    return DreamOptions(dry_run=p["dry_run"], date=p["date"], mode=str(p["mode"].value), keep=p["keep"],
+                        promote=str(p["promote"].value), use_embeddings=p["embeddings"], similarity=p["similarity"],
+                        max_shrink=p["max_shrink"], allow_shrink=p["allow_shrink"])
+
+
+def _history_check(g: Given) -> Any:
+    g.only(frozenset({"deep"}))
+    return HistoryCheckOptions(deep=g.params["deep"])
+
+
+def _doctor(g: Given) -> Any:
+    g.only(frozenset())
+    return DoctorOptions()
+
+
+#: fleet's commands: how each one's parsed flags become its operation's options
+OPTIONS: dict[str, Callable[[Given], Any]] = {
+    "doctor": _doctor, "sessions repair": _repair, "compact": _compact, "reindex": _reindex, "dream": _dream,
+    "history check": _history_check,
+}
+assert set(OPTIONS) == set(OPERATIONS)
+
+
+def parse_command(ctx: Any, words: list[str]) -> Command:
+    """`sessions repair --check` as the operation and its options, parsed by `qwenmem sessions repair` itself
+    under the fleet command's context `ctx` (its errors read `qwenmem fleet -- sessions repair …`)."""
+    from typer._click.core import ParameterSource
+
+    from qwenmem.cli.context import state
+
+    for n in (2, 1):
+        name = " ".join(words[:n])
+        if len(words) >= n and name in OPERATIONS:
+            break
+    else:
+        supported = "; ".join(op.usage for op in OPERATIONS.values())
+        raise UsageError(f"fleet cannot run {' '.join(words) or 'nothing'!r}; it runs: {supported}")
+    root = ctx.find_root()
+    command = root.command
+    for word in words[:n]:
+        command = command.get_command(root, word)
+    st = state(ctx)
+    json_before = st.json  # the command's --json would turn fleet's own errors into an envelope
+    try:
+        sub = command.make_context(f"fleet -- {name}", list(words[n:]), parent=ctx.parent or ctx)
+    finally:
+        st.json = json_before
+    typed = frozenset(p.name for p in command.params
+                      if p.name and sub.get_parameter_source(p.name) is ParameterSource.COMMANDLINE)
+    spelling = {p.name: (p.opts[0] if p.opts and p.opts[0].startswith("-") else p.name.upper())
+                for p in command.params if p.name}
+    if typed & PLACE_PARAMS:
+        flags = ", ".join(spelling[p] for p in sorted(typed & PLACE_PARAMS))
+        raise UsageError(f"fleet -- {name}: {flags}: fleet runs on the workspaces named before `--`")
+    options = OPTIONS[name](Given(dict(sub.params), typed, spelling, name))
+    return Command(name, tuple(words[n:]), options)
+
