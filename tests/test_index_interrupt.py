@@ -64,11 +64,12 @@ def test_ctrl_c_during_reindex_stops_within_2_s_and_keeps_the_previous_index(tmp
     assert after.code == 0 and after.json()["result"]["hits"]
 
 
-@pytest.mark.slow  # embeds a large workspace with the default model: ~40 s
+@pytest.mark.slow  # embeds a large workspace with the default model: ~20 s
 def test_first_search_of_a_large_workspace_answers_from_full_text_at_once_and_reindex_embeds_the_rest(tmp_path):
     """issue 18: the first search used to embed every chunk before answering (hours with the default model on a
     large workspace). Now it builds the full-text side, embeds for about a second, and says what is left."""
-    ws = _big_workspace(tmp_path / "ws")
+    # 6 files (78 chunks): many more than a second of embedding does on a CPU, at half the time of 12 files
+    ws = _big_workspace(tmp_path / "ws", files=6)
     first = run_cli("search", "rollback plan", "-w", str(ws), "--json")
     assert first.code == 0, first.stderr
     assert first.json()["result"]["hits"]
