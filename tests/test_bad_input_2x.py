@@ -126,7 +126,7 @@ OPERATIONS = [("sessions", "list"), ("sessions", "show", "console/u2_s2"), ("ses
               ("compact", "--check", "--all"), ("info",)]
 
 
-@settings(max_examples=examples(60), deadline=None,
+@settings(max_examples=examples(40), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(path=st.sampled_from(GEN2_PATHS), value=json_values | st.just(DEEP_MARK))
 def test_any_json_value_in_any_key_of_a_2x_session(tmp_path_factory, path, value):

@@ -139,7 +139,7 @@ def _assert_no_internal_error(root: Path, where: str) -> None:
             assert all(e.get("code") != "internal_error" for e in doc.get("errors", [])), (where, op, doc["errors"])
 
 
-@settings(max_examples=examples(100), deadline=None,
+@settings(max_examples=examples(60), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(target=st.sampled_from(TARGETS), value=values)
 def test_any_json_value_in_any_known_key_is_never_an_internal_error(tmp_path_factory, target, value):

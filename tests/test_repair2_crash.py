@@ -291,7 +291,7 @@ def test_kill_at_every_checkpoint_of_every_file(gen2_ws, tmp_path):
 
 @pytest.mark.slow
 def test_kill_at_random_moments_many(gen2_ws, tmp_path):
-    outcomes = _random_kills(tmp_path, gen2_ws, trials=25, seed=1400)
+    outcomes = _random_kills(tmp_path, gen2_ws, trials=16, seed=1400)
     assert outcomes["mixed"] > 0, outcomes  # some kills landed while files were being written
 
 
@@ -304,7 +304,7 @@ def test_kill_at_random_moments_in_the_generated_corpus(tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         os.utime(path, (time.time() - 3600,) * 2)
-    _random_kills(tmp_path, ws, trials=25, seed=1401)
+    _random_kills(tmp_path, ws, trials=16, seed=1401)
 
 
 def _with_gen1_files(root: Path) -> tuple[Path, frozenset[str]]:
