@@ -10,7 +10,7 @@ _step() { printf 'test [%3d s]: %s\n' "$((SECONDS - _tests_started))" "$*" >&2; 
 if [ -z "${QWENMEM_SKIP_LINT:-}" ]; then
     _step "ruff (lint with a complexity limit)…"
     "$VENV/bin/python" -m ruff check --quiet qwenmem tests || { echo "ruff failed (see above)" >&2; exit 1; }
-    _step "mypy (strict on qwenmem/core; the first run builds its cache in ${TMPDIR:-/tmp}/qwenmem-mypy-cache)…"
+    _step "mypy (strict on all of qwenmem; the first run builds its cache in ${TMPDIR:-/tmp}/qwenmem-mypy-cache)…"
     "$VENV/bin/python" -m mypy --no-error-summary --cache-dir "${TMPDIR:-/tmp}/qwenmem-mypy-cache" \
         || { echo "mypy failed (see above)" >&2; exit 1; }
 fi

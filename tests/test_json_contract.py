@@ -3,7 +3,7 @@
 from dataclasses import fields
 
 from conftest import invoke
-from qwenmem.cli import compact, dream, history, info, reindex, repair, restore, search, sessions, snapshot
+from qwenmem.cli import compact, dream, history, info, reindex, repair, restore, search, sessions, show_result, snapshot
 from qwenmem.core.compaction.check import CheckReport, CompactReport
 from qwenmem.core.dream.changelog import Change
 from qwenmem.core.dream.run import DreamResult
@@ -25,8 +25,8 @@ NONE: frozenset[str] = frozenset()
 TYPES = {
     "sessions list": (sessions.SessionsListResult, NONE),
     "sessions list row": (SessionRow, NONE),
-    "sessions show": (sessions.SessionsShowResult, NONE),
-    "sessions show message": (sessions.ShownMessage, NONE),
+    "sessions show": (show_result.SessionsShowResult, NONE),
+    "sessions show message": (show_result.ShownMessage, NONE),
     "info": (info.InfoResult, NONE),
     "sessions repair": (repair.RepairResult, NONE),
     "sessions repair file": (FileReport, NONE),

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     # is also a valid JSON escape, instead of dying with UnicodeEncodeError halfway through the output.
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError):
-            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]  # TextIO has none; see suppress
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["__complete"]:  # the shell completions' dynamic words: answered before Typer parses anything
         from qwenmem.cli.completion_words import main as complete_words

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 from qwenmem.cli import output
 from qwenmem.cli.tables import Cell, Column, Kind, number
 from qwenmem.cli.tables import render as render_table
+
+if TYPE_CHECKING:
+    from qwenmem.core.compaction2.check import Check2Report
 
 CHECK2_COLUMNS = (Column("session", Kind.KEY), Column("strategy", Kind.LABEL, drop=5), Column("in ctx", Kind.NUMBER, "right"),
                   Column("system", Kind.NUMBER, "right", drop=2), Column("tools", Kind.NUMBER, "right", drop=2),
@@ -17,13 +20,13 @@ CHECK2_COLUMNS = (Column("session", Kind.KEY), Column("strategy", Kind.LABEL, dr
                   Column("compact?", Kind.LABEL), Column("keep", Kind.NUMBER, "right"))
 
 
-def _trigger_tokens(r: Any) -> int:
+def _trigger_tokens(r: Check2Report) -> int:
     """The trigger as a whole token count with the same meaning: native compacts at total ≥ t·C, i.e. at total ≥
     ceil(t·C); scroll evicts at total > t·C, i.e. at total > floor(t·C) (a total is an integer)."""
     return math.floor(r.trigger) if r.strategy == "scroll" else math.ceil(r.trigger)
 
 
-def render_check2(reports: list[Any], detailed: bool) -> None:
+def render_check2(reports: list[Check2Report], detailed: bool) -> None:
     con = output.out()
     render_table(CHECK2_COLUMNS, [
         [r.key, r.strategy, str(r.message_count), number(r.terms.system), number(r.terms.tools),

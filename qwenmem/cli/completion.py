@@ -10,20 +10,24 @@ the three shells for real.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from qwenmem.cli.choices import Shell
+
+if TYPE_CHECKING:
+    import click
 
 SHELLS = ("bash", "zsh", "fish")
 COMPLETION_FILES = {"bash": "qwenmem.bash", "zsh": "_qwenmem", "fish": "qwenmem.fish"}
 
 # What a value is completed with: a word list, or one of these kinds.
 DIRS, FILES, AGENTS, SESSIONS, FREE = "@dirs", "@files", "@agents", "@sessions", "@free"
+Values = str | list[str]  # one of those kinds, or the words themselves
 
 
-def _value_kinds() -> dict[str, object]:
+def _value_kinds() -> dict[str, Values]:
     """Option (or "<command path>|option") -> its values, for options whose type is not a closed set. An option
     typed with an enum (qwenmem/cli/choices.py) completes to its choices; any other option not listed here takes
     a free value (nothing offered)."""
@@ -45,7 +49,7 @@ def _choices(param: Any) -> list[str] | None:
 
 
 # positional arguments: command path -> what they are
-_ARG_KINDS: dict[str, object] = {
+_ARG_KINDS: dict[str, Values] = {
     "compact": SESSIONS, "sessions show": SESSIONS, "sessions repair": SESSIONS, "sessions restore": SESSIONS,
 }
 
@@ -55,8 +59,8 @@ class Command:
     path: str
     subs: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)  # options that take no value
-    values: dict[str, object] = field(default_factory=dict)  # option -> word list or kind
-    arg: object = None  # what positional arguments complete to (None: no positional)
+    values: dict[str, Values] = field(default_factory=dict)  # option -> word list or kind
+    arg: Values | None = None  # what positional arguments complete to (None: no positional)
     nargs: int = 0  # how many positionals (-1: any number)
     helps: dict[str, str] = field(default_factory=dict)  # option or subcommand -> one-line description (zsh, fish)
 
@@ -74,7 +78,7 @@ def command_tree(root: Any) -> dict[str, Command]:
     kinds = _value_kinds()
     out: dict[str, Command] = {}
 
-    def walk(cmd, path: str) -> None:
+    def walk(cmd: click.Command, path: str) -> None:
         node = Command(path)
         for p in cmd.params:
             if p.param_type_name == "argument":
@@ -115,7 +119,7 @@ def generate(shell: str, root: Any) -> str:
     raise typer.BadParameter(f"choose one of {', '.join(SHELLS)}")
 
 
-def _kind_word(kind: object) -> str:
+def _kind_word(kind: Values) -> str:
     return " ".join(kind) if isinstance(kind, list) else str(kind)
 
 
@@ -394,7 +398,7 @@ def _fish_quote(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _fish_option(path: str, opt: str, kind: object, help_text: str = "") -> str:
+def _fish_option(path: str, opt: str, kind: Values | None, help_text: str = "") -> str:
     flag = f"-l {opt[2:]}" if opt.startswith("--") else f"-s {opt[1:]}"
     head = f"complete -c qwenmem -n '__qwenmem_path_is \"{path}\"' {flag}"
     if help_text:
@@ -406,10 +410,10 @@ def _fish_option(path: str, opt: str, kind: object, help_text: str = "") -> str:
     if kind == FILES:
         return f"{head} -r -F"
     if kind in (AGENTS, SESSIONS):
-        return f"{head} -x -a '(__qwenmem_dynamic {kind[1:]})'"  # type: ignore[index]
+        return f"{head} -x -a '(__qwenmem_dynamic {kind[1:]})'"
     if kind == FREE:
         return f"{head} -x"
-    return f"{head} -x -a '{' '.join(kind)}'"  # type: ignore[arg-type]
+    return f"{head} -x -a '{_kind_word(kind)}'"
 
 
 def _fish(tree: dict[str, Command]) -> str:
@@ -431,7 +435,7 @@ def _fish(tree: dict[str, Command]) -> str:
         if node.arg is not None and node.arg != FREE:
             cond = f"'__qwenmem_wants_arg \"{path}\"'"
             if node.arg in (AGENTS, SESSIONS):
-                lines.append(f"complete -c qwenmem -n {cond} -a '(__qwenmem_dynamic {node.arg[1:]})'")  # type: ignore[index]
+                lines.append(f"complete -c qwenmem -n {cond} -a '(__qwenmem_dynamic {node.arg[1:]})'")
             else:
                 lines.append(f"complete -c qwenmem -n {cond} -a '{_kind_word(node.arg)}'")
     return "\n".join(lines) + "\n"

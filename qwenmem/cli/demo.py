@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from qwenmem.cli import output
+from qwenmem.cli.errors import ExitCode
 from qwenmem.cli.runner import execute
 
 # Each step is a qwenmem command line run against the demo copy; steps whose command is not installed are skipped.
@@ -89,7 +90,7 @@ def demo(
             con.rule(f"[bold]{title}[/bold]")
             con.print(f"[dim]$ qwenmem {output.escape(' '.join(argv))}[/dim]")
             code = execute(ctx.find_root().command, ["-w", str(dest), *argv])
-            if code not in (0, 1):
+            if code not in (ExitCode.OK, ExitCode.PROBLEMS):  # problems found is what some steps are there to show
                 failures += 1
                 output.warn(f"step exited with {code}")
     finally:
@@ -105,4 +106,4 @@ def demo(
                   "On your own data: qwenmem -w ~/.qwenpaw doctor")
     con.print(HOW_TO_RUN, markup=False)
     if failures:
-        raise typer.Exit(1)
+        raise typer.Exit(int(ExitCode.PROBLEMS))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -16,6 +16,12 @@ from qwenmem.cli.options import (AgentOpt, DryRunFlag, JsonFlag, LLMBaseOpt, LLM
                                  LLMTimeoutOpt, QuietFlag, WorkspaceOpt)
 from qwenmem.cli.result import CommandResult, document_of
 from qwenmem.cli.runner import command
+
+if TYPE_CHECKING:
+    from qwenmem.core.dream.run import DreamResult, RestoreResult
+    from qwenmem.core.llm import LLMConfig
+    from qwenmem.core.settings import Settings
+    from qwenmem.core.workspace import Workspace
 
 #: fields of core's DreamResult that are not in the document: its warnings are the envelope's `warnings`
 OMITTED_FIELDS = frozenset({"warnings"})
@@ -124,7 +130,8 @@ def dream(
                          warnings_first=True, render=None if quiet else lambda: _render(result))
 
 
-def _llm_config(ws, settings, mode, base_url, model, api_key, timeout, retries):
+def _llm_config(ws: Workspace, settings: Settings, mode: DreamMode, base_url: str | None, model: str | None,
+                api_key: str | None, timeout: float | None, retries: int | None) -> LLMConfig | None:
     from qwenmem.core.errors import UsageError
     from qwenmem.core.llm import resolve_llm_config
 
@@ -157,7 +164,7 @@ def _short(text: str | None, limit: int = 90) -> str:
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
-def _summary_lines(r) -> list[str]:
+def _summary_lines(r: DreamResult) -> list[str]:
     counts = r.counts()
     what = ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or "no changes"
     verb = {"changed": "updated", "unchanged": "already tidy, nothing to do", "dry-run": "would be updated (dry run)"}
@@ -192,14 +199,14 @@ def _skipped_summary(skipped: list[str]) -> str:
             f"heading (the `facts` rule); `--promote all` would add {'it' if outside == 1 else 'them'}")
 
 
-def _render(r: Any) -> None:
+def _render(r: DreamResult) -> None:
     if r.status == "dry-run":
         output.out().print(output.escape(r.diff), end="", soft_wrap=True)
     for line in _summary_lines(r):
         output.para(output.escape(line), "    " if line.startswith("  ") else "  ")
 
 
-def _restore_lines(r) -> list[str]:
+def _restore_lines(r: RestoreResult) -> list[str]:
     verb = {"restored": "restored from", "unchanged": "already identical to", "dry-run": "would be restored from"}
     lines = [f"MEMORY.md {verb[r.status]} {r.restored_from}"]
     if r.backup:
@@ -209,7 +216,7 @@ def _restore_lines(r) -> list[str]:
     return lines
 
 
-def _render_restore(r: Any) -> None:
+def _render_restore(r: RestoreResult) -> None:
     if r.status == "dry-run":
         output.out().print(output.escape(r.diff), end="", soft_wrap=True)
     for line in _restore_lines(r):

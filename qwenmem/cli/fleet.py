@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,6 +21,10 @@ from qwenmem.cli.choices import Engine
 from qwenmem.cli.options import DryRunFlag, QuietFlag
 from qwenmem.cli.result import CommandResult, Status
 from qwenmem.cli.runner import command as register_command
+
+if TYPE_CHECKING:
+    from qwenmem.core.fleet import Command, FleetSummary, Target
+    from qwenmem.core.fleet.engines import Engine as FleetEngine  # choices.Engine is the --engine value
 
 FLEET_JSON_VERSION = 1
 RECORD_KEYS = ("qwenmem_fleet", "workspace", "agent", "command", "status", "exit_code", "attempts", "seconds",
@@ -102,7 +106,7 @@ def _split(words: list[str], command_words: set[str]) -> tuple[list[Path], list[
                      "`qwenmem fleet ROOT -- sessions repair --check`")
 
 
-def _targets(paths: list[Path], from_file: Path | None):
+def _targets(paths: list[Path], from_file: Path | None) -> Iterator[Target]:
     from qwenmem.core.fleet import discover, listed_paths
 
     def inputs() -> Iterator[Path]:
@@ -122,7 +126,7 @@ def _targets(paths: list[Path], from_file: Path | None):
     return discover(inputs())
 
 
-def _plan(targets, command_text: str) -> None:
+def _plan(targets: Iterable[Target], command_text: str) -> None:
     n = 0
     for target in targets:
         n += 1
@@ -193,18 +197,22 @@ def _write(doc: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def _execute(targets, command, engine_name, jobs, scheduler, timeout, retries, backoff, skip,
-             quiet) -> CommandResult:
+def _execute(targets: Iterable[Target], command: Command, engine_name: str, jobs: int | None, scheduler: str | None,
+             timeout: float | None, retries: int, backoff: float, skip: frozenset[str], quiet: bool) -> CommandResult:
     import os
 
     from qwenmem.core.fleet import RetryPolicy, run_fleet
     from qwenmem.core.fleet.engines import DaskEngine, LocalEngine
 
-    engine = DaskEngine(scheduler, timeout) if engine_name == "dask" else LocalEngine(jobs or os.cpu_count() or 1,
-                                                                                      timeout)
+    engine: FleetEngine
+    if engine_name == "dask":
+        assert scheduler is not None  # fleet() refuses --engine dask without --scheduler
+        engine = DaskEngine(scheduler, timeout)
+    else:
+        engine = LocalEngine(jobs or os.cpu_count() or 1, timeout)
     failures: list[str] = []
 
-    def on_record(target, record, attempts) -> None:
+    def on_record(target: Target, record: dict[str, Any], attempts: int) -> None:
         code = record_exit_code(record)
         _write({"qwenmem_fleet": FLEET_JSON_VERSION, "workspace": target.path, "agent": target.agent,
                 "command": command.text, "status": record["status"], "exit_code": int(code), "attempts": attempts,
@@ -226,7 +234,7 @@ def _execute(targets, command, engine_name, jobs, scheduler, timeout, retries, b
                          render=(lambda: _summarize(summary, command.text, engine.name, failures)) if show else None)
 
 
-def _summarize(summary, command_text: str, engine_name: str, failures: list[str]) -> None:
+def _summarize(summary: FleetSummary, command_text: str, engine_name: str, failures: list[str]) -> None:
     rate = summary.total / summary.seconds if summary.seconds else 0.0
     parts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing run"
     output.note(f"fleet ({engine_name}): `{command_text}` on {summary.total} workspace(s) in {summary.seconds:.1f} s "

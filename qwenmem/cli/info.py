@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -11,6 +11,9 @@ from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import AgentOpt, JsonFlag, WorkspaceOpt
 from qwenmem.cli.result import CommandResult
+
+if TYPE_CHECKING:
+    from qwenmem.core.settings2 import Qwenpaw2Info
 
 
 @dataclass
@@ -66,7 +69,7 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
     return CommandResult(result, render=lambda: _render(ws, files, gen, result.embedding_kernel))
 
 
-def _render(ws: Any, files: dict[str, Any], gen: Any, kernel: dict[str, Any]) -> None:
+def _render(ws: Any, files: dict[str, Any], gen: Qwenpaw2Info, kernel: dict[str, Any]) -> None:
     from qwenmem.core.workspace import path_exists
 
     con = output.out()
@@ -98,7 +101,7 @@ class _Wrapped:
         output.para(markup, "    ", width=self.width)
 
 
-def _print_qwenpaw2(con, gen) -> None:
+def _print_qwenpaw2(con: _Wrapped, gen: Qwenpaw2Info) -> None:
     g = gen.generation
     con.print(f"[bold]QwenPaw generation[/bold] {g.generation}  ({g.files_1x} 1.x and {g.files_2x} 2.x session files"
               + (f"; markers: {', '.join(g.markers)}" if g.markers else "") + ")")

@@ -1,7 +1,7 @@
 """Rendering: Rich for people (stdout for data, stderr for everything else), a versioned JSON envelope for scripts.
 
-JSON envelope (version 1, pinned by tests/test_json_contract.py):
-  {"qwenmem_json": 6, "command": "sessions list", "status": "ok"|"problems"|"error",
+JSON envelope (`qwenmem_json` is its version, JSON_VERSION below; the shape is pinned by tests/test_json_contract.py):
+  {"qwenmem_json": int, "command": "sessions list", "status": "ok"|"problems"|"error",
    "result": <command-specific object or null>, "warnings": [str], "errors": [{"code": str, "message": str}]}
 Colour (`--color auto|always|never`): auto colours a terminal unless NO_COLOR is set or CLICOLOR=0;
 CLICOLOR_FORCE=1 colours even a pipe. Tables: `--format table|tsv|json` (qwenmem/cli/tables.py).
@@ -18,7 +18,10 @@ from datetime import date, datetime
 from enum import Enum
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:  # rich.progress is imported when a bar is wanted (start-up time)
+    from rich.progress import Progress
 
 JSON_VERSION = 6  # 2: reindex, dream: warnings only in the envelope (no `notices`/`warnings` in result)
 #                  4: history salvage: `complete`; sources without `tool`, with cut/missing seqs, lost pages, WAL rows
@@ -225,14 +228,30 @@ def _default(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
+class EnvelopeError(TypedDict):
+    """One entry of the envelope's `errors` (cli.result.ErrorItem, as JSON)."""
+
+    code: str
+    message: str
+
+
+class Envelope(TypedDict):
+    qwenmem_json: int
+    command: str
+    status: str
+    result: Any  # the command's own result, any JSON value (to_json serialises it)
+    warnings: list[str]
+    errors: list[EnvelopeError]
+
+
 def envelope(command: str, result: Any, status: str = "ok", warnings: list[str] | None = None,
-             errors: list[dict] | None = None) -> dict:
+             errors: list[EnvelopeError] | None = None) -> Envelope:
     return {"qwenmem_json": JSON_VERSION, "command": command, "status": status, "result": result,
             "warnings": list(warnings or []), "errors": list(errors or [])}
 
 
 def print_json(command: str, result: Any, status: str = "ok", warnings: list[str] | None = None,
-               errors: list[dict] | None = None) -> None:
+               errors: list[EnvelopeError] | None = None) -> None:
     doc = envelope(command, result, status, warnings, errors)
     sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2, default=_default) + "\n")
     sys.stdout.flush()
@@ -279,7 +298,7 @@ def human_size(n: int) -> str:
     return f"{n} B"
 
 
-def progress(description: str, total: int | None, quiet: bool = False):
+def progress(description: str, total: int | None, quiet: bool = False) -> tuple[Progress, str, int | None]:
     """A Rich progress bar on stderr (hidden when stderr is not a terminal, or in --quiet/--json mode)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 

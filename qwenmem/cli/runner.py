@@ -160,7 +160,7 @@ def runs(fn: F) -> F:
         if result is not None:
             emit(result)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # it emits and returns None; Typer reads fn's signature (wraps)
 
 
 def emit(result: CommandResult) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -14,6 +14,9 @@ from qwenmem.cli.options import AgentOpt, JsonFlag, QuietFlag, WorkspaceOpt
 from qwenmem.cli.progress import progress_callback
 from qwenmem.cli.result import CommandResult, status_for
 from qwenmem.cli.runner import command
+
+if TYPE_CHECKING:
+    from qwenmem.core.index.search import SearchHit as FoundHit  # core's hit (SearchHit below is the JSON row)
 
 @dataclass
 class SearchHit:
@@ -145,7 +148,7 @@ def _parse_context(value: str | None, json_out: bool) -> str | int:
     raise UsageError(f"bad --context {value!r}: use snippet, full or a number of lines")
 
 
-def _json_text(hit: Any, shown: str | int) -> str | None:
+def _json_text(hit: FoundHit, shown: str | int) -> str | None:
     from qwenmem.core.index.search import context_lines
 
     if shown == "snippet":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -16,8 +16,14 @@ from qwenmem.cli.output import OutputFormat
 from qwenmem.cli.errors import ExitCode
 from qwenmem.cli.result import CommandResult, Status, status_for
 from qwenmem.cli.runner import QwenmemGroup, command
+from qwenmem.cli.show_result import SessionsShowResult, ShownMessage
 from qwenmem.cli.tables import Cell, CellValue, Column, Kind, number
 from qwenmem.cli.tables import render as render_table
+
+if TYPE_CHECKING:  # core is imported by the commands that use it (start-up time)
+    from qwenmem.core.listing import SessionRow
+    from qwenmem.core.session_model.gen1_doc import Entry, SessionDoc
+    from qwenmem.core.sessions import SessionRef
 
 app = typer.Typer(help="List, show and repair session files (short-term memory).", no_args_is_help=True,
                   cls=QwenmemGroup)
@@ -37,34 +43,6 @@ class SessionsListResult:
     strategy: str  # 2.x context strategy (scroll / native), "light" for a 1.x agent.json
     history: dict[str, Any]  # history.db state (core.history.HistoryState)
     history_only: list[dict[str, Any]]  # sessions that exist only in history.db: {session_id, rows}
-
-
-@dataclass
-class ShownMessage:
-    index: int
-    marks: list[Any]
-    message: Any
-    normalized: dict[str, Any] | None  # session_model.Message.to_json(): the shape history.db rows also take
-
-
-@dataclass
-class SessionsShowResult:
-    """`sessions show --json` result."""
-
-    key: str
-    path: str
-    channel: str | None
-    user_id: str | None
-    session_id: str | None
-    health: str
-    salvaged: bool
-    problems: list[str]
-    summary: str | None
-    total_messages: int
-    messages: list[Any]  # ShownMessage for 1.x files; normalised messages for 2.x (session_model.Message.to_json)
-    generation: str | None = None
-    scroll: dict[str, Any] | None = None  # 2.x scroll state: continuation summary, eviction index
-    history: dict[str, Any] | None = None  # --history: the full record (core.history.record.HistoryRecord)
 
 
 @command(app, "list")
@@ -158,7 +136,7 @@ def _msgs(r: Any) -> Cell:
     return Cell(text, raw=str(r.messages))
 
 
-def _list_notes(rows) -> list[str]:
+def _list_notes(rows: list[SessionRow]) -> list[str]:
     """What a reader of the listing should act on; the same sentences go to stderr and into the JSON `warnings`."""
     from qwenmem.core.sessions import BACKUP_RE
 
@@ -220,7 +198,7 @@ def show_cmd(
     loaded = load_session(ref) if ref is not None else None
     if history or (loaded is not None and loaded.generation == "2.x"):
         return show2.show(ws, ref, loaded, session, history, tail, role, full, thinking, compressed,
-                          SessionsShowResult, json_out or _json_wanted(ctx))
+                          json_out or _json_wanted(ctx))
     assert ref is not None and loaded is not None  # without --history a missing session raised above
     doc = loaded.session
     entries = doc.entries() if doc else []
@@ -264,7 +242,8 @@ def _local_minute(iso: str | None) -> str:
     return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
 
 
-def _render_conversation(ref, doc, indexed, total, full: bool, thinking: bool) -> None:
+def _render_conversation(ref: SessionRef, doc: SessionDoc | None, indexed: list[tuple[int, Entry]], total: int,
+                         full: bool, thinking: bool) -> None:
     from rich.panel import Panel
 
     con = output.out()
@@ -297,7 +276,7 @@ def _shorten(text: str, limit: int, full: bool) -> str:
     return text[:limit].rstrip() + f" … [{len(text) - limit:,} more characters; --full shows all]"
 
 
-def render_blocks(content, full: bool, thinking: bool) -> list[str]:
+def render_blocks(content: Any, full: bool, thinking: bool) -> list[str]:  # a 1.x message's content, as written
     esc = output.escape
     if isinstance(content, str):
         return [esc(content)]

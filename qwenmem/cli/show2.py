@@ -7,22 +7,38 @@ shape (`Message.to_json`), the same for a file's messages and for history rows.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from qwenmem.cli import output
+from qwenmem.cli.show_result import SessionsShowResult
+
+if TYPE_CHECKING:  # core and rich are imported where they are used (start-up time)
+    from rich.console import Console
+    from rich.text import Text
+
+    from qwenmem.cli.result import CommandResult
+    from qwenmem.core.history.record import HistoryRecord
+    from qwenmem.core.session_model.model import Block, Message, Session
+    from qwenmem.core.sessions import LoadedSession, SessionRef
+    from qwenmem.core.workspace import Workspace
+
+Line = list[tuple[str, str | None]]  # one rendered line: (text, rich style) segments, no markup to parse
 
 ROLE_COLOUR = {"user": "green", "assistant": "blue", "system": "magenta"}
 
 
-def _filter(messages, role, tail, compressed):
+def _filter(messages: list[Message], role: str | None, tail: int | None, compressed: bool) -> list[Message]:
     picked = [m for m in messages if (compressed or not m.compressed) and (role is None or m.role == role)]
     return picked[-tail:] if tail else picked
 
 
-def show(ws, ref, loaded, query: str, history: bool, tail, role, full: bool, thinking: bool, compressed: bool,
-         result_cls, json_out: bool = True):
-    """A CommandResult for a 2.x file, or for any session's --history (result_cls: cli.sessions.SessionsShowResult).
-    Without `json_out` the normalised messages are not built (a 20,000-row record renders faster without them)."""
+def show(ws: Workspace, ref: SessionRef | None, loaded: LoadedSession | None, query: str, history: bool,
+         tail: int | None, role: str | None, full: bool, thinking: bool, compressed: bool,
+         json_out: bool = True) -> CommandResult:
+    """A CommandResult for a 2.x file, or for any session's --history (`ref` and `loaded` None: a session only in
+    history.db, named by `query`). Without `json_out` the normalised messages are not built (a 20,000-row record
+    renders faster without them)."""
     from qwenmem.cli.errors import ExitCode
     from qwenmem.cli.result import CommandResult, status_for
 
@@ -35,14 +51,14 @@ def show(ws, ref, loaded, query: str, history: bool, tail, role, full: bool, thi
     history_json = record.to_json(messages=False) if record else None
     if history_json is not None:  # the record's messages, filtered like the file's, in the same shape
         history_json["messages"] = normalised
-    data = result_cls(
+    data = SessionsShowResult(
         ref.key if ref else None, ref.rel if ref else None, ref.channel if ref else None,
         ref.user_id if ref else None, record.session_id if record else (ref.session_id if ref else None),
         health, loaded.salvaged if loaded else False, loaded.problems if loaded else [],
         model.summary if model else None, len(messages), [] if record else normalised,
         model.generation if model else None, _scroll_json(model), history_json)
-    warnings = []
-    if loaded is not None and health == "corrupt":
+    warnings: list[str] = []
+    if ref is not None and loaded is not None and health == "corrupt":  # `loaded` is read from `ref`
         warnings.append(f"{ref.rel} is damaged; showing what can be read ({'; '.join(loaded.problems)})")
     elif loaded is not None and loaded.problems:
         warnings.append("; ".join(loaded.problems[:5]) + (" …" if len(loaded.problems) > 5 else ""))
@@ -51,7 +67,7 @@ def show(ws, ref, loaded, query: str, history: bool, tail, role, full: bool, thi
                          render=lambda: _render(ref, model, record, shown, len(messages), full, thinking))
 
 
-def _scroll_json(model):
+def _scroll_json(model: Session | None) -> dict[str, Any] | None:
     if model is None or model.scroll is None:
         return None
     return {"continuation_summary": model.scroll.continuation_summary, "index": model.scroll.index,
@@ -59,27 +75,33 @@ def _scroll_json(model):
             "synthetic_ids": model.scroll.synthetic_ids}
 
 
-def _record(ws, ref, loaded, model, query):
+def _record(ws: Workspace, ref: SessionRef | None, loaded: LoadedSession | None, model: Session | None,
+            query: str) -> HistoryRecord:
     from qwenmem.core.errors import WorkspaceError
     from qwenmem.core.history import HistoryError
     from qwenmem.core.history.keys import rows_key_in
     from qwenmem.core.history.record import full_record
     from qwenmem.core.settings2 import load_gen2_settings
 
-    settings = load_gen2_settings(ws)
+    # the store's path, which load_gen2_settings always sets (history_db_file raises TypeError, not a user error,
+    # should it ever not); a store that is not there is HistoryError `missing` below, like any unreadable one
+    db_path = load_gen2_settings(ws).history_db_file()
     if ref is None:
         session_id = query
     else:  # the rows rule of list, repair and compact (never agent.state.session_id)
         doc = loaded.gen2_doc if loaded is not None else None
-        db = settings.history_db if settings.history_db is not None and settings.history_db.is_file() else None
-        session_id = rows_key_in(ref, doc, db).session_id or ref.session_id
+        key = rows_key_in(ref, doc, db_path if db_path.is_file() else None).session_id or ref.session_id
+        if key is None:  # not met: a file's ref always has a session id (its name's, at least)
+            raise WorkspaceError(f"{ref.rel}: no session id to look its rows up by in history.db")
+        session_id = key
     try:
-        return full_record(settings.history_db, session_id, model)
+        return full_record(db_path, session_id, model)
     except HistoryError as exc:
         raise WorkspaceError(f"history.db: {exc.detail} ({exc.path})") from None
 
 
-def _render(ref, model, record, shown, total, full, thinking) -> None:
+def _render(ref: SessionRef | None, model: Session | None, record: HistoryRecord | None, shown: list[Message],
+            total: int, full: bool, thinking: bool) -> None:
     from rich.panel import Panel
 
     con = output.out()
@@ -89,6 +111,7 @@ def _render(ref, model, record, shown, total, full, thinking) -> None:
                   f"session {esc((record.session_id if record else ref.session_id) or '?')}  "
                   f"({model.generation if model else '?'}, {total} messages)", "  ", width=con.width)
     else:
+        assert record is not None  # no session file: show() runs for --history only
         con.print(f"[bold]{esc(record.session_id)}[/bold]  (only in history.db, {total} messages)")
     if record:  # rows and messages differ: a tool call's result rows belong to its message
         placeholders = sum(1 for m in record.messages if m.synthetic)
@@ -110,7 +133,7 @@ def _render(ref, model, record, shown, total, full, thinking) -> None:
         con.print(f"[dim]… showing {len(shown)} of {total} messages[/dim]")
     spans = list(record.evictions) if record else []
     in_tail = False
-    lines: list[list[tuple[str, str | None]]] = []  # each line: (text, rich style) segments, no markup to parse
+    lines: list[Line] = []
     for m in shown:
         while spans and m.seq is not None and m.seq >= spans[0][0]:
             lo, hi = spans.pop(0)
@@ -132,7 +155,7 @@ def _render(ref, model, record, shown, total, full, thinking) -> None:
     _emit(con, lines)
 
 
-def _emit(con, lines) -> None:
+def _emit(con: Console, lines: list[Line]) -> None:
     """Plain text straight to a pipe or file (a 20,000-message record renders in well under a second); styled
     Text objects to a terminal."""
     if not con.is_terminal and output.prose_width() is None:
@@ -150,7 +173,7 @@ def _emit(con, lines) -> None:
                 con.print(piece, soft_wrap=True)
 
 
-def panel_body(con: Any, text: str) -> Any:
+def panel_body(con: Console, text: str) -> Text:
     """A summary for a Panel, wrapped here (Rich would move a run of Chinese after `- [x]` to the next line and
     start a line with `。`): the panel's inner width is the console's less its borders and padding."""
     from rich.text import Text
@@ -166,8 +189,8 @@ def _shorten(text: str, limit: int, full: bool) -> str:
     return text[:limit].rstrip() + f" … [{len(text) - limit:,} more characters; --full shows all]"
 
 
-def render_blocks(blocks, full: bool, thinking: bool) -> list[list[tuple[str, str | None]]]:
-    lines: list[list[tuple[str, str | None]]] = []
+def render_blocks(blocks: Sequence[Block], full: bool, thinking: bool) -> list[Line]:
+    lines: list[Line] = []
     for b in blocks:
         if b.type == "text":
             lines.append([(b.text, None)])

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from qwenmem.core import interrupts
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, qwenmem.cli.errors.ExitCode.INTERRUPTED
 EXIT_TERMINATED = 143  # 128 + SIGTERM, ExitCode.TERMINATED
@@ -24,7 +28,7 @@ _received: list[int] = []
 _reported: list[bool] = []
 
 
-def _handler(signum, frame) -> None:
+def _handler(signum: int, frame: FrameType | None) -> None:
     _received.append(signum)
     if interrupts.deferring():  # inside a step that must finish (a rename and its fsync): stop right after it
         interrupts.hold(signum)
