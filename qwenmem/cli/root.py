@@ -1,4 +1,4 @@
-"""The Typer root and its callback (global options). The command map is qwenmem/cli/commands.py, the entry point
+"""The Typer root and its callback (global options). The command map is qwenmem/cli/commands/__init__.py, the entry point
 qwenmem/cli/app.py, the runner qwenmem/cli/runner.py."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The command map: every command, mounted on the root app. Each command is one module named after it."""
+"""The command map: every command, mounted on the root app. Commands live in this package, one module (or a
+package, for a command with subcommands) per command; the plumbing they share is beside it in qwenmem/cli/."""
 
 from __future__ import annotations
 
