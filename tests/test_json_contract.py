@@ -3,7 +3,9 @@
 from dataclasses import fields
 
 from conftest import invoke
-from qwenmem.cli import compact, dream, history, info, reindex, repair, restore, search, sessions, show_result, snapshot
+from qwenmem.cli import compact, dream, reindex, search, snapshot
+from qwenmem.cli.commands import history
+from qwenmem.core.ops import info, sessions_list, sessions_repair, sessions_restore, sessions_show
 from qwenmem.core.compaction.check import CheckReport, CompactReport
 from qwenmem.core.dream.changelog import Change
 from qwenmem.core.dream.run import DreamResult
@@ -23,14 +25,14 @@ from qwenmem.core.snapshot import SnapshotInfo
 NONE: frozenset[str] = frozenset()
 #: document or nested row -> (the type its keys come from, fields of that type the document leaves out)
 TYPES = {
-    "sessions list": (sessions.SessionsListResult, NONE),
+    "sessions list": (sessions_list.SessionsListResult, NONE),
     "sessions list row": (SessionRow, NONE),
-    "sessions show": (show_result.SessionsShowResult, NONE),
-    "sessions show message": (show_result.ShownMessage, NONE),
+    "sessions show": (sessions_show.SessionsShowResult, NONE),
+    "sessions show message": (sessions_show.ShownMessage, NONE),
     "info": (info.InfoResult, NONE),
-    "sessions repair": (repair.RepairResult, NONE),
+    "sessions repair": (sessions_repair.RepairResult, NONE),
     "sessions repair file": (FileReport, NONE),
-    "sessions restore runs": (restore.RestoreRunsResult, NONE),
+    "sessions restore runs": (sessions_restore.RestoreRunsResult, NONE),
     "sessions restore run": (RunInfo, NONE),
     "sessions restore": (RestoreResult, NONE),
     "sessions restore file": (RestoredFile, NONE),

@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING
 from qwenmem.core import errors as E
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from qwenmem.core.events import Events
+    from qwenmem.core.ops.outcome import Outcome
 
 
 class ExitCode(IntEnum):
@@ -86,3 +89,9 @@ def exit_code(status: str, events: Events, named: ExitCode | None = None) -> Exi
     if events.disk_full:
         return ExitCode.DISK_FULL
     return ExitCode.UNSAFE_LINK if events.refused_links else code
+
+
+def outcome_exit_code(outcome: Outcome[Any]) -> ExitCode:
+    """A library operation's exit code (qwenmem.core.ops): its status, its named exit if it has one, its events."""
+    named = ExitCode[outcome.exit_as.upper()] if outcome.exit_as is not None else None
+    return exit_code(outcome.status, outcome.events, named)

@@ -7,12 +7,10 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from qwenmem.cli import (compact, completion, demo, doctor, dream, fleet, history, info, reindex, repair, restore,
-                             runner, schedule, search, sessions, snapshot)
+    from qwenmem.cli import compact, completion, demo, dream, fleet, reindex, runner, schedule, search, snapshot
+    from qwenmem.cli.commands import doctor, history, info, sessions
 
-    repair.register(sessions.app)
-    restore.register(sessions.app)
-    app.add_typer(sessions.app, name="sessions")
+    sessions.register(app)
     compact.register(app)
     search.register(app)
     reindex.register(app)

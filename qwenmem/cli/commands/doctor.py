@@ -1,4 +1,5 @@
-"""`qwenmem doctor`: one screen over every agent of a QwenPaw root that says what needs attention (read-only)."""
+"""`qwenmem doctor`: one screen over every agent of a QwenPaw root that says what needs attention (read-only;
+qwenmem/core/ops/doctor.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import typer
 from qwenmem.cli import output
 from qwenmem.cli.context import state
 from qwenmem.cli.options import AgentOpt, JsonFlag, QuietFlag, WorkspaceOpt
-from qwenmem.cli.result import CommandResult, status_for
+from qwenmem.cli.result import CommandResult
 
 
 def doctor(ctx: typer.Context, quiet: QuietFlag = False, json_out: JsonFlag = False, workspace: WorkspaceOpt = None,
@@ -26,14 +27,18 @@ def doctor(ctx: typer.Context, quiet: QuietFlag = False, json_out: JsonFlag = Fa
 
       qwenmem doctor --quiet   # from cron: prints (and cron mails) only what needs attention
     """
-    from qwenmem.core.doctor import run_doctor, to_json
+    from qwenmem.core.doctor import to_json
+    from qwenmem.core.ops import doctor as doctor_op
 
     st = state(ctx)
-    report = run_doctor(workspace or st.workspace, agent or st.agent)
+    outcome = doctor_op.run(workspace or st.workspace, doctor_op.Options(agent or st.agent))
+    report = outcome.data
     if quiet and not report.needs_attention:
-        return CommandResult(to_json(report), quiet=True)
-    return CommandResult(to_json(report), status_for(report.needs_attention), quiet=quiet,
-                         render=lambda: _render(report, attention_only=quiet))
+        shown = CommandResult.of(outcome, quiet=True)
+    else:
+        shown = CommandResult.of(outcome, quiet=quiet, render=lambda: _render(report, attention_only=quiet))
+    shown.data = to_json(report)
+    return shown
 
 
 VALUE_HANG = " " * 12  # under the value of `  sessions  …`

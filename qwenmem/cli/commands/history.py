@@ -1,4 +1,5 @@
-"""`qwenmem history check|salvage|rebuild-fts`: QwenPaw 2.x's history.db, the full record under scroll."""
+"""`qwenmem history check|salvage|rebuild-fts`: QwenPaw 2.x's history.db, the full record under scroll
+(qwenmem/core/ops/history_check.py, history_salvage.py, history_rebuild_fts.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
-from qwenmem.cli.errors import ExitCode
 from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
-from qwenmem.cli.result import CommandResult, document_of, status_for
+from qwenmem.cli.result import CommandResult, document_of
 from qwenmem.cli.runner import command
 
 #: salvage notices travel in the envelope's warnings (a source's own stay beside its counts)
@@ -42,19 +42,11 @@ def check_cmd(
 
       qwenmem history check --deep --json
     """
-    from qwenmem.core.history.check import check_history
-    from qwenmem.core.history.maintain import live_history_path
-    from qwenmem.core.settings2 import load_gen2_settings
+    from qwenmem.core.ops import history_check
 
-    ws = open_workspace(ctx, workspace, agent)
-    settings = load_gen2_settings(ws)
-    path = live_history_path(ws)
-    from qwenmem.core.session_rows import rows_locator
-
-    result = check_history(path, ws.sessions_dir, settings.history_retention_days, deep=deep,
-                           locate=rows_locator(ws))
-    return CommandResult(result, status_for(result.needs_attention),
-                         render=None if quiet and not result.needs_attention else lambda: _render_check(result))
+    outcome = history_check.run(open_workspace(ctx, workspace, agent), history_check.Options(deep))
+    attention = outcome.data.needs_attention
+    return CommandResult.of(outcome, render=None if quiet and not attention else lambda: _render_check(outcome.data))
 
 
 def _render_check(result: Any) -> None:
@@ -106,14 +98,12 @@ def salvage_cmd(
 
       qwenmem history salvage --from history.db.corrupt-20261130T101500
     """
-    from qwenmem.core.history.maintain import salvage
+    from qwenmem.core.ops import history_salvage
 
-    ws = open_workspace(ctx, workspace, agent)
-    result = salvage(ws, from_file, dry_run)
-    return CommandResult(document_of(result, SALVAGE_OMITTED_FIELDS),
-                         status_for(not result.complete),
-                         warnings=list(result.notices) + [n for s in result.sources for n in s.notices],
-                         render=None if quiet else lambda: _render_salvage(result))
+    outcome = history_salvage.run(open_workspace(ctx, workspace, agent), history_salvage.Options(from_file, dry_run))
+    shown = CommandResult.of(outcome, render=None if quiet else lambda: _render_salvage(outcome.data))
+    shown.data = document_of(outcome.data, SALVAGE_OMITTED_FIELDS)  # the notices are the envelope's warnings
+    return shown
 
 
 def _render_salvage(result: Any) -> None:
@@ -159,10 +149,10 @@ def rebuild_fts_cmd(
 
       qwenmem history rebuild-fts
     """
-    from qwenmem.core.history.maintain import rebuild_fts
+    from qwenmem.core.ops import history_rebuild_fts
 
-    ws = open_workspace(ctx, workspace, agent)
-    result = rebuild_fts(ws, dry_run, force)
+    outcome = history_rebuild_fts.run(open_workspace(ctx, workspace, agent), history_rebuild_fts.Options(force, dry_run))
+    result = outcome.data
 
     def render() -> None:
         if not result.needed and not force:
@@ -173,8 +163,7 @@ def rebuild_fts_cmd(
             output.out().print(output.escape(f"rebuilt: {result.documents_before:,} -> {result.documents_after:,} "
                                              f"documents; the store before is in {result.quarantine}"))
 
-    return CommandResult(result, render=render,
-                         exit_code=ExitCode.PROBLEMS if dry_run and result.needed else None)
+    return CommandResult.of(outcome, render=render)
 
 
 def register(root: typer.Typer) -> None:

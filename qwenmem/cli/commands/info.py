@@ -1,8 +1,8 @@
-"""`qwenmem info`: which workspace, which files, which settings and where each setting came from."""
+"""`qwenmem info`: which workspace, which files, which settings and where each setting came from
+(qwenmem/core/ops/info.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -16,23 +16,6 @@ if TYPE_CHECKING:
     from qwenmem.core.settings2 import Qwenpaw2Info
 
 
-@dataclass
-class InfoResult:
-    """`info --json` result."""
-
-    workspace: str
-    root: str
-    agent: str | None
-    found_by: str
-    notes: list[str]
-    files: dict[str, dict[str, Any]]
-    settings: list[dict[str, Any]]
-    derived: dict[str, int]
-    generation: dict[str, Any]  # 1.x / 2.x / mixed with file counts (settings2.GenerationSummary)
-    qwenpaw2: dict[str, Any]  # strategy, scroll settings, history.db state, ReMe 0.4 folders, provider context
-    embedding_kernel: dict[str, Any]  # the kernel a bulk reindex with the default e5 model runs (core/index/e5_kernel)
-
-
 def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt = None,
          agent: AgentOpt = None) -> CommandResult:
     """Show the resolved workspace, its files, every setting with its source, and qwenmem's own data directory.
@@ -43,30 +26,14 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
 
       qwenmem --agent work info --json
     """
-    from qwenmem.core.index import e5_kernel
-    from qwenmem.core.settings import load_settings
-    from qwenmem.core.settings2 import qwenpaw2_info
-    from qwenmem.core.workspace import path_exists
+    from qwenmem.core.ops import info as info_op
 
     ws = open_workspace(ctx, workspace, agent)
-    settings = load_settings(ws)
-    gen = qwenpaw2_info(ws, settings)
-    files = {
-        "agent.json": ws.path / "agent.json",
-        "chats.json": ws.path / "chats.json",
-        "MEMORY.md": ws.memory_md,
-        "memory/": ws.memory_dir,
-        "sessions/": ws.sessions_dir,
-        "dialog/": ws.dialog_dir,
-        "backup/": ws.backup_dir,
-        "qwenmem data": ws.data_dir,
-    }
-    result = InfoResult(
-        str(ws.path), str(ws.root), ws.agent_id, ws.source, list(ws.notes),
-        {name: {"path": str(p), "exists": path_exists(p)} for name, p in files.items()},
-        [{"name": n, "value": v, "source": s} for n, v, s in gen.rows], gen.derived, gen.generation.to_json(),
-        gen.to_json(), e5_kernel.describe())
-    return CommandResult(result, render=lambda: _render(ws, files, gen, result.embedding_kernel))
+    outcome = info_op.run(ws, info_op.Options())
+    shown = CommandResult.of(outcome, render=lambda: _render(ws, outcome.data.files, outcome.data.details,
+                                                             outcome.data.result.embedding_kernel))
+    shown.data = outcome.data.result  # the JSON result; the rest is what people's view shows in more words
+    return shown
 
 
 def _render(ws: Any, files: dict[str, Any], gen: Qwenpaw2Info, kernel: dict[str, Any]) -> None:

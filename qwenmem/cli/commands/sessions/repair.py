@@ -1,43 +1,26 @@
-"""`qwenmem sessions repair` (mounted on the `sessions` group; `restore` is cli/restore.py)."""
+"""`qwenmem sessions repair`: find and repair damaged session files (qwenmem/core/ops/sessions_repair.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
-from qwenmem.cli.errors import ExitCode
 from qwenmem.cli.options import AgentOpt, DryRunFlag, FormatOpt, JsonFlag, QuietFlag, WorkspaceOpt
 from qwenmem.cli.output import OutputFormat
 from qwenmem.cli.tables import Cell, Column, Kind
 from qwenmem.cli.tables import render as render_table
-from qwenmem.cli.result import CommandResult, Status, status_for
-from qwenmem.cli.runner import command
+from qwenmem.cli.result import CommandResult
+
+if TYPE_CHECKING:
+    from qwenmem.core.ops.sessions_repair import Options, RepairResult
 
 STATUS_STYLE = {"ok": "green", "warning": "yellow", "repaired": "green", "would_repair": "yellow", "needs_repair": "yellow",
                 "needs_flag": "yellow", "unrecoverable": "bold red", "changed": "bold red", "busy": "bold red",
                 "error": "bold red"}
-
-
-@dataclass
-class RepairResult:
-    """`sessions repair --json` result."""
-
-    workspace: str
-    mode: str
-    run: str | None
-    quarantine: str | None
-    counts: dict[str, int]
-    statuses: dict[str, int]
-    files: list[Any]
-
-
-def register(app: typer.Typer) -> None:
-    command(app, "repair")(repair_cmd)
 
 
 def repair_cmd(
@@ -83,36 +66,24 @@ def repair_cmd(
 
       qwenmem sessions repair --all --convert-1x --dry-run
     """
-    from qwenmem.core.repair import run_repair
-    from qwenmem.core.sessions import find_session, iter_session_refs
+    from qwenmem.core.ops import sessions_repair
 
-    mode = repair_mode(check, dry_run, bool(sessions), all_)
-    ws = open_workspace(ctx, workspace, agent)
-    refs = [find_session(ws, s) for s in sessions] if sessions else list(iter_session_refs(ws))
-    source = ws.resolve_inside(from_file) if from_file is not None else None
-    result = run_repair(ws, refs, mode, fix_tool_pairs, from_backup, source, convert_gen1=convert_1x)
-    status = status_for(bool(result.needs_attention or result.changed_underneath))
-    data = RepairResult(result.workspace, result.mode, result.run_id, result.quarantine, result.counts,
-                        result.statuses, result.files)
-    silent = quiet and status is Status.OK
-    return CommandResult(data, status, exit_code=ExitCode.BUSY if result.changed_underneath else None,
-                         quiet=silent, render=None if silent else lambda: _render(result))
+    options = repair_options(locals())
+    outcome = sessions_repair.run(open_workspace(ctx, workspace, agent), options)
+    silent = quiet and outcome.status == "ok"
+    return CommandResult.of(outcome, quiet=silent, render=None if silent else lambda: _render(outcome.data))
 
 
-def repair_mode(check: bool, dry_run: bool, named: bool, all_: bool) -> str:
-    """The mode these flags ask for (qwenmem.core.repair: check, dry-run or repair), by the rules of `sessions
-    repair` (fleet's too)."""
-    from qwenmem.core.errors import UsageError
-    from qwenmem.core.repair import CHECK, DRY_RUN, REPAIR
+#: the `sessions repair` flags fleet runs: the run's own, over every session (none named, no --from)
+FLEET_PARAMS = frozenset({"check", "all_", "dry_run", "fix_tool_pairs", "from_backup", "convert_1x"})
 
-    if check and dry_run:
-        raise UsageError("--check and --dry-run are alternatives; use one")
-    if named and all_:
-        raise UsageError("name sessions or use --all, not both")
-    mode = CHECK if check else DRY_RUN if dry_run else REPAIR
-    if mode == REPAIR and not named and not all_:
-        raise UsageError("name the sessions to repair, or use --all (see --check for a read-only report)")
-    return mode
+
+def repair_options(params: dict[str, Any]) -> Options:
+    """The parsed flags (as the command function receives them) as the operation's Options, checked by its rules."""
+    from qwenmem.core.ops.sessions_repair import Options
+
+    return Options(tuple(params["sessions"] or ()), params["all_"], params["check"], params["dry_run"],
+                   params["fix_tool_pairs"], params["from_backup"], params["from_file"], params["convert_1x"])
 
 
 REPAIR_COLUMNS = (Column("session", Kind.KEY), Column("classes", Kind.TEXT), Column("intact", Kind.NUMBER, "right"),
@@ -120,7 +91,7 @@ REPAIR_COLUMNS = (Column("session", Kind.KEY), Column("classes", Kind.TEXT), Col
                   Column("status", Kind.LABEL))
 
 
-def _render(result: Any) -> None:
+def _render(result: RepairResult) -> None:
     con = output.out()
     if not result.files:
         output.note("no session files found")
@@ -156,6 +127,6 @@ def _render(result: Any) -> None:
     output.note(f"\n{len(result.files)} file(s): {summary}")
     if result.quarantine:
         output.note(f"originals and removed content kept in {result.quarantine} "
-                    f"(undo with `qwenmem sessions restore {result.run_id}`)")
+                    f"(undo with `qwenmem sessions restore {result.run}`)")
     if result.mode != "repair" and any(f.status in ("needs_repair", "would_repair") for f in result.files):
         output.note("to repair, run the same command without --check/--dry-run (a real run needs sessions or --all)")

@@ -1,30 +1,16 @@
-"""`qwenmem sessions restore`: put quarantined originals back, or list quarantine runs (itself undoable)."""
+"""`qwenmem sessions restore`: put quarantined originals back, or list quarantine runs (itself undoable;
+qwenmem/core/ops/sessions_restore.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any, Optional
 
 import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.context import open_workspace
-from qwenmem.cli.errors import ExitCode
 from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, WorkspaceOpt
-from qwenmem.cli.result import CommandResult, status_for
-from qwenmem.cli.runner import command
-
-
-@dataclass
-class RestoreRunsResult:
-    """`sessions restore --json` with no target: the quarantine runs."""
-
-    workspace: str
-    runs: list[Any]
-
-
-def register(app: typer.Typer) -> None:
-    command(app, "restore")(restore_cmd)
+from qwenmem.cli.result import CommandResult
 
 
 def restore_cmd(
@@ -50,17 +36,14 @@ def restore_cmd(
 
       qwenmem sessions restore telegram/77_telegram--77 --dry-run
     """
-    from qwenmem.core.repair.quarantine import list_runs
-    from qwenmem.core.repair.restore import restore
+    from qwenmem.core.ops import sessions_restore
 
     ws = open_workspace(ctx, workspace, agent)
-    if target is None and run is None:
-        runs = list_runs(ws)
-        return CommandResult(RestoreRunsResult(str(ws.path), runs), render=lambda: _render_runs(ws, runs))
-    result = restore(ws, target or "", run, dry_run)
-    changed = any(f.status == "changed" for f in result.files)
-    return CommandResult(result, status_for(changed), exit_code=ExitCode.BUSY if changed else None,
-                         render=lambda: _render_restore(result))
+    options = sessions_restore.Options(target, run, dry_run)
+    outcome = sessions_restore.run(ws, options)
+    if options.lists_runs:
+        return CommandResult.of(outcome, render=lambda: _render_runs(ws, outcome.data.runs))
+    return CommandResult.of(outcome, render=lambda: _render_restore(outcome.data))
 
 
 def _render_runs(ws: Any, runs: list[Any]) -> None:

@@ -1,125 +1,94 @@
-"""`sessions show` for QwenPaw 2.x files and for `--history` (the full record from history.db).
+"""`qwenmem sessions show`: one conversation, of either generation, or its full record from history.db
+(`--history`), rendered from the generation-neutral messages of qwenmem.core.session_model by one renderer
+(the operation is qwenmem/core/ops/sessions_show.py).
 
-Both render the generation-neutral messages of qwenmem.core.session_model; `--json` prints them in the normalised
-shape (`Message.to_json`), the same for a file's messages and for history rows.
+A 1.x file without --history keeps the view it always had (its JSON keeps each message as written; people see
+its marks and its blocks as written, `→ read_file({…})`), everything else is shown from the normalised blocks.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
 
 from qwenmem.cli import output
-from qwenmem.cli.show_result import SessionsShowResult
+from qwenmem.cli.context import open_workspace
+from qwenmem.cli.options import AgentOpt, JsonFlag, WorkspaceOpt
+from qwenmem.cli.result import CommandResult
 
 if TYPE_CHECKING:  # core and rich are imported where they are used (start-up time)
     from rich.console import Console
     from rich.text import Text
 
-    from qwenmem.cli.result import CommandResult
-    from qwenmem.core.history.record import HistoryRecord
-    from qwenmem.core.session_model.model import Block, Message, Session
-    from qwenmem.core.sessions import LoadedSession, SessionRef
-    from qwenmem.core.workspace import Workspace
+    from qwenmem.core.ops.sessions_show import ShownSession
+    from qwenmem.core.session_model.model import Block, Message
 
 Line = list[tuple[str, str | None]]  # one rendered line: (text, rich style) segments, no markup to parse
 
 ROLE_COLOUR = {"user": "green", "assistant": "blue", "system": "magenta"}
 
 
-def _filter(messages: list[Message], role: str | None, tail: int | None, compressed: bool) -> list[Message]:
-    picked = [m for m in messages if (compressed or not m.compressed) and (role is None or m.role == role)]
-    return picked[-tail:] if tail else picked
+def show_cmd(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session key, file name, path, or QwenPaw session id.")],
+    tail: Annotated[Optional[int], typer.Option("--tail", min=1, help="Only the last N messages.")] = None,
+    role: Annotated[Optional[str], typer.Option("--role", help="Only messages with this role (user/assistant/system).")] = None,
+    full: Annotated[bool, typer.Option("--full", help="Do not shorten tool results.")] = False,
+    thinking: Annotated[bool, typer.Option("--thinking", help="Show thinking blocks in full.")] = False,
+    compressed: Annotated[bool, typer.Option("--compressed/--no-compressed", help="Include messages marked 'compressed'.")] = True,
+    history: Annotated[bool, typer.Option("--history", help="QwenPaw 2.x: the full record from history.db, evicted "
+                                                            "turns included, the live tail marked.")] = False,
+    json_out: JsonFlag = False,
+    workspace: WorkspaceOpt = None,
+    agent: AgentOpt = None,
+) -> CommandResult:
+    """Show one conversation readably: roles, names, timestamps, tool calls, summary.
+
+    Examples:
+
+      qwenmem sessions show console/default_1775286565823
+
+      qwenmem sessions show 1775286565823 --tail 5 --thinking
+
+      qwenmem sessions show sessions/discord/1234_discord--dm--1234.json --role user --json
+
+      qwenmem sessions show console:alice --history
+    """
+    from qwenmem.core.ops import sessions_show
+
+    ws = open_workspace(ctx, workspace, agent)
+    options = sessions_show.Options(session, tail, role, full, thinking, compressed, history,
+                                    normalized=json_out or _json_wanted(ctx))
+    outcome = sessions_show.run(ws, options)
+    view = outcome.data
+    shown = CommandResult.of(outcome, warnings_first=not outcome.errors,
+                             render=None if outcome.errors else lambda: render(view, full, thinking))
+    shown.data = view.result
+    return shown
 
 
-def show(ws: Workspace, ref: SessionRef | None, loaded: LoadedSession | None, query: str, history: bool,
-         tail: int | None, role: str | None, full: bool, thinking: bool, compressed: bool,
-         json_out: bool = True) -> CommandResult:
-    """A CommandResult for a 2.x file, or for any session's --history (`ref` and `loaded` None: a session only in
-    history.db, named by `query`). Without `json_out` the normalised messages are not built (a 20,000-row record
-    renders faster without them)."""
-    from qwenmem.cli.errors import ExitCode
-    from qwenmem.cli.result import CommandResult, status_for
+def _json_wanted(ctx: Any) -> bool:
+    """--json given anywhere the runner learns it (the command's own flag or the group's)."""
+    from qwenmem.cli.context import state
 
-    model = loaded.as_model() if loaded is not None else None
-    record = _record(ws, ref, loaded, model, query) if history else None
-    messages = record.messages if record else (model.messages if model else [])
-    shown = _filter(messages, role, tail, compressed)
-    health = loaded.health if loaded is not None else "ok"
-    normalised = [m.to_json() for m in shown] if json_out else []
-    history_json = record.to_json(messages=False) if record else None
-    if history_json is not None:  # the record's messages, filtered like the file's, in the same shape
-        history_json["messages"] = normalised
-    data = SessionsShowResult(
-        ref.key if ref else None, ref.rel if ref else None, ref.channel if ref else None,
-        ref.user_id if ref else None, record.session_id if record else (ref.session_id if ref else None),
-        health, loaded.salvaged if loaded else False, loaded.problems if loaded else [],
-        model.summary if model else None, len(messages), [] if record else normalised,
-        model.generation if model else None, _scroll_json(model), history_json)
-    warnings: list[str] = []
-    if ref is not None and loaded is not None and health == "corrupt":  # `loaded` is read from `ref`
-        warnings.append(f"{ref.rel} is damaged; showing what can be read ({'; '.join(loaded.problems)})")
-    elif loaded is not None and loaded.problems:
-        warnings.append("; ".join(loaded.problems[:5]) + (" …" if len(loaded.problems) > 5 else ""))
-    return CommandResult(data, status_for(health == "corrupt"), warnings=warnings, exit_code=ExitCode.OK,
-                         warnings_first=True,
-                         render=lambda: _render(ref, model, record, shown, len(messages), full, thinking))
+    return bool(getattr(state(ctx), "json", False))
 
 
-def _scroll_json(model: Session | None) -> dict[str, Any] | None:
-    if model is None or model.scroll is None:
-        return None
-    return {"continuation_summary": model.scroll.continuation_summary, "index": model.scroll.index,
-            "summary_update_failed": model.scroll.summary_update_failed,
-            "synthetic_ids": model.scroll.synthetic_ids}
-
-
-def _record(ws: Workspace, ref: SessionRef | None, loaded: LoadedSession | None, model: Session | None,
-            query: str) -> HistoryRecord:
-    from qwenmem.core.errors import WorkspaceError
-    from qwenmem.core.history import HistoryError
-    from qwenmem.core.history.keys import rows_key_in
-    from qwenmem.core.history.record import full_record
-    from qwenmem.core.settings2 import load_gen2_settings
-
-    # the store's path, which load_gen2_settings always sets (history_db_file raises TypeError, not a user error,
-    # should it ever not); a store that is not there is HistoryError `missing` below, like any unreadable one
-    db_path = load_gen2_settings(ws).history_db_file()
-    if ref is None:
-        session_id = query
-    else:  # the rows rule of list, repair and compact (never agent.state.session_id)
-        doc = loaded.gen2_doc if loaded is not None else None
-        key = rows_key_in(ref, doc, db_path if db_path.is_file() else None).session_id or ref.session_id
-        if key is None:  # not met: a file's ref always has a session id (its name's, at least)
-            raise WorkspaceError(f"{ref.rel}: no session id to look its rows up by in history.db")
-        session_id = key
-    try:
-        return full_record(db_path, session_id, model)
-    except HistoryError as exc:
-        raise WorkspaceError(f"history.db: {exc.detail} ({exc.path})") from None
-
-
-def _render(ref: SessionRef | None, model: Session | None, record: HistoryRecord | None, shown: list[Message],
-            total: int, full: bool, thinking: bool) -> None:
+def render(view: ShownSession, full: bool, thinking: bool) -> None:
+    """The header, the summaries, then each shown message (the record's eviction spans and live tail marked)."""
     from rich.panel import Panel
 
     con = output.out()
-    esc = output.escape
-    if ref is not None:
-        output.para(f"[bold]{esc(ref.key)}[/bold]  channel {esc(ref.channel or '(flat)')}, user {esc(ref.user_id or '?')}, "
-                  f"session {esc((record.session_id if record else ref.session_id) or '?')}  "
-                  f"({model.generation if model else '?'}, {total} messages)", "  ", width=con.width)
-    else:
-        assert record is not None  # no session file: show() runs for --history only
-        con.print(f"[bold]{esc(record.session_id)}[/bold]  (only in history.db, {total} messages)")
-    if record:  # rows and messages differ: a tool call's result rows belong to its message
-        placeholders = sum(1 for m in record.messages if m.synthetic)
-        output.para(f"[dim]{total} messages from {record.rows:,} history.db rows (a tool call's result rows join its "
-                  f"message): {record.evicted_count} evicted, {record.live_count} in the live tail"
-                  + (f", {placeholders} scroll placeholder(s)" if placeholders else "") + "[/dim]", "  ",
-                    width=con.width)
-    if model and model.summary:
+    _header(con, view)
+    model, record = view.model, view.record
+    if view.as_written and view.result.summary:
+        con.print(Panel(panel_body(con, view.result.summary), title="compressed summary", title_align="left",
+                        border_style="cyan"))
+    elif not view.as_written and model and model.summary:
         con.print(Panel(panel_body(con, model.summary), title=f"summary ({model.summary_kind})", title_align="left",
                         border_style="cyan"))
     if model and model.scroll and model.scroll.continuation_summary:
@@ -129,30 +98,67 @@ def _render(ref: SessionRef | None, model: Session | None, record: HistoryRecord
                          + [f"- {i.get('text', '')}" for i in cs.get("current_state", []) if isinstance(i, dict)])
         con.print(Panel(panel_body(con, body), title=f"continuation summary (covers seq {lo_hi[0]}–{lo_hi[1]})" if lo_hi else
                         "continuation summary", title_align="left", border_style="cyan"))
-    if len(shown) < total:
-        con.print(f"[dim]… showing {len(shown)} of {total} messages[/dim]")
+    if len(view.shown) < view.total:
+        con.print(f"[dim]… showing {len(view.shown)} of {view.total} messages[/dim]")
     spans = list(record.evictions) if record else []
     in_tail = False
     lines: list[Line] = []
-    for m in shown:
+    for m in view.shown:
         while spans and m.seq is not None and m.seq >= spans[0][0]:
             lo, hi = spans.pop(0)
             lines += [[], [(f"▼ evicted from the live window: seq {lo}–{hi} (kept in history.db)", "bold yellow")]]
         if record and m.live and not in_tail:
             in_tail = True
             lines += [[], [("▼ live tail (in the session file)", "bold yellow")]]
-        colour = ROLE_COLOUR.get(m.role or "", "red")
-        seq = "" if m.seq is None else (f" seq {m.seq}" + (f"–{m.seq_hi}" if m.seq_hi and m.seq_hi != m.seq else ""))
-        tag = " (scroll placeholder, not transcript)" if m.synthetic else ""
-        tag += " [compressed]" if m.compressed else ""
-        tag += " (not yet in history.db)" if record and m.seq is None else ""
-        lines += [[], [(f"#{m.index} {m.role or '?'}", f"bold {colour}"),
-                       (f" {m.name or ''}  {output.timestamp(m.created_at)}{seq}{tag}", "dim")]]
-        if m.synthetic and not full:
-            lines.append([(f"({len(m.text):,} characters of eviction index and summary; --full shows them)", "dim")])
-            continue
-        lines.extend(render_blocks(m.blocks, full, thinking))
+        lines += _as_written_lines(m, full, thinking) if view.as_written else _message_lines(m, record is not None,
+                                                                                            full, thinking)
     _emit(con, lines)
+
+
+def _header(con: Console, view: ShownSession) -> None:
+    esc = output.escape
+    ref, model, record = view.ref, view.model, view.record
+    if ref is None:
+        assert record is not None  # no session file: shown for --history only
+        con.print(f"[bold]{esc(record.session_id)}[/bold]  (only in history.db, {view.total} messages)")
+    else:
+        generation = "" if view.as_written else f"{model.generation if model else '?'}, "
+        output.para(f"[bold]{esc(ref.key)}[/bold]  channel {esc(ref.channel or '(flat)')}, user {esc(ref.user_id or '?')}, "
+                    f"session {esc((record.session_id if record else ref.session_id) or '?')}  "
+                    f"({generation}{view.total} messages)", "  ", width=con.width)
+    if record:  # rows and messages differ: a tool call's result rows belong to its message
+        placeholders = sum(1 for m in record.messages if m.synthetic)
+        output.para(f"[dim]{view.total} messages from {record.rows:,} history.db rows (a tool call's result rows join "
+                    f"its message): {record.evicted_count} evicted, {record.live_count} in the live tail"
+                    + (f", {placeholders} scroll placeholder(s)" if placeholders else "") + "[/dim]", "  ",
+                    width=con.width)
+
+
+def _message_lines(m: Message, from_record: bool, full: bool, thinking: bool) -> list[Line]:
+    colour = ROLE_COLOUR.get(m.role or "", "red")
+    seq = "" if m.seq is None else (f" seq {m.seq}" + (f"–{m.seq_hi}" if m.seq_hi and m.seq_hi != m.seq else ""))
+    tag = " (scroll placeholder, not transcript)" if m.synthetic else ""
+    tag += " [compressed]" if m.compressed else ""
+    tag += " (not yet in history.db)" if from_record and m.seq is None else ""
+    lines: list[Line] = [[], [(f"#{m.index} {m.role or '?'}", f"bold {colour}"),
+                              (f" {m.name or ''}  {output.timestamp(m.created_at)}{seq}{tag}", "dim")]]
+    if m.synthetic and not full:
+        return lines + [[(f"({len(m.text):,} characters of eviction index and summary; --full shows them)", "dim")]]
+    return lines + render_blocks(m.blocks, full, thinking)
+
+
+def _as_written_lines(m: Message, full: bool, thinking: bool) -> list[Line]:
+    """A 1.x message as its file holds it: its role, name and timestamp as written, its marks, its blocks."""
+    item = m.raw
+    raw = item[0] if isinstance(item, list) and len(item) == 2 else item
+    msg = raw if isinstance(raw, dict) else {"content": repr(raw)}
+    role = msg.get("role", "?")
+    colour = ROLE_COLOUR.get(role, "red") if isinstance(role, str) else "red"
+    head: Line = [(f"#{m.index} {role}", f"bold {colour}"), (" ", None),
+                  (f"{msg.get('name', '')}  {output.timestamp(msg.get('timestamp', ''))}", "dim")]
+    if m.marks:
+        head += [(" ", None), (f"[{', '.join(map(str, m.marks))}]", "dim")]
+    return [[], head, *_written_blocks(msg.get("content"), full, thinking)]
 
 
 def _emit(con: Console, lines: list[Line]) -> None:
@@ -190,13 +196,13 @@ def _shorten(text: str, limit: int, full: bool) -> str:
 
 
 def render_blocks(blocks: Sequence[Block], full: bool, thinking: bool) -> list[Line]:
+    """Normalised blocks (qwenmem.core.session_model.Block), of either generation."""
     lines: list[Line] = []
     for b in blocks:
         if b.type == "text":
             lines.append([(b.text, None)])
         elif b.type == "thinking":
-            lines.append([(f"thinking: {b.text}" if thinking
-                           else f"(thinking, {len(b.text):,} characters; --thinking shows it)", "dim italic")])
+            lines.append(_thinking(b.text, thinking))
         elif b.type == "hint":
             lines.append([(f"hint: {_shorten(b.text, 400, full)}", "dim")])
         elif b.type == "tool_call":
@@ -210,3 +216,47 @@ def render_blocks(blocks: Sequence[Block], full: bool, thinking: bool) -> list[L
         else:
             lines.append([(f"<{b.original_type} block>", "dim")])
     return lines
+
+
+def _thinking(text: str, thinking: bool) -> Line:
+    return [(f"thinking: {text}" if thinking else f"(thinking, {len(text):,} characters; --thinking shows it)",
+             "dim italic")]
+
+
+def _written_blocks(content: Any, full: bool, thinking: bool) -> list[Line]:
+    """A 1.x message's content as written (the arguments as JSON, a tool output's media by type)."""
+    if isinstance(content, str):
+        return [[(content, None)]]
+    if not isinstance(content, list):
+        return [[(repr(content), "red")]]
+    lines: list[Line] = []
+    for block in content:
+        if not isinstance(block, dict):
+            lines.append([(repr(block), "red")])
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            lines.append([(str(block.get("text", "")), None)])
+        elif kind == "thinking":
+            lines.append(_thinking(str(block.get("thinking", "")), thinking))
+        elif kind == "tool_use":
+            args = json.dumps(block.get("input", {}), ensure_ascii=False)
+            lines.append([(f"→ {block.get('name')}", "yellow"), (f"({_shorten(args, 400, full)}) ", None),
+                          (f"id={block.get('id')}", "dim")])
+        elif kind == "tool_result":
+            lines.append([(f"← {block.get('name')}", "cyan"), (" ", None), (f"id={block.get('id')}", "dim")])
+            lines.append([(_shorten(_written_output(block.get("output")), 600, full), None)])
+        elif kind in ("image", "audio", "video", "file"):
+            src: dict[str, Any] = block["source"] if isinstance(block.get("source"), dict) else {}
+            where = src.get("url") or (f"base64 {len(src.get('data') or '')} chars" if src.get("data") else "?")
+            lines.append([(f"<{kind}: {block.get('filename') or where}>", "dim")])
+        else:
+            lines.append([(f"<{kind} block: {_shorten(json.dumps(block, ensure_ascii=False), 200, full)}>", "dim")])
+    return lines
+
+
+def _written_output(out_val: Any) -> str:
+    if not isinstance(out_val, list):
+        return str(out_val)
+    return "\n".join(str(b.get("text", "")) if isinstance(b, dict) and b.get("type") == "text"
+                     else f"<{b.get('type') if isinstance(b, dict) else type(b).__name__}>" for b in out_val)
