@@ -1,8 +1,8 @@
 """Fleet runs what the single-workspace command runs: for each fleet command, `qwenmem fleet WS… -- COMMAND` and
-`qwenmem -w WS COMMAND --json` on a 1.x workspace (the sample, which holds a damaged session), a 2.x workspace
-(a copy of the corpus QwenPaw 2.2.2 wrote), the same 2.x workspace with a damaged session and one whose agent.json
-does not parse, and a 1.x workspace with a session linked out of it, compared on status, exit code and result
-(issue 25)."""
+`qwenmem -w WS COMMAND --json` on a 1.x workspace (the sample, which holds a damaged session) and the same without
+it, a mixed workspace (a copy of the corpus QwenPaw 2.2.2 wrote: 2.x files beside 1.x ones it still loads), the
+same with only its 2.x files, the mixed one with a session cut mid-file, one whose agent.json does not parse, and a
+1.x workspace with a session linked out of it, compared on status, exit code and result (issue 25)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,11 @@ COMMANDS = [
     "compact --check --all",  # the documented single-workspace form (fleet used to refuse it, exit 2)
     "compact --check --max-input-length 4000 --system-tokens 500",
     "sessions repair --check",
+    "sessions repair --check --all --fix-tool-pairs",
     "sessions repair --dry-run",
+    "sessions repair --dry-run --all --from-backup --convert-1x",
     "history check",
+    "history check --deep",
     "doctor",
     "dream --dry-run --mode deterministic",
     "reindex --embedder none --dry-run",
@@ -35,7 +38,13 @@ def workspaces(tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("differential")
     gen1 = base / "gen1"
     shutil.copytree(SAMPLE, gen1)
+    gen1_healthy = base / "gen1-healthy"
+    shutil.copytree(SAMPLE, gen1_healthy)
+    (gen1_healthy / "sessions" / "telegram" / "77_telegram--77.json").unlink()  # the sample's damaged session
+    mixed = copy_corpus(base / "mixed")
     gen2 = copy_corpus(base / "gen2")
+    for name in GEN1_FILES_OF_THE_CORPUS:
+        (gen2 / "sessions" / name).unlink()
     damaged = copy_corpus(base / "damaged")
     session = sorted((damaged / "sessions").rglob("*.json"))[-1]
     data = session.read_bytes()
@@ -47,10 +56,15 @@ def workspaces(tmp_path_factory) -> dict[str, Path]:
     shutil.copytree(SAMPLE, links_out)
     (base / "outside.json").write_text("[]", encoding="utf-8")
     (links_out / "sessions" / "evil.json").symlink_to(base / "outside.json")  # refused: exit 6 where it is met
-    return {"1.x": gen1, "2.x": gen2, "2.x damaged": damaged, "broken agent.json": broken, "links out": links_out}
+    return {"1.x": gen1, "1.x healthy": gen1_healthy, "mixed": mixed, "2.x": gen2, "mixed damaged": damaged,
+            "broken agent.json": broken, "links out": links_out}
 
 
-VOLATILE = {"elapsed_ms", "seconds"}  # timings: doctor's, reindex's
+#: the 1.x session files the corpus's QwenPaw 2.x workspace holds beside its 2.x ones
+GEN1_FILES_OF_THE_CORPUS = ("orphan_unregistered.json", "discord/42_discord--dm--42.json", "telegram/7_telegram--7.json")
+#: timings (doctor's, reindex's), and the hash of a planned repair that closes a dangling tool call: the "result
+#: lost" message it adds gets a new random id in each run
+VOLATILE = {"elapsed_ms", "seconds", "result_sha256"}
 
 
 def _plain(doc):
@@ -86,7 +100,7 @@ def test_fleet_gives_each_workspace_what_the_single_command_gives(workspaces, co
 def test_fleet_checks_2x_sessions_as_2x(workspaces):
     """The bug of issue 25: fleet's compact --check ran the 1.x-only check, called every healthy 2.x file
     "damaged", left it out and exited 1."""
-    run = run_cli("fleet", str(workspaces["2.x"]), "--", "compact", "--check")
+    run = run_cli("fleet", str(workspaces["mixed"]), "--", "compact", "--check")
     [record] = map(json.loads, run.stdout.splitlines())
     assert (record["status"], record["exit_code"], run.code) == ("ok", 0, 0)
     checked = {s["path"]: s["generation"] for s in record["result"]["sessions"]}
@@ -94,3 +108,12 @@ def test_fleet_checks_2x_sessions_as_2x(workspaces):
         == "2.x"  # (the corpus also holds 1.x files: QwenPaw 2.x loads both)
     # the one warning is the corpus's carol file, which has bytes after its document (QwenPaw never imports it)
     assert [w.partition(":")[0] for w in record["warnings"]] == ["sessions/console/carol_console--carol.json"]
+
+
+def test_the_workspaces_are_of_the_generations_they_are_named_for(workspaces):
+    generations = {label: json.loads(invoke("-w", str(workspaces[label]), "info", "--json").stdout)
+                   ["result"]["generation"]["generation"] for label in ("1.x", "1.x healthy", "mixed", "2.x")}
+    assert generations == {"1.x": "1.x", "1.x healthy": "1.x", "mixed": "mixed", "2.x": "2.x"}
+    health = {label: json.loads(invoke("-w", str(workspaces[label]), "sessions", "repair", "--check", "--json")
+                                .stdout)["status"] for label in ("1.x", "1.x healthy", "mixed damaged")}
+    assert health == {"1.x": "problems", "1.x healthy": "ok", "mixed damaged": "problems"}

@@ -41,7 +41,7 @@ SIGNAL_AT_IMPORT = textwrap.dedent("""
 """)
 
 EARLY_MODULES = ["qwenmem.cli.entry", "qwenmem.cli.signals", "qwenmem.core.interrupts", "typing", "threading",
-                 "qwenmem.cli.app", "typer", "qwenmem.cli.root", "qwenmem.cli.history", "qwenmem.core.history.maintain",
+                 "qwenmem.cli.app", "typer", "qwenmem.cli.root", "qwenmem.cli.commands.history", "qwenmem.core.history.maintain",
                  "sqlite3"]
 
 

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qwenmem.core.errors import UsageError
-from qwenmem.core.fleet.operations import (OPERATIONS, Command, CompactAllOptions, DoctorOptions, DreamOptions,
-                                           HistoryCheckOptions, ReindexOptions, RepairOptions)
+from qwenmem.core.fleet.operations import OPERATIONS, Command, CompactAllOptions, DreamOptions, ReindexOptions
 
 #: taken by every command, meaningless for a record (always JSON, written whatever --quiet says)
 OUTPUT_PARAMS = frozenset({"json_out", "output_format", "quiet"})
@@ -57,12 +56,11 @@ def _compact(g: Given) -> Any:
 
 
 def _repair(g: Given) -> Any:
-    from qwenmem.cli.repair import repair_mode
+    from qwenmem.cli.commands.sessions.repair import FLEET_PARAMS, repair_options
 
-    p = g.params
-    mode = repair_mode(p["check"], p["dry_run"], bool(p["sessions"]), p["all_"])
-    g.only(frozenset({"check", "all_", "dry_run", "fix_tool_pairs", "from_backup", "convert_1x"}))
-    return RepairOptions(mode, p["fix_tool_pairs"], p["from_backup"], p["convert_1x"])
+    options = repair_options(g.params)  # the command's flag rules first, then what fleet does not run
+    g.only(FLEET_PARAMS)
+    return options
 
 
 def _reindex(g: Given) -> Any:
@@ -84,13 +82,17 @@ def _dream(g: Given) -> Any:
 
 
 def _history_check(g: Given) -> Any:
+    from qwenmem.core.ops import history_check
+
     g.only(frozenset({"deep"}))
-    return HistoryCheckOptions(deep=g.params["deep"])
+    return history_check.Options(deep=g.params["deep"])
 
 
 def _doctor(g: Given) -> Any:
+    from qwenmem.core.ops import doctor
+
     g.only(frozenset())
-    return DoctorOptions()
+    return doctor.Options()
 
 
 #: fleet's commands: how each one's parsed flags become its operation's options

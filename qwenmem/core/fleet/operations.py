@@ -2,9 +2,9 @@
 
 The driver (qwenmem/cli/fleet.py) parses `COMMAND …` with the single-workspace CLI's own command, with its flags
 and its validation, into the frozen options below; a worker runs the operation on each workspace and returns an
-`Outcome` whose data is plain, so it crosses a process pool or a Dask cluster unchanged. `compact --check` runs
-the very operation the CLI runs (qwenmem.core.ops.compact_check); the others call the same core functions as
-their commands, not yet through an operation of their own (issue 25).
+`Outcome` whose data is plain, so it crosses a process pool or a Dask cluster unchanged. `compact --check`,
+`sessions repair`, `history check` and `doctor` run the very operations their commands run (qwenmem.core.ops);
+the others call the same core functions as their commands, not yet through an operation of their own (issue 25).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from qwenmem.core.fleet.plain import to_plain
-from qwenmem.core.ops import compact_check
+from qwenmem.core.ops import compact_check, doctor, history_check, sessions_repair
 from qwenmem.core.ops.outcome import Outcome
 from qwenmem.core.workspace import Workspace
 
@@ -30,28 +30,22 @@ class Operation:
     run: Callable[[Workspace, Any], Plain]
 
 
-@dataclass(frozen=True)
-class RepairOptions:
-    mode: str  # check | dry-run | repair (qwenmem.core.repair)
-    fix_tool_pairs: bool = False
-    from_backup: bool = False
-    convert_1x: bool = False
-
-
-def _repair(ws: Workspace, o: RepairOptions) -> Plain:
-    from qwenmem.core.repair import run_repair
-    from qwenmem.core.sessions import iter_session_refs
-
-    run = run_repair(ws, list(iter_session_refs(ws)), o.mode, o.fix_tool_pairs, o.from_backup,
-                     convert_gen1=o.convert_1x)
-    if run.changed_underneath:
+def _repair(ws: Workspace, o: sessions_repair.Options) -> Plain:
+    """The CLI's own operation; a file that changed underneath makes the workspace busy, which fleet retries."""
+    outcome = sessions_repair.run(ws, o)
+    if outcome.exit_as == "busy":
         from qwenmem.core.errors import ChangedUnderneathError
 
-        changed = [f.key for f in run.files if f.status == "changed"]
+        changed = [f.key for f in outcome.data.files if f.status == "changed"]
         raise ChangedUnderneathError(f"changed while repairing: {', '.join(changed)}")
-    result = {"workspace": run.workspace, "mode": run.mode, "run": run.run_id, "quarantine": run.quarantine,
-              "counts": run.counts, "statuses": run.statuses, "files": to_plain(run.files)}
-    return Outcome(PROBLEMS if run.needs_attention else OK, result)
+    return _plain_outcome(outcome)
+
+
+def _plain_outcome(outcome: Outcome[Any], data: Any = None) -> Plain:
+    """An operation's Outcome with its data as plain JSON values (`data`: the JSON the CLI prints, when that is
+    not the data itself), to cross a process pool or a Dask cluster."""
+    return Outcome(outcome.status, to_plain(outcome.data) if data is None else data, outcome.warnings,
+                   outcome.errors, outcome.events, outcome.exit_as)
 
 
 @dataclass(frozen=True)
@@ -145,32 +139,15 @@ def _dream(ws: Workspace, o: DreamOptions) -> Plain:
     return Outcome(OK, document, tuple(result.warnings))
 
 
-@dataclass(frozen=True)
-class DoctorOptions:
-    """doctor takes no options of its own."""
+def _doctor(ws: Workspace, o: doctor.Options) -> Plain:
+    from qwenmem.core.doctor import to_json
+
+    outcome = doctor.run(ws.path, o)
+    return _plain_outcome(outcome, to_json(outcome.data))
 
 
-def _doctor(ws: Workspace, o: DoctorOptions) -> Plain:
-    from qwenmem.core.doctor import run_doctor, to_json
-
-    report = run_doctor(ws.path)
-    return Outcome(PROBLEMS if report.needs_attention else OK, to_json(report))
-
-
-@dataclass(frozen=True)
-class HistoryCheckOptions:
-    deep: bool = False
-
-
-def _history_check(ws: Workspace, o: HistoryCheckOptions) -> Plain:
-    from qwenmem.core.history.check import check_history
-    from qwenmem.core.history.maintain import live_history_path
-    from qwenmem.core.session_rows import rows_locator
-    from qwenmem.core.settings2 import load_gen2_settings
-
-    result = check_history(live_history_path(ws), ws.sessions_dir, load_gen2_settings(ws).history_retention_days,
-                           deep=o.deep, locate=rows_locator(ws))
-    return Outcome(PROBLEMS if result.needs_attention else OK, to_plain(result))
+def _history_check(ws: Workspace, o: history_check.Options) -> Plain:
+    return _plain_outcome(history_check.run(ws, o))
 
 
 OPERATIONS: dict[str, Operation] = {

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from qwenmem.core.doctor import DoctorReport
 from qwenmem.core.events import recording
 from qwenmem.core.ops.outcome import Outcome
+
+if TYPE_CHECKING:
+    from qwenmem.core.doctor import DoctorReport
 
 
 @dataclass(frozen=True)
