@@ -112,7 +112,8 @@ def render(view: ShownSession, full: bool, thinking: bool) -> None:
             lines += [[], [("▼ live tail (in the session file)", "bold yellow")]]
         lines += _as_written_lines(m, full, thinking) if view.as_written else _message_lines(m, record is not None,
                                                                                             full, thinking)
-    _emit(con, lines)
+    if lines or not view.as_written:  # (a 2.x view with no message shown has always ended in an empty line)
+        _emit(con, lines, through_rich=view.as_written)
 
 
 def _header(con: Console, view: ShownSession) -> None:
@@ -161,14 +162,20 @@ def _as_written_lines(m: Message, full: bool, thinking: bool) -> list[Line]:
     return [[], head, *_written_blocks(msg.get("content"), full, thinking)]
 
 
-def _emit(con: Console, lines: list[Line]) -> None:
+def _emit(con: Console, lines: list[Line], through_rich: bool = False) -> None:
     """Plain text straight to a pipe or file (a 20,000-message record renders in well under a second); styled
-    Text objects to a terminal."""
+    Text objects to a terminal. A 1.x file's view (`through_rich`) has always gone to a pipe through Rich too,
+    which expands its tabs."""
+    from rich.text import Text
+
     if not con.is_terminal and output.prose_width() is None:
+        if through_rich:
+            for line in lines:
+                con.print(Text.assemble(*[(text, style) if style else text for text, style in line]), soft_wrap=True)
+            return
         sys.stdout.write("\n".join("".join(text for text, _ in line) for line in lines) + "\n")
         sys.stdout.flush()
         return
-    from rich.text import Text
 
     from qwenmem.cli.wrap import list_hang, wrap_rich
 
