@@ -1,6 +1,6 @@
 """`compact --check` on 2.x counts the system prompt and the tool schemas QwenPaw 2.2.2 sends (issue 23 §3).
 
-The data (qwenmem/core/compaction2/qwenpaw_measured.py) comes from bench/qwenpaw2_fixed_parts.py, which builds the
+The data (qwenmem/core/compaction2/qwenpaw_measured.py) comes from bench/peer/qwenpaw2_fixed_parts.py, which builds the
 corpus's agent with QwenPaw's own AgentBuilder; these tests pin qwenmem's rebuild against those measured figures,
 and against QwenPaw's own prompt contributor on workspaces made here, in the validator venv (tests/validators.py;
 it holds what the contributor imports).
@@ -128,13 +128,13 @@ def test_prompt_files_part_equals_qwenpaw_s_contributor(tmp_path):
 
 
 def test_the_data_module_is_what_the_bench_measured():
-    """qwenpaw_measured.py is `bench/qwenpaw2_fixed_parts.py --render` of the saved measurement, unedited."""
+    """qwenpaw_measured.py is `bench/peer/qwenpaw2_fixed_parts.py --render` of the saved measurement, unedited."""
     import sys
 
     from conftest import REPO
 
-    sys.path.insert(0, str(REPO / "bench"))
-    from qwenpaw2_fixed_parts import render_module
+    sys.path.insert(0, str(REPO))
+    from bench.peer.qwenpaw2_fixed_parts import render_module
 
     saved = json.loads((REPO / "bench" / "data" / "qwenpaw2_fixed_parts.json").read_text(encoding="utf-8"))
     module = (REPO / "qwenmem" / "core" / "compaction2" / "qwenpaw_measured.py").read_text(encoding="utf-8")

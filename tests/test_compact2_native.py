@@ -169,7 +169,7 @@ def test_compacted_files_pass_agentscope_validation(tmp_path):
     as2_python = agentscope_python()
     ws, pre, _ = pre_compaction_corpus(tmp_path)
     assert invoke("-w", str(ws), "compact", "console/bob_pre").code == 0
-    proc = subprocess.run([str(as2_python), str(REPO / "bench" / "agentscope2_check.py"), str(pre),
+    proc = subprocess.run([str(as2_python), str(REPO / "bench" / "peer" / "agentscope2_check.py"), str(pre),
                            str(ws / "dialog" / "2026-12-01.jsonl")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

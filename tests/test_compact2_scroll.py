@@ -65,7 +65,7 @@ def test_corpus_scroll_eviction_keeps_everything_in_history_db(tmp_path):
     assert [m["id"] for m in after["agent"]["state"]["context"][1:]] == kept_before
     as2_python = optional_agentscope_python()
     if as2_python is not None:
-        proc = subprocess.run([str(as2_python), str(REPO / "bench" / "agentscope2_check.py"), str(path)],
+        proc = subprocess.run([str(as2_python), str(REPO / "bench" / "peer" / "agentscope2_check.py"), str(path)],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
 

@@ -2,7 +2,7 @@
 _batch_fold_completed_tool_results / _tool_result_fold_candidates): over the trigger, QwenPaw first replaces every
 completed-turn tool result of more than 200 characters outside the 5 newest with a recovery pointer, and evicts
 nothing when the recount is at the trigger or below. `compact --check` used to evict there (issue 23 item 3: the
-3 scroll misses of bench/qwenpaw2_decisions.py).
+3 scroll misses of bench/quality/qwenpaw2_decisions.py).
 
 The judge is QwenPaw's own compress() run on the same file in the validator venv
 (tests/fixtures/qwenpaw2/qwenpaw_scroll_compress.py)."""

@@ -1,5 +1,5 @@
 """Issue 10 item 6: the regexes rewritten to stop quadratic backtracking on pathological MEMORY.md lines must
-mean what they meant: the previous patterns are the oracle on short lines (bench/dream_pathological_bench.py
+mean what they meant: the previous patterns are the oracle on short lines (bench/speed/dream_pathological_bench.py
 measures the speed; timing is never a unit test)."""
 
 from __future__ import annotations

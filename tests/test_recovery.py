@@ -6,7 +6,7 @@ import json
 
 from hypothesis import given, settings, strategies as st
 
-from bench.corruption import item_spans
+from bench.generators.corruption import item_spans
 from qwenmem.core import recovery
 from qwenmem.core.salvage_documents import split_documents
 from qwenmem.core.repair.encoding import decode_counting, replace_surrogates

@@ -283,7 +283,7 @@ def test_repaired_files_pass_agentscopes_own_validation(tmp_path):
     doc["agent"]["state"]["context"][0]["content"].append({"type": "data", "source": {"type": "url",
                                                                                        "url": "https://x.test/a.png"}})
     path = _session(ws, "console/a.json", doc)
-    script = Path(__file__).resolve().parents[1] / "bench" / "agentscope2_validate.py"
+    script = Path(__file__).resolve().parents[1] / "bench" / "peer" / "agentscope2_validate.py"
     before = subprocess.run([str(as2_python), str(script), str(path)], capture_output=True, text=True)
     assert before.returncode == 1 and not json.loads(before.stdout)["files"][0]["ok"]
     assert _repair(ws, "--all").code == 0
@@ -432,7 +432,7 @@ def test_a_block_without_type_is_read_as_agentscope_reads_it():
     call = next(b for b in tool_msg["content"] if b["type"] == "tool_call")
     del call["type"]
     data = builder.dumps(doc).encode()
-    assert validation_problems(data) == []  # what AgentScope says (bench/repair2_bench.py checks the agreement)
+    assert validation_problems(data) == []  # what AgentScope says (bench/quality/repair2_bench.py checks the agreement)
     d = diagnose(data)
     assert d.classes == ["ok"] and d.new_bytes is None  # a valid file is left byte-identical
     ctx[0]["content"] = "a plain string"  # now something forces a rewrite: the block survives, its type explicit

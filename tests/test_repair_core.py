@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.corruption import Case, generate
+from bench.generators.corruption import Case, generate
 from conftest import corpus_params, real_session_files
 from qwenmem.core.errors import AmbiguousError, NotFoundError
 from qwenmem.core.repair import CHECK, DRY_RUN, REPAIR, diagnose, run_repair

@@ -32,8 +32,8 @@ def test_a_paraphrase_that_only_the_vector_side_finds_is_not_no_results(tmp_path
 def test_scores_never_rise_down_the_list_and_min_score_cuts_a_tail(tmp_path):
     """issue 29 item 1: hybrid hits were ranked by the fused score but reported their own absolute match, so on the
     Chinese set a lower score sat above a higher one and --min-score took hits out of the middle. The real corpus
-    files of bench/search_zh.py, the default local model, every query of that set."""
-    from bench.search_zh import QUERIES, build
+    files of bench/quality/search_zh.py, the default local model, every query of that set."""
+    from bench.quality.search_zh import QUERIES, build
 
     ws = build(tmp_path / "zh")
     assert invoke("reindex", "-w", str(ws)).code == 0

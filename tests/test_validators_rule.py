@@ -31,7 +31,7 @@ def test_without_the_venv_the_validator_tests_skip_with_one_line_saying_how_to_b
     reasons = [line for line in proc.stdout.splitlines() if line.startswith("SKIPPED")]
     assert len(reasons) == 1 and reasons[0].startswith("SKIPPED [2] "), proc.stdout  # one reason, both tests
     assert f"no AgentScope 2.0.10 venv at {tmp_path / 'no-venv'}" in reasons[0]
-    assert f"bench/agentscope2_check.py --make-venv {tmp_path / 'no-venv'}" in reasons[0]
+    assert f"bench/peer/agentscope2_check.py --make-venv {tmp_path / 'no-venv'}" in reasons[0]
 
 
 def test_required_validators_turn_the_skip_into_a_failure(tmp_path):
@@ -56,7 +56,7 @@ def test_ci_builds_the_venv_and_requires_the_validators():
     ci = (REPO / ".ci" / "run").read_text()
     assert re.search(r"^export QWENMEM_REQUIRE_VALIDATORS=1$", ci, re.M)
     assert re.search(r"^export QWENMEM_AS2_VENV=", ci, re.M)
-    assert "bench/agentscope2_check.py --make-venv" in ci
+    assert "bench/peer/agentscope2_check.py --make-venv" in ci
 
 
 def test_no_test_looks_for_the_venv_on_its_own():

@@ -2,7 +2,7 @@
 
 Every case says which [message, marks] items a perfect repair would keep, computed from the healthy original
 (the byte span of each item is found by re-serialising it exactly as QwenPaw does), never from qwenmem's output.
-Used by bench/repair_bench.py and by the tests.
+Used by bench/quality/repair_bench.py and by the tests.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CORPUS_REAL = REPO.parent / "shared" / "corpus" / "real"
 MARKER = "\ue000"  # a private-use character we plant and then turn into damaged bytes
 MARKER_BYTES = MARKER.encode("utf-8")

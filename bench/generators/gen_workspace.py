@@ -1,6 +1,6 @@
 """Generate a synthetic QwenPaw workspace: N sessions × M messages, mixed English/Chinese, with tool calls.
 
-    python bench/gen_workspace.py OUT_DIR [--sessions 1000] [--messages 200] [--seed 42]
+    python bench/generators/gen_workspace.py OUT_DIR [--sessions 1000] [--messages 200] [--seed 42]
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-SHARED = Path(os.environ.get("QWENMEM_SHARED", Path(__file__).resolve().parents[2] / "shared"))  # as tests/conftest.py
+SHARED = Path(os.environ.get("QWENMEM_SHARED", Path(__file__).resolve().parents[3] / "shared"))  # as tests/conftest.py
 LOCOMO = SHARED / "corpus" / "benchmarks" / "locomo" / "locomo10.json"
 DIA = re.compile(r"D\d+:\d+")
 

@@ -1,6 +1,6 @@
 """Generate a QwenPaw 2.x bench workspace: N scroll sessions and a history.db of R rows (one session holds BIG rows).
 
-    python bench/qwenpaw2_gen.py /tmp/qwenpaw2_bench [--sessions 1000] [--rows 1000000] [--big 20000]
+    python bench/generators/qwenpaw2_gen.py /tmp/qwenpaw2_bench [--sessions 1000] [--rows 1000000] [--big 20000]
 
 Session files and rows follow tests/fixtures/qwenpaw2/builder.py (spec qwenpaw2-workspace.md §2-3); the bulk rows
 are stamped from templates of the same shape so a million of them take a minute, not ten. Data goes to the given
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests" / "fixtures" / "qwenpaw2"))
+sys.path.insert(0, str(HERE.parents[1] / "tests" / "fixtures" / "qwenpaw2"))
 import builder  # noqa: E402
 
 LIVE_TURNS = 10  # messages in each file's live tail ≈ 2 × LIVE_TURNS (+ the placeholder)

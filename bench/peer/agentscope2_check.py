@@ -3,8 +3,8 @@
 
 Run with an interpreter that has agentscope==2.0.10 (kept out of qwenmem's venv: it pulls a large dependency tree):
 
-    python bench/agentscope2_check.py --make-venv /tmp/as2-venv     # venv + agentscope==2.0.10 + qwenpaw --no-deps
-    /tmp/as2-venv/bin/python bench/agentscope2_check.py FILE_OR_DIR...
+    python bench/peer/agentscope2_check.py --make-venv /tmp/as2-venv     # venv + agentscope==2.0.10 + qwenpaw --no-deps
+    /tmp/as2-venv/bin/python bench/peer/agentscope2_check.py FILE_OR_DIR...
 
 Exit 0 when every file validates, 1 otherwise (one line per problem on stdout).
 """
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 AGENTSCOPE = "agentscope==2.0.10"
-# QwenPaw itself, without its dependency tree: bench/agentscope2_convert.py needs only its 1.x converter and loader
+# QwenPaw itself, without its dependency tree: bench/peer/agentscope2_convert.py needs only its 1.x converter and loader
 QWENPAW = "qwenpaw==2.2.2.post1"
 # ... plus what QwenPaw's prompt contributor (qwenpaw.runtime.prompt_contributors) imports beyond agentscope, so
 # tests/test_compact2_fixed_parts.py runs QwenPaw's own contributor in CI (its whole tree is ~1.5 GB)

@@ -1,6 +1,6 @@
 """Validate QwenPaw 2.x session files with AgentScope 2.0's own model (run with the agentscope==2.0.10 venv).
 
-    /tmp/as2-venv/bin/python bench/agentscope2_validate.py FILE... > result.json
+    /tmp/as2-venv/bin/python bench/peer/agentscope2_validate.py FILE... > result.json
 
 QwenPaw 2.2.2.post1 loads a session with `AgentState.model_validate(doc["agent"]["state"])` and refuses the whole
 session on any error (spec qwenpaw2-workspace.md §2.6, react_agent.py L411-419). This script does exactly that,

@@ -1,6 +1,6 @@
 """Load compacted sessions and dialog lines with the real agentscope (the library QwenPaw runs on).
 
-Run by bench/compact_corpus.py with `--agentscope-python PY`, where PY is an interpreter that has agentscope
+Run by bench/quality/compact_corpus.py with `--agentscope-python PY`, where PY is an interpreter that has agentscope
 installed (QwenPaw pins agentscope==1.0.20); it is not a qwenmem dependency. Prints one JSON object.
 """
 

@@ -1,4 +1,4 @@
-"""QwenPaw 2.2.2.post1's own HistoryStore, driven for bench/history_salvage_bench.py (imports nothing from qwenmem).
+"""QwenPaw 2.2.2.post1's own HistoryStore, driven for bench/quality/history_salvage_bench.py (imports nothing from qwenmem).
 
 Run with an interpreter that has qwenpaw==2.2.2.post1 (see `history_salvage_bench.py --make-venv`):
 

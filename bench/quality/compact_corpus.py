@@ -1,7 +1,7 @@
 """Compaction on every real session in the corpus and on τ-bench airline transcripts turned into large sessions.
 
 Writes the "compaction" section of bench/RESULTS.md. Run from the repository root:
-    /work/main/.venv/bin/python bench/compact_corpus.py [--agentscope-python /path/to/python-with-agentscope]
+    /work/main/.venv/bin/python bench/quality/compact_corpus.py [--agentscope-python /path/to/python-with-agentscope]
 Offline: the extractive summarizer does tier 2 and tier 3 (no LLM is reachable here). For every compacted session
 it verifies that the file still loads, that the kept messages are tool-aligned, that every removed message is in
 dialog/, and that a second run changes nothing.
@@ -17,11 +17,10 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
 
-from _results import update_section  # noqa: E402
+from bench._results import update_section  # noqa: E402
 
 from qwenmem.core.compaction import dialog as dialog_mod  # noqa: E402
 from qwenmem.core.compaction.run import CompactOptions, check_session, compact_sessions  # noqa: E402
@@ -173,7 +172,7 @@ def pair_comparison() -> str:
 def agentscope_check(python: str, root: Path) -> str:
     import subprocess
 
-    proc = subprocess.run([python, str(REPO / "bench" / "agentscope_load_check.py"), str(root)], capture_output=True,
+    proc = subprocess.run([python, str(REPO / "bench" / "peer" / "agentscope_load_check.py"), str(root)], capture_output=True,
                           text=True, timeout=600)
     if proc.returncode != 0:
         return f"agentscope check could not run: {proc.stderr.strip().splitlines()[-1:]}"
@@ -215,7 +214,7 @@ def main() -> None:
         sections.append("### The real before/after pair (zzjmay123/aiWorkflow c70a43d → f1d82e0)\n\n" + pair_comparison())
         if args.agentscope_python:
             sections.append("### Loading the results in agentscope\n\n" + agentscope_check(args.agentscope_python, work))
-        intro = ("Command: `/work/main/.venv/bin/python bench/compact_corpus.py --agentscope-python "
+        intro = ("Command: `/work/main/.venv/bin/python bench/quality/compact_corpus.py --agentscope-python "
                  "/tmp/asvenv/bin/python` (extractive summarizer, estimate "
                  "tokenizer). Context tokens = system prompt + summary + in-context messages. `checks`: file loads, "
                  "kept messages tool-aligned, every removed message found in dialog/, second run is a no-op. "

@@ -1,7 +1,7 @@
 """Precision and recall of dream's duplicate decision on a labelled pair set, per embedding model; recorded in
 bench/RESULTS.md, section "dream-pairs".
 
-Run once:  nice /work/main/.venv/bin/python bench/dream_pairs.py
+Run once:  nice /work/main/.venv/bin/python bench/quality/dream_pairs.py
 Pairs: bench/data/dream_pairs.json (pointers into ../shared/corpus/ and the bundled sample, plus our own lines;
 English, Chinese, a few Spanish). Each pair becomes a two-entry MEMORY.md section and goes through the real
 consolidate(); "removed" means dream would delete one of the two, "flagged" that it would report them as possibly
@@ -16,10 +16,10 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from _results import update_section  # noqa: E402
+from bench._results import update_section  # noqa: E402
 
 from qwenmem.core.dream.consolidate import consolidate  # noqa: E402
 from qwenmem.core.dream.evidence import restates  # noqa: E402
@@ -151,7 +151,7 @@ def main() -> None:
         print(lines[-1], flush=True)
     body = "\n".join([
         "## Dream: the duplicate decision on labelled pairs", "",
-        "Run: `nice /work/main/.venv/bin/python bench/dream_pairs.py`. An entry is removed only when the entry that "
+        "Run: `nice /work/main/.venv/bin/python bench/quality/dream_pairs.py`. An entry is removed only when the entry that "
         "stays states every clause of it word for word (articles, case, spacing and punctuation aside), negates "
         "nothing it affirms and keeps its key; with a model, a near-duplicate also needs cosine >= --similarity. "
         "A cosine alone is no evidence: on these pairs the cosine ranges of duplicates and of distinct facts "

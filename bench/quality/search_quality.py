@@ -1,6 +1,6 @@
 """Search quality: LoCoMo evidence recall@5/@10 and a labelled Chinese query set (recall@5).
 
-    /work/main/.venv/bin/python bench/search_quality.py            # writes the search-quality section
+    /work/main/.venv/bin/python bench/quality/search_quality.py            # writes the search-quality section
 
 LoCoMo recall (as the LoCoMo paper defines it): for each QA question (categories 1-4, with evidence), the
 fraction of its evidence turns (dia_ids) contained in the top-k retrieved chunks, averaged over questions.
@@ -15,10 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import locomo_workspace as lw  # noqa: E402
+from bench.generators import locomo_workspace as lw  # noqa: E402
 
 from qwenmem.core.index import fulltext, store  # noqa: E402
 from qwenmem.core.index.chunking import ChunkSpec  # noqa: E402
@@ -202,15 +201,15 @@ def main() -> None:
     md, _ = run_locomo(args.convs, args.variants.split(","))
     print(md)
     if not args.skip_zh:
-        import search_zh
+        from bench.quality import search_zh
 
         zh_md = search_zh.run()
         print(zh_md)
         md = md + "\n\n" + zh_md
     if not args.no_write:
-        from _results import update_section
+        from bench._results import update_section
 
-        update_section("search-quality", "Command: `/work/main/.venv/bin/python bench/search_quality.py`\n\n" + md)
+        update_section("search-quality", "Command: `/work/main/.venv/bin/python bench/quality/search_quality.py`\n\n" + md)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 REAL = Path(os.environ.get("QWENMEM_SHARED", REPO.parent / "shared")) / "corpus" / "real"  # as tests/conftest.py
 

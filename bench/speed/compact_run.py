@@ -3,7 +3,7 @@
 
 Writes the "compaction-run" section of bench/RESULTS.md. Run from the repository root:
 
-    python bench/compact_run.py [--baseline OTHER_CHECKOUT]
+    python bench/speed/compact_run.py [--baseline OTHER_CHECKOUT]
 
 `--baseline` runs the same measurements with another checkout of qwenmem (e.g. a clone of an older commit) first,
 for a before/after table. The real-session part needs ../shared (the team corpus) and is left out without it.
@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE.parents[1]))
 sys.path.insert(0, str(REPO / "tests"))
-from _results import update_section  # noqa: E402
+from bench._results import update_section  # noqa: E402
 from llm_server import ScriptedLLMServer  # noqa: E402
 
 CORPUS_SESSION = (REPO.parent / "shared" / "corpus" / "real" / "zzjmay123__aiWorkflow__c70a43d" / "sessions"
@@ -126,7 +126,7 @@ def main() -> None:
     def cell(values: dict[str, float | int], key: str) -> str:
         return f"{values[key]:.2f}" if key in values else "–"
 
-    lines = [f"`python bench/compact_run.py{' --baseline <older checkout>' if ns.baseline else ''}`. CPU: least of 3 "
+    lines = [f"`python bench/speed/compact_run.py{' --baseline <older checkout>' if ns.baseline else ''}`. CPU: least of 3 "
              f"cold runs over {COPIES} copies of a real 444 KB session (page cache warm); LLM: least wall time of 3 "
              f"runs of `compact --all` on {LLM_SESSIONS} sessions that each need a summary, the server answering "
              f"each request after {LLM_DELAY} s.", "",

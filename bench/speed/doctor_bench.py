@@ -1,7 +1,7 @@
 """Cold-process `qwenmem doctor` on the bench workspace (1,000 sessions × 200 messages, with a full-text index):
 median wall time, CPU time and peak RSS.
 
-    python bench/doctor_bench.py [--runs 5]
+    python bench/speed/doctor_bench.py [--runs 5]
 Target (issue 11): a cold run ≤ 2 s on the 2-core machine. CPU time (user + sys) is recorded beside the wall
 time because the machine is shared: wall time includes waiting for a core.
 """
@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from _results import update_section  # noqa: E402
-from _timing import run_qwenmem  # noqa: E402
-from gen_workspace import generate  # noqa: E402
+sys.path.insert(0, str(HERE.parents[1]))
+from bench._results import update_section  # noqa: E402
+from bench._timing import run_qwenmem  # noqa: E402
+from bench.generators.gen_workspace import generate  # noqa: E402
 
-WORK = HERE / "_work" / "ws_1000x200"
+WORK = HERE.parent / "_work" / "ws_1000x200"
 
 
 def main() -> None:
@@ -35,7 +35,7 @@ def main() -> None:
         print(f"generated {WORK} in {time.perf_counter() - t:.1f}s", file=sys.stderr)
     if not (WORK / ".qwenmem" / "index").is_dir():
         subprocess.run([sys.executable, "-m", "qwenmem", "-w", str(WORK), "reindex", "--embedder", "none", "-q"],
-                       check=True, env=dict(os.environ, PYTHONPATH=str(HERE.parent)))
+                       check=True, env=dict(os.environ, PYTHONPATH=str(HERE.parents[1])))
     size = sum(p.stat().st_size for p in WORK.rglob("*.json"))
     walls, cpus, rss, codes = [], [], [], set()
     for _ in range(a.runs):
@@ -48,8 +48,8 @@ def main() -> None:
     med = statistics.median(walls)
     print(f"doctor: median {med:.2f}s (cpu {statistics.median(cpus):.2f}s), peak RSS {max(rss):.0f} MiB, "
           f"load {load:.1f}", file=sys.stderr)
-    update_section("doctor", f"""Command: `python bench/doctor_bench.py --runs {a.runs}` (cold process each run, `qwenmem -w WS doctor --json`;
-workspace from `bench/gen_workspace.py`: 1,000 sessions × 200 messages, {size / 1e6:.0f} MB of JSON, with a full-text index
+    update_section("doctor", f"""Command: `python bench/speed/doctor_bench.py --runs {a.runs}` (cold process each run, `qwenmem -w WS doctor --json`;
+workspace from `bench/generators/gen_workspace.py`: 1,000 sessions × 200 messages, {size / 1e6:.0f} MB of JSON, with a full-text index
 built by `reindex --embedder none`; page cache warm; exit code {'/'.join(map(str, sorted(codes)))}). Peak RSS is the
 largest of qwenmem and its pool workers, each its own (measured through a small launcher, `bench/_timing.py`).
 

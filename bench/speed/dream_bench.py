@@ -1,6 +1,6 @@
 """Benchmark `qwenmem dream` (deterministic mode) and record it in bench/RESULTS.md, section "dream".
 
-Run once:  /work/main/.venv/bin/python bench/dream_bench.py
+Run once:  /work/main/.venv/bin/python bench/speed/dream_bench.py
 Cases: the three real MEMORY.md files with their daily logs; a synthetic 1,411-entry, ~660 KB MEMORY.md with 64
 exact duplicates (the size reported in phantombot#410); the same with near-duplicate detection by the real
 all-MiniLM-L6-v2 model; and the cold wall time of the CLI on the sample workspace.
@@ -16,11 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from _results import update_section  # noqa: E402
+from bench._results import update_section  # noqa: E402
 
 from qwenmem.core.dream.consolidate import consolidate  # noqa: E402
 
@@ -90,7 +90,7 @@ def main() -> None:
         cli, _ = best_of(lambda: subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True))
     md = "\n".join(rows) + (f"\n\nModel load for the near-duplicate case: {load:.1f} s (not included above). "
                             f"Cold CLI `qwenmem dream --dry-run` on the sample workspace: {cli * 1000:.0f} ms "
-                            "(best of 5, includes interpreter start).\n\nCommand: `python bench/dream_bench.py`.")
+                            "(best of 5, includes interpreter start).\n\nCommand: `python bench/speed/dream_bench.py`.")
     update_section("dream", md)
     print(md)
 

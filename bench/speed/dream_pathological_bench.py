@@ -1,7 +1,7 @@
 """`dream --dry-run` on pathological MEMORY.md files (issue 10 item 6: one mutated file ran past 20 s).
 
 Each shape once, in a fresh process, with the time it took; a shape that needs more than TIMEOUT s is reported as such.
-Run: nice python bench/dream_pathological_bench.py   (results go to bench/RESULTS.md by hand)
+Run: nice python bench/speed/dream_pathological_bench.py   (results go to bench/RESULTS.md by hand)
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ SHAPES = {
 
 
 def main() -> None:
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=repo + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for name, text in SHAPES.items():
         with tempfile.TemporaryDirectory() as ws:

