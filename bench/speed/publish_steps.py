@@ -17,9 +17,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
 import publish_trace as pt  # noqa: E402
-from test_publish_trace import ENV, GEN2_COMMANDS, _gen2  # noqa: E402
+from tests.contract.test_publish_trace import ENV, GEN2_COMMANDS, _gen2  # noqa: E402
 
 
 def _row(name: str, rep: pt.Report) -> str:
@@ -69,7 +70,7 @@ def main() -> None:
             f"{' --old ' + a.old if a.old else ''} --write` (strace -f of each command on a fresh copy of the 2.x "
             f"corpus; counts and gaps as tests/publish_trace.py defines them; load average {' '.join(load)}). "
             f"Commands: {args}. \"before\" is {a.old or '-'}; the gaps columns must be 0 after (the test "
-            "tests/test_publish_trace.py fails otherwise).\n\n" + table)
+            "tests/contract/test_publish_trace.py fails otherwise).\n\n" + table)
     if a.write:
         sys.path.insert(0, str(REPO))
         from bench._results import update_section

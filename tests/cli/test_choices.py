@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import invoke
+from helpers import invoke
 from qwenmem.cli import choices as C
 
 LIBRARY_VALUES = {

@@ -5,7 +5,7 @@
 
 import typer.main
 
-from conftest import REPO
+from helpers import REPO
 from qwenmem.cli.app import app
 from qwenmem.cli.reference import generate
 

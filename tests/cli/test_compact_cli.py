@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import invoke, run_cli
+from helpers import invoke, run_cli
 from qwenmem.core.compaction.threshold import tool_ids_aligned
 
 CONSOLE = "sessions/console/default_1764235442381.json"

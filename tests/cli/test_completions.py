@@ -2,7 +2,7 @@
 
     for s in bash zsh fish; do python -m qwenmem completions $s > completions/$(...); done
 
-tests/test_completions_shells.py drives the scripts in real bash, zsh and fish.
+tests/cli/test_completions_shells.py drives the scripts in real bash, zsh and fish.
 """
 
 import shutil
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURE_ROOT, REPO, invoke, run_cli
+from helpers import FIXTURE_ROOT, REPO, invoke, run_cli
 from qwenmem.cli.completion import COMPLETION_FILES
 from qwenmem.cli.completion import command_tree as tree_of
 from qwenmem.cli.completion import generate as generate_for

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURE_ROOT, REPO
+from helpers import FIXTURE_ROOT, REPO
 
 SHELLS = {
     # shell -> (command line that starts it with no user configuration, lines that load our script)

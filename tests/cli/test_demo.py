@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 
-from conftest import run_cli
+from helpers import run_cli
 
 SESSION_KEYS = ("default_legacy_trip", "console/default_1764235442381", "discord/4821_discord--dm--4821",
                 "telegram/77_telegram--77")
@@ -44,7 +44,7 @@ def test_python_m_qwenmem_works_from_the_folder_holding_a_clone_named_qwenmem(tm
     import subprocess
     import sys
 
-    from conftest import REPO
+    from helpers import REPO
 
     holder = tmp_path / "src"
     holder.mkdir()
@@ -62,7 +62,7 @@ def test_demo_written_to_a_file_draws_rules_and_panels_at_80_columns(tmp_path):
     import subprocess
     import sys
 
-    from conftest import REPO
+    from helpers import REPO
 
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env["PYTHONPATH"] = str(REPO)

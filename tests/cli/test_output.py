@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, run_cli
+from helpers import REPO, run_cli
 from qwenmem.cli.tables import Cell, Column, Kind, fit, shorten_middle, width_of
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from conftest import CORPUS_REAL, corpus_params, invoke, run_cli
+from helpers import CORPUS_REAL, corpus_params, invoke, run_cli
 from qwenpaw2_support import copy_corpus, needs_gen2_corpus
 
 STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}")

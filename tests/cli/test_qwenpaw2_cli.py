@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from conftest import invoke
+from helpers import invoke
 from qwenpaw2_support import builder, copy_corpus, corpus_session_files, needs_gen2_corpus
 
 REGISTERED_2X = ["console/alice_console--alice", "console/bob_console--bob"]
@@ -187,7 +187,7 @@ def test_quarantined_sibling_is_named(tmp_path):
 
 
 def test_list_and_show_history_while_a_writer_holds_a_transaction(tmp_path):
-    from test_qwenpaw2_history import _hold
+    from tests.core.history.test_qwenpaw2_history import _hold
 
     ws, a, _, _ = _mixed_ws(tmp_path)
     proc = _hold(ws / "history.db", "WAL", "IMMEDIATE", 20, session_id="console:ann")

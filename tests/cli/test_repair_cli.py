@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import invoke, run_cli
+from helpers import invoke, run_cli
 from qwenmem.core.fsio import exclusive_lock
 from qwenmem.core.workspace import discover_workspace
 from repair_fixtures import TINY, WIKI, make_workspace, tree_state

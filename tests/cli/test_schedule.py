@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from helpers import run_cli
 
 
 def _cron_command(ws: Path, job: str, *extra: str) -> str:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, REPO, invoke, run_cli
+from helpers import FIXTURES, REPO, invoke, run_cli
 
 from qwenmem.core.fsio import exclusive_lock
 

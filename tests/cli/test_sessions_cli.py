@@ -3,7 +3,7 @@
 import os
 import time
 
-from conftest import SAMPLE, invoke, run_cli
+from helpers import SAMPLE, invoke, run_cli
 
 
 def keys(run):

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 from qwenpaw2_support import copy_corpus, needs_gen2_corpus
 
 pytestmark = needs_gen2_corpus

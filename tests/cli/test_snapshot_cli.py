@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import invoke, run_cli
+from helpers import invoke, run_cli
 from snapshot_fixtures import build_memory_tree, picture
 
 from qwenmem.core.fsio import exclusive_lock
@@ -71,7 +71,7 @@ def test_exit_codes_unknown_busy_and_bad_path(tmp_path):
 
 def test_cron_line_in_the_readme_runs(tmp_path):
     """The README's cron line, as a real subprocess, on a QwenPaw root (config.json + workspaces/default)."""
-    from conftest import REPO
+    from helpers import REPO
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     line = next(ln for ln in readme.splitlines() if "qwenmem -w $HOME/.qwenpaw snapshot" in ln)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 HEAVY = ("torch", "sentence_transformers", "openai", "whoosh", "transformers", "numpy", "tiktoken")
 

@@ -13,7 +13,7 @@ import termios
 
 import pytest
 
-from conftest import CORPUS_REAL, REPO, corpus_params, invoke, run_cli
+from helpers import CORPUS_REAL, REPO, corpus_params, invoke, run_cli
 from qwen_widths import kinsoku_violations
 from qwenmem.cli.tables import width_of
 from qwenpaw2_support import GEN2_WS, copy_corpus, needs_gen2_corpus

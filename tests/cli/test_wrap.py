@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import CORPUS_REAL, corpus_params
+from helpers import CORPUS_REAL, corpus_params
 from qwenmem.cli.wrap import CLOSING, OPENING, list_hang, wrap, width_of
 
 CJK = "数据库连接超时用户在上讨论了订单服务无法写入的问题小红书运营日本語のテキストかなカナ한국어"

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from conftest import invoke, run_cli
+from helpers import invoke, run_cli
 
 
 def tree_state(root):

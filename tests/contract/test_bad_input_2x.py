@@ -15,7 +15,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import SAMPLE, invoke, run_cli
+from helpers import SAMPLE, invoke, run_cli
 from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
 from speed import examples
 

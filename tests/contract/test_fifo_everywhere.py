@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from conftest import REPO, run_cli
+from helpers import REPO, run_cli
 from qwenpaw2_support import copy_corpus, needs_gen2_corpus
 
 pytestmark = needs_gen2_corpus

@@ -2,7 +2,7 @@
 
 from dataclasses import fields
 
-from conftest import invoke
+from helpers import invoke
 from qwenmem.cli import compact, dream, history, info, reindex, repair, restore, search, sessions, show_result, snapshot
 from qwenmem.core.compaction.check import CheckReport, CompactReport
 from qwenmem.core.dream.changelog import Change

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import invoke
+from helpers import invoke
 from speed import examples
 
 HUGE_INT = "1" * 4301

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import publish_trace as pt
-from conftest import SAMPLE
+from helpers import SAMPLE
 from qwenpaw2_support import copy_corpus, needs_gen2_corpus
 
 pytestmark = pytest.mark.skipif(pt.STRACE is None, reason="strace is not installed (apt-get install strace)")
@@ -44,7 +44,7 @@ def _corrupt_copy_beside_history(ws: Path) -> None:
 def _second_snapshot_after_change(ws: Path) -> None:
     """A first snapshot, then a changed note: the traced one reuses deduplicated objects and writes new ones."""
     run = subprocess.run([sys.executable, "-m", "qwenmem", "-w", str(ws), "snapshot"], capture_output=True,
-                         text=True, env={**os.environ, **ENV, "PYTHONPATH": str(Path(__file__).parents[1])})
+                         text=True, env={**os.environ, **ENV, "PYTHONPATH": str(Path(__file__).parents[2])})
     assert run.returncode == 0, run.stderr
     note = sorted((ws / "memory").rglob("*.md"))[0]
     note.write_text(note.read_text() + "\n- one more fact\n")

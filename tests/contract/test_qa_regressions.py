@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import invoke
+from helpers import invoke
 from repair_fixtures import TINY, make_workspace
 
 
@@ -102,7 +102,7 @@ def test_demo_no_keep_removes_only_its_own_copy_never_the_into_directory(tmp_pat
 def test_a_fifo_named_like_a_session_or_memory_md_never_hangs_a_command(tmp_path):
     import os
 
-    from conftest import run_cli
+    from helpers import run_cli
 
     root = make_workspace(tmp_path / "ws", {"default_ok.json": TINY.read_bytes()})
     os.mkfifo(root / "sessions" / "default_pipe.json")
@@ -243,7 +243,7 @@ def test_a_reader_that_goes_away_early_is_not_an_error(tmp_path):
     import subprocess
     import sys
 
-    from conftest import REPO
+    from helpers import REPO
     from repair_fixtures import WIKI
 
     ws = make_workspace(tmp_path / "ws", {WIKI.name: WIKI.read_bytes()})
@@ -280,7 +280,7 @@ def test_dream_llm_reply_with_lone_surrogates_is_rejected_or_escaped_never_an_in
     body = ('{"memory_md": "' + good.replace("\n", "\\n") + '", "changes": [{"action": "added", "new": "- Cats purr.",'
             ' "reason": "half an emoji \\ud83d"}]}')
     llm_server.set_script([{"content": body}])
-    from conftest import run_cli
+    from helpers import run_cli
 
     run = run_cli("-w", str(ws), "dream", "--mode", "llm", "--llm-base-url", llm_server.base_url, "--llm-model", "m",
                   "--llm-api-key", "k", "--log-file", str(ws / "dream.log"))  # a real stdout: strict UTF-8
@@ -292,7 +292,7 @@ def test_dream_llm_reply_with_lone_surrogates_is_rejected_or_escaped_never_an_in
 
 
 def test_show_a_session_with_lone_surrogates_prints_them_escaped_instead_of_crashing(tmp_path):
-    from conftest import run_cli
+    from helpers import run_cli
 
     doc = json.loads(TINY.read_text())
     first = doc["agent"]["memory"]["content"][0][0]
@@ -311,7 +311,7 @@ def test_list_shows_modification_times_in_the_local_timezone(sample_ws):
     import time
     from datetime import datetime
 
-    from conftest import run_cli
+    from helpers import run_cli
 
     target = sample_ws / "sessions" / "default_legacy_trip.json"
     stamp = datetime(2026, 11, 30, 3, 7).timestamp()  # whatever zone this runs in, shown back in TZ below
@@ -438,7 +438,7 @@ def test_files_rewritten_by_root_keep_the_owner_qwenpaw_runs_as(sample_ws):
 
 @pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)
 def test_demo_stays_offline_even_when_an_llm_is_configured(tmp_path, llm_server):
-    from conftest import run_cli
+    from helpers import run_cli
 
     env = {"QWENMEM_LLM_BASE_URL": llm_server.base_url, "QWENMEM_LLM_MODEL": "m", "QWENMEM_LLM_API_KEY": "k"}
     run = run_cli("demo", "--into", str(tmp_path / "d"), env=env)
@@ -447,7 +447,7 @@ def test_demo_stays_offline_even_when_an_llm_is_configured(tmp_path, llm_server)
 
 
 def test_a_malformed_llm_timeout_variable_is_a_usage_error(sample_ws):
-    from conftest import run_cli
+    from helpers import run_cli
 
     for bad in ("abc", "-5", "nan"):
         env = {"QWENMEM_LLM_BASE_URL": "http://127.0.0.1:9/v1", "QWENMEM_LLM_MODEL": "m", "QWENMEM_LLM_TIMEOUT": bad}

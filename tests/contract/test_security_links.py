@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import invoke
+from helpers import invoke
 
 from qwenmem.cli.errors import ExitCode
 from qwenmem.core import confine
@@ -181,7 +181,7 @@ def test_paths_outside_every_workspace_are_opened_normally(tmp_path):
 def test_repair_never_rebuilds_a_session_from_a_backup_linked_outside(sample_ws, outside):
     """An empty session with a `*.json.backup_*` sibling that is a link out: the outside file is not evidence."""
     import json
-    from conftest import run_cli
+    from helpers import run_cli
 
     session = sample_ws / "sessions" / "console" / "default_1764235442381.json"
     real = json.loads(session.read_text())

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import invoke
+from helpers import invoke
 from qwenpaw2_support import copy_corpus, needs_gen2_corpus
 
 from qwenmem.cli.errors import ExitCode

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE
+from helpers import SAMPLE
 from security_fixtures import run_commands
 
 USER = 65534  # nobody

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SAMPLE
+from helpers import REPO, SAMPLE
 from security_fixtures import run_commands
 
 from qwenmem.cli.errors import ExitCode
@@ -63,7 +63,7 @@ def full_disk():
 
 @pytest.mark.parametrize("argv", WRITING, ids=[a[0] if a[0] != "sessions" else "repair" for a in WRITING])
 def test_disk_full_is_one_line_naming_the_file_and_the_free_space(full_disk, argv):
-    from conftest import run_cli
+    from helpers import run_cli
 
     before = _digests(full_disk)
     run = run_cli("-w", str(full_disk), *argv)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from helpers import run_cli
 
 from qwenmem.core.redact import mask_secret, redact, register, forget_all
 
@@ -120,7 +120,7 @@ def test_an_uncaught_traceback_is_masked_too():
     import subprocess
     import sys
 
-    from conftest import REPO
+    from helpers import REPO
 
     code = ("from qwenmem.core.redact import masked_output\n"
             "with masked_output(env={'OPENAI_API_KEY': %r}):\n"

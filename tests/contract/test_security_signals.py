@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, invoke
+from helpers import REPO, invoke
 
 from qwenmem.core import interrupts
 from qwenmem.core.fsio import atomic_write_bytes, exclusive_lock

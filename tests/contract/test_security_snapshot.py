@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from conftest import run_cli
+from helpers import run_cli
 
 
 def _tree_digest(root) -> dict[str, str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from compact_fixtures import say, session_doc, user
-from conftest import FIXTURE_ROOT, invoke
+from helpers import FIXTURE_ROOT, invoke
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import FIXTURES, invoke
+from helpers import FIXTURES, invoke
 from qwenpaw2_support import copy_corpus, needs_gen2_corpus
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE, run_cli
+from helpers import SAMPLE, run_cli
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 from qwenmem.core.errors import BusyError, ChangedUnderneathError
 from qwenmem.core.fsio import atomic_write_bytes, copy_preserving, exclusive_lock, read_with_snapshot

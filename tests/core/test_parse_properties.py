@@ -4,7 +4,7 @@ import json
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import fixture_session_files, real_session_files
+from helpers import fixture_session_files, real_session_files
 from qwenmem.core.sessions import parse_session_bytes
 
 # the fixture sessions always; the team's corpus too when it is beside the repository

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import invoke
+from helpers import invoke
 from dream_fixtures import tree
 from qwenpaw2_support import copy_corpus
 from reme04_support import copy_fixture

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from conftest import CORPUS_REAL, invoke, needs_shared, run_cli
+from helpers import CORPUS_REAL, invoke, needs_shared, run_cli
 from qwenmem.core.session_names import loose_matches
 
 JOWNDA = CORPUS_REAL / "jownda__llm-wiki-builder__276e7d8"
@@ -92,7 +92,7 @@ def test_the_shells_complete_a_shortened_form_or_a_substring_to_the_key(tmp_path
     import subprocess
     import sys
 
-    from conftest import FIXTURE_ROOT, REPO
+    from helpers import FIXTURE_ROOT, REPO
 
     base = ["__complete", "sessions", "-w", str(FIXTURE_ROOT), "--agent", "default"]
     assert run_cli(*base, "--like", "7700112233").stdout.split() == ["telegram/7700112233_telegram--7700112233"]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS_REAL, corpus_params, invoke, needs_shared, real_session_files
+from helpers import CORPUS_REAL, corpus_params, invoke, needs_shared, real_session_files
 from qwenmem.core.sessions import dumps_session, parse_session_bytes
 
 pytestmark = needs_shared

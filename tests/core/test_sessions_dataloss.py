@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS_REAL, invoke, require_shared
+from helpers import CORPUS_REAL, invoke, require_shared
 from repair_fixtures import make_workspace, qwenpaw_strict_load
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import invoke
+from helpers import invoke
 from qwenmem.core.errors import ConfigError
 from qwenmem.core.settings import CURRENT, LEGACY, load_settings
 from qwenmem.core.workspace import discover_workspace

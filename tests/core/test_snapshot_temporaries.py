@@ -14,7 +14,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import REPO, run_cli
+from helpers import REPO, run_cli
 from qwenpaw2_support import copy_corpus, needs_gen2_corpus
 
 from qwenmem.core.tempnames import TEMP_SUFFIX, owner_pid

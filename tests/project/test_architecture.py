@@ -3,7 +3,7 @@
 import ast
 from pathlib import Path
 
-CORE = Path(__file__).resolve().parents[1] / "qwenmem" / "core"
+CORE = Path(__file__).resolve().parents[2] / "qwenmem" / "core"
 FORBIDDEN = {"typer", "rich", "click", "qwenmem.cli"}
 
 

@@ -7,11 +7,11 @@ import os
 import subprocess
 import sys
 
-from conftest import REPO
+from helpers import REPO
 
 PROBE = '''
 import pytest
-from conftest import needs_shared
+from helpers import needs_shared
 
 @needs_shared
 def test_corpus():

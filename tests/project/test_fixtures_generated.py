@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURE_ROOT, REPO, fixture_session_files, invoke
+from helpers import FIXTURE_ROOT, REPO, fixture_session_files, invoke
 from qwenmem.core.sessions import dumps_session, parse_session_bytes
 from repair_fixtures import OLDER_SHAPES, TELEGRAM, TINY, TRUNCATED_BACKUP, WIKI
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import tomllib
 
-from conftest import REPO
+from helpers import REPO
 
 STRICT_FLAGS = {"disallow_untyped_defs", "disallow_incomplete_defs", "disallow_untyped_calls",
                 "disallow_untyped_decorators", "disallow_any_generics", "check_untyped_defs", "warn_return_any",

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from test_architecture import imported_modules
+from tests.project.test_architecture import imported_modules
 
-CORE = Path(__file__).resolve().parents[1] / "qwenmem" / "core"
+CORE = Path(__file__).resolve().parents[2] / "qwenmem" / "core"
 SM = CORE / "session_model"
 
 # module → the qwenmem modules it may import (prefix match)

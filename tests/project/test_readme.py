@@ -2,7 +2,7 @@
 
 import re
 
-from conftest import REPO
+from helpers import REPO
 from qwenmem.cli.errors import EXIT_CODE_HELP, ExitCode
 
 README = (REPO / "README.md").read_text(encoding="utf-8")

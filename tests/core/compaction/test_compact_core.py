@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from compact_fixtures import say, session_doc, user
-from conftest import CORPUS_REAL, invoke, needs_shared
+from helpers import CORPUS_REAL, invoke, needs_shared
 from qwenmem.core.compaction import dialog as dialog_mod
 from qwenmem.core.compaction.formatting import chunk_messages, format_message
 from qwenmem.core.compaction.run import CompactOptions, compact_sessions

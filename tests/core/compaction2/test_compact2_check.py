@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import invoke
+from helpers import invoke
 from qwenpaw2_support import builder, copy_corpus, name_agent_as_the_generator, needs_gen2_corpus
 
 

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import invoke
+from helpers import invoke
 from validators import python_importing
 from qwenpaw2_support import GEN2_WS, copy_corpus, needs_gen2_corpus
 from qwenmem.core.compaction2 import qwenpaw_measured as measured
@@ -131,7 +131,7 @@ def test_the_data_module_is_what_the_bench_measured():
     """qwenpaw_measured.py is `bench/peer/qwenpaw2_fixed_parts.py --render` of the saved measurement, unedited."""
     import sys
 
-    from conftest import REPO
+    from helpers import REPO
 
     sys.path.insert(0, str(REPO))
     from bench.peer.qwenpaw2_fixed_parts import render_module

@@ -8,9 +8,9 @@ import json
 import re
 from pathlib import Path
 
-from conftest import invoke
+from helpers import invoke
 from qwenpaw2_support import GEN2_WS, builder, copy_corpus, needs_gen2_corpus
-from test_compact2_check import _block, _msg, write_ws
+from tests.core.compaction2.test_compact2_check import _block, _msg, write_ws
 
 ARTIFACT = "tool-result-d563ad694f0841d185771d597fabbf04.txt"
 

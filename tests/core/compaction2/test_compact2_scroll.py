@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO, invoke
+from helpers import REPO, invoke
 from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
-from test_compact2_check import conversation_of_bytes, scroll_ws, write_ws
+from tests.core.compaction2.test_compact2_check import conversation_of_bytes, scroll_ws, write_ws
 from validators import optional_agentscope_python
 
 

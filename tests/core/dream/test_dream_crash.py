@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import REPO, run_cli
+from helpers import REPO, run_cli
 from qwenmem.core.dream.run import STEPS, DreamOptions, dream
 from qwenmem.core.settings import load_settings
 from qwenmem.core.workspace import discover_workspace

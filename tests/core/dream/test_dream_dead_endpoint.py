@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from conftest import run_cli
+from helpers import run_cli
 from llm_server import ScriptedLLMServer
 
 SKIPPED = "near-duplicate detection skipped"

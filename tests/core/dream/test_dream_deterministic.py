@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import invoke
+from helpers import invoke
 from dream_fixtures import REAL_MEMORY, protected_blocks, real_workspace, tree
 from qwenmem.core.dream.consolidate import consolidate
 from qwenmem.core.dream.markdown import parse

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import invoke
+from helpers import invoke
 
 
 @pytest.mark.slow  # loads a real embedding model or runs long (CI runs it)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import invoke
+from helpers import invoke
 from dream_fixtures import tree
 
 BODY = """# Long-Term Memory

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import CORPUS_REAL, FIXTURES, SAMPLE, needs_shared
+from helpers import CORPUS_REAL, FIXTURES, SAMPLE, needs_shared
 from qwenmem.core.dream.markdown import parse
 from qwenmem.core.dream.normalize import normalize
 

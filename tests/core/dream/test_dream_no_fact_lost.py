@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE, SHARED, SHARED_PRESENT
+from helpers import SAMPLE, SHARED, SHARED_PRESENT
 from qwenmem.core.dream.markdown import parse
 from qwenmem.core.dream.run import DreamOptions, dream
 from qwenmem.core.settings import load_settings

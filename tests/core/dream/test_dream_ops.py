@@ -8,7 +8,7 @@ import re
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from conftest import invoke, run_cli
+from helpers import invoke, run_cli
 from dream_fixtures import tree
 from qwenmem.core.dream import backups
 from qwenmem.core.fsio import exclusive_lock
@@ -228,7 +228,7 @@ def test_bom_is_kept(sample_ws):
 
 
 def test_symlinked_memory_md_stays_a_symlink(sample_ws, tmp_path):
-    notes = sample_ws / "notes"  # inside the workspace: a link leading out is refused (tests/test_security_links.py)
+    notes = sample_ws / "notes"  # inside the workspace: a link leading out is refused (tests/contract/test_security_links.py)
     notes.mkdir()
     target = notes / "MEMORY.md"
     target.write_text("# M\n\n## A\n- same line here\n- same line here\n", encoding="utf-8")

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from conftest import CORPUS_REAL, corpus_params, invoke
+from helpers import CORPUS_REAL, corpus_params, invoke
 
 
 @pytest.mark.parametrize("name", corpus_params(["DrifterM__swqhyjs__fda458a"]))

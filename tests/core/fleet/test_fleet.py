@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE, run_cli
+from helpers import SAMPLE, run_cli
 
 RECORD_KEYS = {"qwenmem_fleet", "workspace", "agent", "command", "status", "exit_code", "attempts", "seconds",
                "result", "warnings", "error"}
@@ -181,7 +181,7 @@ def test_from_stdin_and_usage_errors(fleet_dir):
     import subprocess
     import sys
 
-    from conftest import REPO
+    from helpers import REPO
 
     listing = "# workspaces\n" + "\n".join(str(fleet_dir / "many" / f"ws{i}") for i in range(3)) + "\n\n"
     env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -340,7 +340,7 @@ def test_dask_killing_a_worker_mid_run_loses_no_workspace_and_tears_no_file(clus
 def test_readme_documents_the_record_format():
     import re
 
-    from conftest import REPO
+    from helpers import REPO
 
     from qwenmem.cli.fleet import RECORD_KEYS as CLI_KEYS
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE, invoke, run_cli
+from helpers import SAMPLE, invoke, run_cli
 from qwenpaw2_support import copy_corpus, needs_gen2_corpus
 
 pytestmark = needs_gen2_corpus

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from helpers import REPO, run_cli
 from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
 
 RECALL = ("recall_history_python", "recall_history")

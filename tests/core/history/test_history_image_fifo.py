@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
+from helpers import REPO
 
 
 def test_a_fifo_at_the_wal_is_left_unread_and_the_main_file_still_read(tmp_path: Path):

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import invoke
+from helpers import invoke
 from qwenpaw2_support import copy_corpus, needs_gen2_corpus
 from validators import agentscope_python
 
-DRIVER = Path(__file__).resolve().parent / "fixtures" / "qwenpaw2" / "qwenpaw_scroll_sessions.py"
+DRIVER = Path(__file__).resolve().parents[2] / "fixtures" / "qwenpaw2" / "qwenpaw_scroll_sessions.py"
 ALICE = "console/alice_console--alice"
 
 

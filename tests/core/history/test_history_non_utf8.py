@@ -8,7 +8,7 @@ import json
 import shutil
 import sqlite3
 
-from conftest import invoke
+from helpers import invoke
 from qwenpaw2_support import copy_corpus, needs_gen2_corpus
 
 from qwenmem.core.history.salvage import recover_rows

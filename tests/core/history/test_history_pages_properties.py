@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from helpers import run_cli
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 from qwenpaw2_support import builder
 from speed import examples

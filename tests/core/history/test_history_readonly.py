@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import invoke
+from helpers import invoke
 from qwenpaw2_support import copy_corpus, needs_gen2_corpus
 
-WRITER = Path(__file__).resolve().parent / "history_writer.py"
+WRITER = Path(__file__).resolve().parents[2] / "history_writer.py"
 ALICE = "console/alice_console--alice"
 READ_ONLY = [
     ("info",), ("info", "--json"), ("doctor",), ("doctor", "--json"), ("sessions", "list"),

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import run_cli
+from helpers import run_cli
 from llm_server import ScriptedLLMServer
 
 from qwenmem.core.index import store

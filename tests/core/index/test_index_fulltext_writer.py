@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE
+from helpers import SAMPLE
 from qwenmem.core.index import fulltext
 from qwenmem.core.index.chunking import chunk_text
 from qwenmem.core.index.whoosh_writer import FastSegmentWriter, write_documents

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import REPO, run_cli
+from helpers import REPO, run_cli
 
 
 def _big_workspace(root, files: int = 12, lines: int = 120):

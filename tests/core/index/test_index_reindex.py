@@ -254,7 +254,7 @@ def test_huge_binary_and_unreadable_sources_are_skipped_with_a_notice_and_not_re
 
 
 def test_reindex_cli_with_a_sparse_1gb_memory_file_is_quick(sample_ws):
-    from conftest import run_cli
+    from helpers import run_cli
 
     with open(sample_ws / "memory" / "huge.md", "wb") as fh:
         fh.truncate(1024 ** 3)

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from conftest import invoke
+from helpers import invoke
 from search_fixtures import open_ws
 
 from qwenmem.core.index import store

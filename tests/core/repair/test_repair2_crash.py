@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
 from qwenmem.core.repair.run import REPAIR, STEPS, run_repair
 from qwenmem.core.sessions import iter_session_refs

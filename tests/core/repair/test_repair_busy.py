@@ -18,7 +18,7 @@ from qwenmem.core.repair.run import REPAIR, run_repair
 from qwenmem.core.sessions import iter_session_refs
 from qwenmem.core.workspace import discover_workspace
 
-WRITER = Path(__file__).with_name("stalled_writer.py")
+WRITER = Path(__file__).resolve().parents[2] / "stalled_writer.py"
 TURNS = 12
 
 
@@ -66,7 +66,7 @@ def test_repair_during_stalled_saves_loses_no_update(tmp_path, monkeypatch, guar
 
 
 def test_a_writer_holding_the_file_open_is_named_and_the_cli_exits_4(tmp_path):
-    from conftest import run_cli
+    from helpers import run_cli
 
     session = tmp_path / "ws/sessions/console/u_s.json"
     session.parent.mkdir(parents=True)
@@ -97,7 +97,7 @@ def test_a_read_only_handle_is_not_a_writer(tmp_path):
 
 
 def test_compact_during_stalled_saves_loses_no_update(tmp_path):
-    from conftest import run_cli
+    from helpers import run_cli
 
     root = tmp_path / "ws"
     session = root / "sessions/console/u_s.json"

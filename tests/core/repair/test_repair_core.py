@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.generators.corruption import Case, generate
-from conftest import corpus_params, real_session_files
+from helpers import corpus_params, real_session_files
 from qwenmem.core.errors import AmbiguousError, NotFoundError
 from qwenmem.core.repair import CHECK, DRY_RUN, REPAIR, diagnose, run_repair
 from qwenmem.core.repair.fixes import LOST_RESULT_TEXT

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURE_SESSIONS
+from helpers import FIXTURE_SESSIONS
 from qwenpaw2_support import builder
 from qwenmem.core.events import recording
 from qwenmem.core.compaction2.check import is_gen2_file

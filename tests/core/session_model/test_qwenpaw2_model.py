@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import corpus_params
+from helpers import corpus_params
 from qwenpaw2_support import GEN2_WS, builder, corpus_session_files, needs_gen2_corpus
 from qwenmem.core.session_model import GEN1, GEN2, classify_document, encode_document, loads_document, read_document
 from qwenmem.core.session_model import gen1, gen2
