@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+import functools
 import multiprocessing as mp
 import os
 import re
@@ -138,21 +139,21 @@ def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
 
 
 PARALLEL_MIN_FILES = 64
-_worker_counter: TokenCounter | None = None
 
 
-def _init_worker(counter_name: str, divisor: float) -> None:
-    global _worker_counter
+def _init_worker() -> None:
     from qwenmem.core.interrupts import quiet_worker_signals
 
     quiet_worker_signals()
-    _worker_counter = get_counter(counter_name, divisor)
 
 
-def _row_in_worker(ref: SessionRef) -> SessionRow:
-    if _worker_counter is None:
-        raise RuntimeError("_init_worker did not run in this worker")
-    return row_for(load_session(ref), _worker_counter)
+@functools.lru_cache(maxsize=2)  # a cache, not state: one counter per (name, divisor) in each pool worker process
+def _counter_in_worker(counter_name: str, divisor: float) -> TokenCounter:
+    return get_counter(counter_name, divisor)
+
+
+def _row_in_worker(counter_name: str, divisor: float, ref: SessionRef) -> SessionRow:
+    return row_for(load_session(ref), _counter_in_worker(counter_name, divisor))
 
 
 def _rows(refs: list[SessionRef], counter: TokenCounter) -> list[SessionRow]:
@@ -161,8 +162,8 @@ def _rows(refs: list[SessionRef], counter: TokenCounter) -> list[SessionRow]:
     if len(refs) < PARALLEL_MIN_FILES or workers < 2 or "fork" not in mp.get_all_start_methods():
         return [row_for(load_session(ref), counter) for ref in refs]
     spec = ("estimate", getattr(counter, "divisor", 4)) if isinstance(counter, EstimateCounter) else (counter.name, 4)
-    with mp.get_context("fork").Pool(workers, _init_worker, spec) as pool:
-        return pool.map(_row_in_worker, refs, chunksize=16)
+    with mp.get_context("fork").Pool(workers, _init_worker) as pool:
+        return pool.map(functools.partial(_row_in_worker, *spec), refs, chunksize=16)
 
 
 _DURATION = re.compile(r"^(\d+)\s*([smhdw])$")

@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any
 
+from qwenmem.core import confine
 from qwenmem.core.errors import BusyError, ChangedUnderneathError, QwenmemError
 from qwenmem.core.events import Events, recording
 from qwenmem.core.fleet.operations import OPERATIONS, Command
@@ -35,7 +36,8 @@ def run_task(target: Target, command: Command) -> dict[str, Any]:
     from qwenmem.core.workspace import discover_workspace
 
     start = time.monotonic()
-    with recording() as log:  # this workspace's events only: a worker runs many, one after another
+    # this workspace's events and confinement only: a worker runs many, one after another
+    with recording() as log, confine.scope():
         try:
             ws = discover_workspace(target.path, target.agent)
             outcome = OPERATIONS[command.name].run(ws, command.options)
