@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -18,6 +18,9 @@ from qwenmem.cli.tables import render as render_table
 from qwenmem.cli.result import CommandResult, Status, status_for
 from qwenmem.cli.runner import command
 
+if TYPE_CHECKING:
+    from qwenmem.core.repair.run import RepairMode
+
 STATUS_STYLE = {"ok": "green", "warning": "yellow", "repaired": "green", "would_repair": "yellow", "needs_repair": "yellow",
                 "needs_flag": "yellow", "unrecoverable": "bold red", "changed": "bold red", "busy": "bold red",
                 "error": "bold red"}
@@ -28,7 +31,7 @@ class RepairResult:
     """`sessions repair --json` result."""
 
     workspace: str
-    mode: str
+    mode: RepairMode
     run: str | None
     quarantine: str | None
     counts: dict[str, int]
@@ -99,7 +102,7 @@ def repair_cmd(
                          quiet=silent, render=None if silent else lambda: _render(result))
 
 
-def repair_mode(check: bool, dry_run: bool, named: bool, all_: bool) -> str:
+def repair_mode(check: bool, dry_run: bool, named: bool, all_: bool) -> RepairMode:
     """The mode these flags ask for (qwenmem.core.repair: check, dry-run or repair), by the rules of `sessions
     repair` (fleet's too)."""
     from qwenmem.core.errors import UsageError
@@ -109,7 +112,7 @@ def repair_mode(check: bool, dry_run: bool, named: bool, all_: bool) -> str:
         raise UsageError("--check and --dry-run are alternatives; use one")
     if named and all_:
         raise UsageError("name sessions or use --all, not both")
-    mode = CHECK if check else DRY_RUN if dry_run else REPAIR
+    mode: RepairMode = CHECK if check else DRY_RUN if dry_run else REPAIR
     if mode == REPAIR and not named and not all_:
         raise UsageError("name the sessions to repair, or use --all (see --check for a read-only report)")
     return mode

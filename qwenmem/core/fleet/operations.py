@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from qwenmem.core.fleet.plain import to_plain
 from qwenmem.core.ops import compact_check
 from qwenmem.core.ops.outcome import Outcome
 from qwenmem.core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from qwenmem.core.repair.run import RepairMode
 
 OK: Final = "ok"
 PROBLEMS: Final = "problems"
@@ -32,7 +35,7 @@ class Operation:
 
 @dataclass(frozen=True)
 class RepairOptions:
-    mode: str  # check | dry-run | repair (qwenmem.core.repair)
+    mode: RepairMode
     fix_tool_pairs: bool = False
     from_backup: bool = False
     convert_1x: bool = False

@@ -7,6 +7,7 @@ from typing import Any
 
 from qwenmem.core.errors import UsageError
 from qwenmem.core.events import recording
+from qwenmem.core.settings import ConfigLayout
 from qwenmem.core.ops.outcome import Outcome
 from qwenmem.core.workspace import Workspace
 
@@ -52,7 +53,7 @@ class CompactCheckResult:
     """`compact --check --json` result."""
 
     workspace: str
-    config_layout: str  # agent.json key layout: current | legacy
+    config_layout: ConfigLayout  # agent.json key layout
     sessions: list[Any]  # CheckReport (1.x) | Check2Report (2.x)
 
 

@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Final, Literal
 
 from qwenmem.core.confine import read_bytes
 from qwenmem.core.errors import ChangedUnderneathError, UsageError, WorkspaceError
@@ -21,7 +21,10 @@ from qwenmem.core.safety import replace_preserving
 from qwenmem.core.sessions import MAX_SESSION_BYTES, SessionDoc, SessionRef
 from qwenmem.core.workspace import Workspace
 
-CHECK, DRY_RUN, REPAIR = "check", "dry-run", "repair"
+RepairMode = Literal["check", "dry-run", "repair"]
+CHECK: Final = "check"
+DRY_RUN: Final = "dry-run"
+REPAIR: Final = "repair"
 BeforeWrite = Callable[[Path], None]
 Checkpoint = Callable[[str], None]
 # what `run_repair(checkpoint=...)` is called with, in order, for each file it writes ("locked" once per run):
@@ -30,13 +33,16 @@ STEPS = ("locked", "alternatives", "quarantined", "replaced", "recorded")
 ATTENTION = ("needs_repair", "would_repair", "unrecoverable", "needs_flag", "changed", "busy", "error")
 
 
+RepairFileStatus = Literal["ok", "warning", "needs_repair", "would_repair", "repaired", "unrecoverable", "needs_flag",
+                           "changed", "busy", "error"]
+
+
 @dataclass
 class FileReport:
     path: str
     key: str
     classes: list[str]
-    status: str  # ok | warning | needs_repair | would_repair | repaired | unrecoverable | needs_flag | changed | busy
-    # | error
+    status: RepairFileStatus
     messages_found: int = 0
     messages_intact: int = 0
     messages_lost: int = 0
@@ -59,7 +65,7 @@ class FileReport:
 @dataclass
 class RepairRun:
     workspace: str
-    mode: str
+    mode: RepairMode
     files: list[FileReport]
     run_id: str | None = None
     quarantine: str | None = None
@@ -128,7 +134,7 @@ def _plan_from_evidence(ws: Workspace, source: Path, fix_tool_pairs: bool) -> tu
     return (d.new_bytes if d.new_bytes is not None else data), d
 
 
-def run_repair(ws: Workspace, refs: list[SessionRef], mode: str = CHECK, fix_tool_pairs: bool = False,
+def run_repair(ws: Workspace, refs: list[SessionRef], mode: RepairMode = CHECK, fix_tool_pairs: bool = False,
                from_backup: bool = False, from_file: Path | None = None,
                before_write: BeforeWrite | None = None, checkpoint: Checkpoint | None = None,
                convert_gen1: bool = False) -> RepairRun:
@@ -247,7 +253,7 @@ def _convert(d: Diagnosis, data: bytes) -> bool:
     return True
 
 
-def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_backup: bool, from_file: Path | None,
+def _one(ws: Workspace, ref: SessionRef, mode: RepairMode, fix_tool_pairs: bool, from_backup: bool, from_file: Path | None,
          run: QuarantineRun | None, before_write: BeforeWrite | None, read: tuple[bytes, Snapshot] | None = None,
          settled: bool = False, gen2_ws: bool = False, checkpoint: Checkpoint = _no_checkpoint,
          convert: bool = False) -> FileReport:
