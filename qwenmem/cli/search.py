@@ -16,7 +16,9 @@ from qwenmem.cli.result import CommandResult, status_for
 from qwenmem.cli.runner import command
 
 if TYPE_CHECKING:
+    from qwenmem.core.index.search import Fusion as FusionWord  # the words the --fusion and --mode choices give
     from qwenmem.core.index.search import SearchHit as FoundHit  # core's hit (SearchHit below is the JSON row)
+    from qwenmem.core.index.search import SearchMode as SearchModeWord
 
 @dataclass
 class SearchHit:
@@ -39,8 +41,8 @@ class SearchResult:
     """`search --json` result."""
 
     query: str
-    mode: str
-    fusion: str
+    mode: SearchModeWord
+    fusion: FusionWord
     embedder: str | None
     count: int
     hits: list[SearchHit]

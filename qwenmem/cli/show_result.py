@@ -4,7 +4,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from qwenmem.core.session_model.model import Generation
+    from qwenmem.core.sessions import Health
 
 
 @dataclass
@@ -24,12 +28,12 @@ class SessionsShowResult:
     channel: str | None
     user_id: str | None
     session_id: str | None
-    health: str
+    health: Health
     salvaged: bool
     problems: list[str]
     summary: str | None
     total_messages: int
     messages: list[Any]  # ShownMessage for 1.x files; normalised messages for 2.x (session_model.Message.to_json)
-    generation: str | None = None
+    generation: Generation | None = None
     scroll: dict[str, Any] | None = None  # 2.x scroll state: continuation summary, eviction index
     history: dict[str, Any] | None = None  # --history: the full record (core.history.record.HistoryRecord)

@@ -11,7 +11,8 @@ import re
 from typing import TYPE_CHECKING, Any, Iterable, TypedDict
 
 from qwenmem.core.errors import UsageError
-from qwenmem.core.sessions import LoadedSession, SessionRef, backed_up_name, is_session_backup, iter_session_refs, load_session
+from qwenmem.core.session_model.model import Generation
+from qwenmem.core.sessions import Health, LoadedSession, SessionRef, backed_up_name, is_session_backup, iter_session_refs, load_session
 from qwenmem.core.tokens import EstimateCounter, TokenCounter, get_counter, message_tokens
 from qwenmem.core.workspace import Workspace
 
@@ -29,7 +30,7 @@ class BackupCopy(TypedDict):
     messages: int
     size: int
     modified: str | None
-    health: str
+    health: Health
     problems: list[str]
 
 
@@ -51,10 +52,10 @@ class SessionRow:
     modified: str | None
     first_timestamp: str | None
     last_timestamp: str | None
-    health: str
+    health: Health
     problems: list[str] = field(default_factory=list)
     stale_flat_copy: bool = False
-    generation: str | None = None  # "1.x" | "2.x" | None (not readable as a session)
+    generation: Generation | None = None  # None: not readable as a session
     history_rows: int | None = None  # rows of this session in history.db (2.x workspaces; None: no store/unknown)
     at_risk: list[str] = field(default_factory=list)  # 1.x files whose turns QwenPaw 2.x will not import
     backups: list[BackupCopy] = field(default_factory=list)  # this session's *.json.backup_* siblings

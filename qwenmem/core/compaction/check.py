@@ -15,7 +15,7 @@ from qwenmem.core.compaction.tiers import (Tier1Detail, Tier2Detail, Tier3Detail
                                            tier2_not_reported, tier3_not_reported)
 from qwenmem.core.errors import WorkspaceError
 from qwenmem.core.settings import ConfigLayout
-from qwenmem.core.sessions import CORRUPT, LoadedSession, SessionDoc, Entry, SessionRef, load_session
+from qwenmem.core.sessions import CORRUPT, Health, LoadedSession, SessionDoc, Entry, SessionRef, load_session
 from qwenmem.core.settings import Settings
 from qwenmem.core.tokens import message_tokens, tool_output_tokens
 from qwenmem.core.workspace import Workspace
@@ -61,7 +61,7 @@ class CheckReport:
     fallback: str = ""
     prunable_outputs: int = 0
     tokens_after_prune: int = 0
-    health: str = "ok"
+    health: Health = "ok"
     problems: list[str] = field(default_factory=list)
 
 

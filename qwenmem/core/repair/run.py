@@ -18,6 +18,7 @@ from qwenmem.core.repair.evidence import Evidence, best_usable, find_evidence
 from qwenmem.core.repair.quarantine import QuarantineRun, sha256
 from qwenmem.core.repair.strict import strict_load_bytes_problems
 from qwenmem.core.safety import replace_preserving
+from qwenmem.core.session_model.model import Generation
 from qwenmem.core.sessions import MAX_SESSION_BYTES, SessionDoc, SessionRef
 from qwenmem.core.workspace import Workspace
 
@@ -58,7 +59,7 @@ class FileReport:
     quarantined: str | None = None  # workspace-relative copy of the original bytes
     original_sha256: str = ""
     result_sha256: str | None = None
-    generation: str | None = None  # "1.x" | "2.x" (None: not a session of either)
+    generation: Generation | None = None  # None: not a session of either
     violations: list[str] = field(default_factory=list)  # 2.x: what QwenPaw's AgentState validation rejects
 
 
