@@ -1,4 +1,5 @@
-"""The --json documents are a public contract: their keys are pinned here. Changing them needs a version bump."""
+"""The --json documents are a public contract: their keys and their status words are pinned here. Changing a key
+needs a version bump; a status word, at least a CHANGELOG line."""
 
 from dataclasses import fields
 
@@ -338,3 +339,163 @@ def test_history_and_snapshot_documents_have_the_keys_of_their_types(tmp_path):
     assert all(set(s) == keys("snapshot info") for s in listed["result"]["snapshots"])
     restored = _doc(ws, "snapshot", "restore", "--dry-run")
     assert restored["command"] == "snapshot restore" and set(restored["result"]) == keys("snapshot restore")
+
+
+# --- the values: each status word a document can hold, written out -------------------------------------------------
+# A word added, dropped or misspelt in the code fails `test_every_vocabulary_matches_its_pin` until the pin (and,
+# for a word a reader may already match on, the CHANGELOG) says so; the documents run for real below may only hold
+# pinned words. The words are written here, not derived from the code.
+
+def _vocabularies() -> dict[str, tuple[object, set[str]]]:
+    from qwenmem.cli.result import Status as EnvelopeStatus
+    from qwenmem.core.compaction.check import CompactStatus
+    from qwenmem.core.doctor import AgentHistoryStatus, Area, IndexState, Level, TemporariesStatus
+    from qwenmem.core.dream.changelog import ChangeAction, ChangelogKind, ChangelogMode, DreamMode
+    from qwenmem.core.dream.run import DreamRestoreStatus, DreamStatus
+    from qwenmem.core.history.check import FindingCode, FtsVerdict, Severity
+    from qwenmem.core.history.maintain import SalvageAction
+    from qwenmem.core.history.state import HistoryStatus
+    from qwenmem.core.index.search import Fusion, SearchMode
+    from qwenmem.core.repair.restore import RestoredStatus
+    from qwenmem.core.repair.run import RepairFileStatus, RepairMode
+    from qwenmem.core.session_model.model import Generation
+    from qwenmem.core.sessions import Health
+    from qwenmem.core.settings import ConfigLayout
+    from qwenmem.core.snapshot import SnapshotCreateStatus, SnapshotRestoreStatus
+
+    return {
+        "envelope status": (EnvelopeStatus, {"ok", "problems", "error"}),
+        "session generation": (Generation, {"1.x", "2.x"}),
+        "session health": (Health, {"ok", "warnings", "corrupt"}),
+        "config layout": (ConfigLayout, {"current", "legacy"}),
+        "sessions repair mode": (RepairMode, {"check", "dry-run", "repair"}),
+        "sessions repair file status": (RepairFileStatus, {
+            "ok", "warning", "needs_repair", "would_repair", "repaired", "unrecoverable", "needs_flag", "changed",
+            "busy", "error"}),
+        "sessions restore file status": (RestoredStatus, {"restored", "would_restore", "unchanged", "changed"}),
+        "compact session status": (CompactStatus, {"compacted", "pruned", "unchanged", "dry-run", "skipped", "failed"}),
+        "search mode": (SearchMode, {"hybrid", "text", "vector"}),
+        "search fusion": (Fusion, {"weighted", "rrf", "reme"}),
+        "dream status": (DreamStatus, {"changed", "unchanged", "dry-run"}),
+        "dream mode": (DreamMode, {"deterministic", "llm"}),
+        "dream change action": (ChangeAction, {
+            "removed", "merged", "replaced", "added", "flagged", "restored", "changed"}),
+        "dream changelog kind": (ChangelogKind, {"dream", "restore"}),
+        "dream changelog mode": (ChangelogMode, {"deterministic", "llm", "restore"}),
+        "dream restore status": (DreamRestoreStatus, {"restored", "unchanged", "dry-run"}),
+        "history state status": (HistoryStatus, {"ok", "missing", "corrupt", "locked", "unreadable", "not_history"}),
+        "history check fts": (FtsVerdict, {"ok", "absent", "disagrees", "not checked"}),
+        "history check finding code": (FindingCode, {
+            "integrity", "fts_missing", "fts_stale", "fts_content", "fts_absent", "bad_json", "dangling_eviction",
+            "dangling_persisted", "placeholder_rows", "size", "retention", "quarantined", "unreadable"}),
+        "history check finding severity": (Severity, {"problem", "notice"}),
+        "history salvage action": (SalvageAction, {"merged", "rebuilt", "created", "nothing to salvage"}),
+        "snapshot status": (SnapshotCreateStatus, {"created", "dry-run"}),
+        "snapshot restore status": (SnapshotRestoreStatus, {"restored", "unchanged", "dry-run"}),
+        "doctor finding level": (Level, {"attention", "note"}),
+        "doctor finding area": (Area, {
+            "sessions", "index", "dream", "storage", "schedule", "history", "temporaries", "workspace"}),
+        "doctor index state": (IndexState, {"missing", "ok", "stale", "damaged"}),
+        "doctor history status": (AgentHistoryStatus, {
+            "not_applicable", "ok", "missing", "corrupt", "locked", "unreadable", "not_history"}),
+        "doctor temporaries status": (TemporariesStatus, {"not_checked", "ok", "found"}),
+    }
+
+
+def words(name: str) -> set[str]:
+    return _vocabularies()[name][1]
+
+
+def test_every_vocabulary_matches_its_pin():
+    import enum
+    from typing import get_args
+
+    for name, (vocabulary, pinned) in _vocabularies().items():
+        declared = ({m.value for m in vocabulary} if isinstance(vocabulary, type) and issubclass(vocabulary, enum.Enum)
+                    else set(get_args(vocabulary)))
+        assert declared == pinned, name
+
+
+def _within(name: str, seen: object) -> None:
+    values = {seen} if isinstance(seen, str) or seen is None else set(seen)
+    assert values - {None} <= words(name), (name, values)
+
+
+def test_every_status_word_seen_on_the_sample_is_pinned(sample_ws):
+    """The 1.x sample, command by command: each vocabulary field of each document holds one of its pinned words."""
+    ws = sample_ws
+    listing = _doc(ws, "sessions", "list")
+    _within("envelope status", listing["status"])
+    _within("session health", [r["health"] for r in listing["result"]["sessions"]])
+    _within("session generation", [r["generation"] for r in listing["result"]["sessions"]])
+    assert {r["health"] for r in listing["result"]["sessions"]} == {"ok", "corrupt"}
+    shown = _doc(ws, "sessions", "show", "console/default_1764235442381")["result"]
+    _within("session health", shown["health"])
+    _within("session generation", shown["generation"])
+    check = _doc(ws, "compact", "--check", "--all")["result"]
+    _within("config layout", check["config_layout"])
+    _within("config layout", [s["config_layout"] for s in check["sessions"]])
+    _within("session health", [s["health"] for s in check["sessions"]])
+    dry = _doc(ws, "compact", "--all", "--dry-run", "--summarizer", "extractive")["result"]
+    _within("compact session status", [s["status"] for s in dry["sessions"]])
+    checked = _doc(ws, "sessions", "repair", "--check")
+    _within("envelope status", checked["status"])
+    assert checked["result"]["mode"] == "check"
+    _within("sessions repair file status", [f["status"] for f in checked["result"]["files"]])
+    repaired = _doc(ws, "sessions", "repair", "--all")["result"]
+    _within("sessions repair mode", repaired["mode"])
+    _within("sessions repair file status", [f["status"] for f in repaired["files"]])
+    _within("sessions repair file status", repaired["statuses"])
+    _within("session generation", [f["generation"] for f in repaired["files"]])
+    assert "repaired" in {f["status"] for f in repaired["files"]}
+    run_id = _doc(ws, "sessions", "restore")["result"]["runs"][0]["run_id"]
+    restored = _doc(ws, "sessions", "restore", run_id, "--dry-run")["result"]
+    _within("sessions restore file status", [f["status"] for f in restored["files"]])
+    for mode in ("text", "hybrid"):
+        found = _doc(ws, "search", "database", "--mode", mode)["result"]
+        _within("search mode", found["mode"])
+        _within("search fusion", found["fusion"])
+    dreamt = _doc(ws, "dream", "--mode", "deterministic", "--date", "2026-11-28")["result"]
+    _within("dream status", dreamt["status"])
+    _within("dream mode", dreamt["mode"])
+    _within("dream change action", [c["action"] for c in dreamt["changes"] + dreamt["flagged"]])
+    rolled = _doc(ws, "dream", "--restore", "--dry-run")["result"]
+    _within("dream restore status", rolled["status"])
+    doctor = _doc(ws, "doctor")
+    for agent in doctor["result"]["agents"]:
+        _within("doctor finding level", [f["level"] for f in agent["findings"]])
+        _within("doctor finding area", [f["area"] for f in agent["findings"]])
+        _within("doctor index state", agent["index"]["state"])
+        _within("doctor history status", agent["history"]["status"])
+        _within("history check fts", agent["history"]["fts"])
+        _within("doctor temporaries status", agent["temporaries"]["status"])
+        _within("dream changelog kind", agent["dream"]["last_kind"])  # read back from the change log
+        _within("dream changelog mode", agent["dream"]["last_mode"])
+        assert agent["dream"]["last_kind"] == "dream"
+
+
+def test_every_status_word_seen_on_a_2x_store_is_pinned(tmp_path):
+    """history check / salvage and snapshot create / restore on a 2.x workspace with a set-aside store."""
+    ws = _history_ws(tmp_path)
+    checked = _doc(ws, "history", "check", "--deep")["result"]
+    _within("history state status", checked["state"]["status"])
+    _within("history check fts", checked["fts"])
+    _within("history check finding code", [f["code"] for f in checked["findings"]])
+    _within("history check finding severity", [f["severity"] for f in checked["findings"]])
+    assert "quarantined" in {f["code"] for f in checked["findings"]}
+    salvaged = _doc(ws, "history", "salvage", "--dry-run")["result"]
+    _within("history salvage action", salvaged["action"])
+    listing = _doc(ws, "sessions", "list")["result"]
+    _within("history state status", listing["history"]["status"])
+    _within("session generation", [r["generation"] for r in listing["sessions"]])
+    assert {r["generation"] for r in listing["sessions"]} == {"2.x"}
+    (ws / "MEMORY.md").write_text("# Memory\n\n- The user prefers tea\n")
+    made = _doc(ws, "snapshot", "-m", "contract", "--dry-run")["result"]
+    _within("snapshot status", made["status"])
+    made = _doc(ws, "snapshot", "-m", "contract")["result"]
+    _within("snapshot status", made["status"])
+    restored = _doc(ws, "snapshot", "restore", "--dry-run")["result"]
+    _within("snapshot restore status", restored["status"])
+    repaired = _doc(ws, "sessions", "repair", "--check")["result"]
+    _within("sessions repair file status", [f["status"] for f in repaired["files"]])
+    _within("session generation", [f["generation"] for f in repaired["files"]])
