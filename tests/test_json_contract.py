@@ -349,6 +349,7 @@ def test_history_and_snapshot_documents_have_the_keys_of_their_types(tmp_path):
 def _vocabularies() -> dict[str, tuple[object, set[str]]]:
     from qwenmem.cli.result import Status as EnvelopeStatus
     from qwenmem.core.compaction.check import CompactStatus
+    from qwenmem.core.compaction2.check import FileStrategy
     from qwenmem.core.doctor import AgentHistoryStatus, Area, IndexState, Level, TemporariesStatus
     from qwenmem.core.dream.changelog import ChangeAction, ChangelogKind, ChangelogMode, DreamMode
     from qwenmem.core.dream.run import DreamRestoreStatus, DreamStatus
@@ -361,6 +362,7 @@ def _vocabularies() -> dict[str, tuple[object, set[str]]]:
     from qwenmem.core.session_model.model import Generation
     from qwenmem.core.sessions import Health
     from qwenmem.core.settings import ConfigLayout
+    from qwenmem.core.settings2 import ContextStrategy, WorkspaceGeneration
     from qwenmem.core.snapshot import SnapshotCreateStatus, SnapshotRestoreStatus
 
     return {
@@ -368,6 +370,9 @@ def _vocabularies() -> dict[str, tuple[object, set[str]]]:
         "session generation": (Generation, {"1.x", "2.x"}),
         "session health": (Health, {"ok", "warnings", "corrupt"}),
         "config layout": (ConfigLayout, {"current", "legacy"}),
+        "workspace generation": (WorkspaceGeneration, {"1.x", "2.x", "mixed", "unknown"}),
+        "context strategy": (ContextStrategy, {"scroll", "native", "light"}),
+        "compact 2.x file strategy": (FileStrategy, {"scroll", "native"}),
         "sessions repair mode": (RepairMode, {"check", "dry-run", "repair"}),
         "sessions repair file status": (RepairFileStatus, {
             "ok", "warning", "needs_repair", "would_repair", "repaired", "unrecoverable", "needs_flag", "changed",
@@ -429,6 +434,12 @@ def test_every_status_word_seen_on_the_sample_is_pinned(sample_ws):
     _within("session health", [r["health"] for r in listing["result"]["sessions"]])
     _within("session generation", [r["generation"] for r in listing["result"]["sessions"]])
     assert {r["health"] for r in listing["result"]["sessions"]} == {"ok", "corrupt"}
+    _within("workspace generation", listing["result"]["generation"]["generation"])
+    _within("context strategy", listing["result"]["strategy"])
+    _within("history state status", listing["result"]["history"]["status"])
+    info = _doc(ws, "info")["result"]
+    _within("workspace generation", info["generation"]["generation"])
+    _within("context strategy", info["qwenpaw2"]["strategy"])
     shown = _doc(ws, "sessions", "show", "console/default_1764235442381")["result"]
     _within("session health", shown["health"])
     _within("session generation", shown["generation"])
@@ -489,6 +500,13 @@ def test_every_status_word_seen_on_a_2x_store_is_pinned(tmp_path):
     _within("history state status", listing["history"]["status"])
     _within("session generation", [r["generation"] for r in listing["sessions"]])
     assert {r["generation"] for r in listing["sessions"]} == {"2.x"}
+    _within("workspace generation", listing["generation"]["generation"])
+    _within("context strategy", listing["strategy"])
+    assert listing["strategy"] == "scroll"
+    check = _doc(ws, "compact", "--check", "--all")["result"]
+    _within("session generation", [s["generation"] for s in check["sessions"]])
+    _within("compact 2.x file strategy", [s["strategy"] for s in check["sessions"]])
+    assert check["sessions"]
     (ws / "MEMORY.md").write_text("# Memory\n\n- The user prefers tea\n")
     made = _doc(ws, "snapshot", "-m", "contract", "--dry-run")["result"]
     _within("snapshot status", made["status"])

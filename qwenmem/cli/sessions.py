@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # core is imported by the commands that use it (start-up time
     from qwenmem.core.listing import SessionRow
     from qwenmem.core.session_model.gen1_doc import Entry, SessionDoc
     from qwenmem.core.sessions import SessionRef
+    from qwenmem.core.settings2 import ContextStrategy
 
 app = typer.Typer(help="List, show and repair session files (short-term memory).", no_args_is_help=True,
                   cls=QwenmemGroup)
@@ -40,7 +41,7 @@ class SessionsListResult:
     count: int
     sessions: list[Any]
     generation: dict[str, Any]  # the workspace's QwenPaw generation (1.x / 2.x / mixed) with file counts
-    strategy: str  # 2.x context strategy (scroll / native), "light" for a 1.x agent.json
+    strategy: ContextStrategy  # 2.x context strategy; "light" for a 1.x agent.json
     history: dict[str, Any]  # history.db state (core.history.HistoryState)
     history_only: list[dict[str, Any]]  # sessions that exist only in history.db: {session_id, rows}
 
