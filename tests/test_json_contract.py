@@ -354,13 +354,16 @@ def _vocabularies() -> dict[str, tuple[object, set[str]]]:
     from qwenmem.core.dream.changelog import ChangeAction, ChangelogKind, ChangelogMode, DreamMode
     from qwenmem.core.dream.run import DreamRestoreStatus, DreamStatus
     from qwenmem.core.history.check import FindingCode, FtsVerdict, Severity
+    from qwenmem.core.history.keys import RowsKeySource
     from qwenmem.core.history.maintain import SalvageAction
     from qwenmem.core.history.state import HistoryStatus
     from qwenmem.core.index.search import Fusion, SearchMode
+    from qwenmem.core.repair.evidence import EvidenceKind
     from qwenmem.core.repair.restore import RestoredStatus
     from qwenmem.core.repair.run import RepairFileStatus, RepairMode
     from qwenmem.core.session_model.model import Generation
-    from qwenmem.core.sessions import Health
+    from qwenmem.core.salvage_documents import SummaryState
+    from qwenmem.core.sessions import Health, IdentitySource
     from qwenmem.core.settings import ConfigLayout
     from qwenmem.core.settings2 import ContextStrategy, WorkspaceGeneration
     from qwenmem.core.snapshot import SnapshotCreateStatus, SnapshotRestoreStatus
@@ -369,6 +372,9 @@ def _vocabularies() -> dict[str, tuple[object, set[str]]]:
         "envelope status": (EnvelopeStatus, {"ok", "problems", "error"}),
         "session generation": (Generation, {"1.x", "2.x"}),
         "session health": (Health, {"ok", "warnings", "corrupt"}),
+        "session identity (1.x file)": (IdentitySource, {"chats.json", "filename", "filename (ambiguous)"}),
+        "session identity (2.x rows key)": (RowsKeySource, {
+            "chats.json", "scroll.index.session_id", "filename", "unknown"}),
         "config layout": (ConfigLayout, {"current", "legacy"}),
         "workspace generation": (WorkspaceGeneration, {"1.x", "2.x", "mixed", "unknown"}),
         "context strategy": (ContextStrategy, {"scroll", "native", "light"}),
@@ -377,6 +383,8 @@ def _vocabularies() -> dict[str, tuple[object, set[str]]]:
         "sessions repair file status": (RepairFileStatus, {
             "ok", "warning", "needs_repair", "would_repair", "repaired", "unrecoverable", "needs_flag", "changed",
             "busy", "error"}),
+        "sessions repair summary": (SummaryState, {"intact", "absent", "cut", "resynced", "lost"}),
+        "sessions repair evidence kind": (EvidenceKind, {"backup", "copy", "quarantine", "dialog"}),
         "sessions restore file status": (RestoredStatus, {"restored", "would_restore", "unchanged", "changed"}),
         "compact session status": (CompactStatus, {"compacted", "pruned", "unchanged", "dry-run", "skipped", "failed"}),
         "search mode": (SearchMode, {"hybrid", "text", "vector"}),
@@ -435,6 +443,7 @@ def test_every_status_word_seen_on_the_sample_is_pinned(sample_ws):
     _within("session generation", [r["generation"] for r in listing["result"]["sessions"]])
     assert {r["health"] for r in listing["result"]["sessions"]} == {"ok", "corrupt"}
     _within("workspace generation", listing["result"]["generation"]["generation"])
+    _within("session identity (1.x file)", [r["identity"] for r in listing["result"]["sessions"]])
     _within("context strategy", listing["result"]["strategy"])
     _within("history state status", listing["result"]["history"]["status"])
     info = _doc(ws, "info")["result"]
@@ -458,6 +467,8 @@ def test_every_status_word_seen_on_the_sample_is_pinned(sample_ws):
     _within("sessions repair file status", [f["status"] for f in repaired["files"]])
     _within("sessions repair file status", repaired["statuses"])
     _within("session generation", [f["generation"] for f in repaired["files"]])
+    _within("sessions repair summary", [f["summary"] for f in repaired["files"]])
+    _within("sessions repair evidence kind", [e["kind"] for f in repaired["files"] for e in f["evidence"]])
     assert "repaired" in {f["status"] for f in repaired["files"]}
     run_id = _doc(ws, "sessions", "restore")["result"]["runs"][0]["run_id"]
     restored = _doc(ws, "sessions", "restore", run_id, "--dry-run")["result"]
@@ -477,6 +488,7 @@ def test_every_status_word_seen_on_the_sample_is_pinned(sample_ws):
         _within("doctor finding level", [f["level"] for f in agent["findings"]])
         _within("doctor finding area", [f["area"] for f in agent["findings"]])
         _within("doctor index state", agent["index"]["state"])
+        _within("workspace generation", agent["generation"])
         _within("doctor history status", agent["history"]["status"])
         _within("history check fts", agent["history"]["fts"])
         _within("doctor temporaries status", agent["temporaries"]["status"])
@@ -503,6 +515,7 @@ def test_every_status_word_seen_on_a_2x_store_is_pinned(tmp_path):
     _within("workspace generation", listing["generation"]["generation"])
     _within("context strategy", listing["strategy"])
     assert listing["strategy"] == "scroll"
+    _within("session identity (2.x rows key)", [r["identity"] for r in listing["sessions"]])
     check = _doc(ws, "compact", "--check", "--all")["result"]
     _within("session generation", [s["generation"] for s in check["sessions"]])
     _within("compact 2.x file strategy", [s["strategy"] for s in check["sessions"]])

@@ -27,7 +27,7 @@ from qwenmem.core.workspace import Workspace, discover_workspace
 
 if TYPE_CHECKING:
     from qwenmem.core.settings import Settings
-    from qwenmem.core.settings2 import GenerationSummary
+    from qwenmem.core.settings2 import GenerationSummary, WorkspaceGeneration
 
 ATTENTION: Final = "attention"  # exit 1: something is wrong or will go wrong
 NOTE: Final = "note"  # worth knowing; nothing to do yet
@@ -129,7 +129,7 @@ class TemporariesHealth:
 class AgentReport:
     agent: str | None
     workspace: str
-    generation: str = "unknown"
+    generation: WorkspaceGeneration = "unknown"
     error: str | None = None  # the agent could not be opened at all
     sessions: SessionsHealth = field(default_factory=SessionsHealth)
     index: IndexHealth = field(default_factory=IndexHealth)
@@ -260,7 +260,7 @@ def _threshold(ws: Workspace, settings: Settings, generation: str) -> int:
 
 
 def _generation(ws: Workspace, workspace_generation: Callable[[Workspace, int, int], GenerationSummary],
-                sessions: int) -> str:
+                sessions: int) -> WorkspaceGeneration:
     """From the marker files (history.db, file_store, ...); a workspace with only sessions is 1.x."""
     generation = workspace_generation(ws, 0, 0).generation
     return "1.x" if generation == "unknown" and sessions else generation

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any, Iterable, TypedDict
 
 from qwenmem.core.errors import UsageError
 from qwenmem.core.session_model.model import Generation
-from qwenmem.core.sessions import Health, LoadedSession, SessionRef, backed_up_name, is_session_backup, iter_session_refs, load_session
+from qwenmem.core.sessions import Health, IdentitySource, LoadedSession, SessionRef, backed_up_name, is_session_backup, iter_session_refs, load_session
 from qwenmem.core.tokens import EstimateCounter, TokenCounter, get_counter, message_tokens
 from qwenmem.core.workspace import Workspace
 
 if TYPE_CHECKING:  # overview imports settings2 and the history reader: only when a listing is annotated
+    from qwenmem.core.history.keys import RowsKeySource
     from qwenmem.core.history.overview import ListingHistory
 
 SORT_KEYS = ("modified", "name", "size", "messages", "tokens", "health")
@@ -41,7 +42,7 @@ class SessionRow:
     channel: str | None
     user_id: str | None
     session_id: str | None
-    identity: str
+    identity: IdentitySource | RowsKeySource  # the file name and chats.json, or for 2.x the key history.db uses
     ambiguous: bool
     messages: int
     in_context: int

@@ -65,6 +65,9 @@ class ChatSpec:
     chat_id: str = ""
 
 
+IdentitySource = Literal["chats.json", "filename", "filename (ambiguous)"]  # where a session's owner was read
+
+
 @dataclass
 class SessionRef:
     """Who a session file belongs to. `ambiguous` is set when the name could split more than one way."""
@@ -74,7 +77,7 @@ class SessionRef:
     channel: str | None
     user_id: str | None
     session_id: str | None
-    source: str  # "chats.json" | "filename" | "filename (ambiguous)"
+    source: IdentitySource
     alternatives: list[tuple[str, str]] = field(default_factory=list)
     stale_flat_copy: bool = False
     outside_workspace: bool = False  # a symlink that leads out of the workspace: listed, never read

@@ -10,6 +10,7 @@ from qwenmem.core.repair import fixes, gen2
 from qwenmem.core.repair.documents import WS, WS_NUL, Salvaged, pick_best, salvage_document, split_documents
 from qwenmem.core.repair.encoding import decode_counting, replace_surrogates_noted
 from qwenmem.core.repair.strict import strict_load_bytes_problems
+from qwenmem.core.salvage_documents import SummaryState
 from qwenmem.core.session_model.model import Generation
 from qwenmem.core.repair.classes import (  # noqa: F401  (re-exported: the names callers import from here)
     BOM, BROKEN_MESSAGES, CLASSES, CONCATENATED, DAMAGED, DUPLICATE_IDS, EMPTY, INCOMPLETE_STATE, INVALID_UTF8,
@@ -27,7 +28,7 @@ class Diagnosis:
     messages_lost: int = 0
     messages_removed: int = 0
     messages_added: int = 0
-    summary: str = "intact"
+    summary: SummaryState = "intact"
     replacements: dict[str, int] = field(default_factory=dict)
     actions: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)  # repairs that need a flag

@@ -18,6 +18,7 @@ from qwenmem.core.repair.evidence import Evidence, best_usable, find_evidence
 from qwenmem.core.repair.quarantine import QuarantineRun, sha256
 from qwenmem.core.repair.strict import strict_load_bytes_problems
 from qwenmem.core.safety import replace_preserving
+from qwenmem.core.salvage_documents import SummaryState
 from qwenmem.core.session_model.model import Generation
 from qwenmem.core.sessions import MAX_SESSION_BYTES, SessionDoc, SessionRef
 from qwenmem.core.workspace import Workspace
@@ -49,7 +50,7 @@ class FileReport:
     messages_lost: int = 0
     messages_removed: int = 0
     messages_added: int = 0
-    summary: str = "intact"
+    summary: SummaryState = "intact"
     replacements: dict[str, int] = field(default_factory=dict)
     actions: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
