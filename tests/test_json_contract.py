@@ -349,6 +349,8 @@ def test_history_and_snapshot_documents_have_the_keys_of_their_types(tmp_path):
 def _vocabularies() -> dict[str, tuple[object, set[str]]]:
     from qwenmem.cli.result import Status as EnvelopeStatus
     from qwenmem.core.compaction.check import CompactStatus
+    from qwenmem.core.compaction.prune import PruneKind
+    from qwenmem.core.repair.quarantine import QuarantineKind
     from qwenmem.core.compaction2.check import FileStrategy
     from qwenmem.core.doctor import AgentHistoryStatus, Area, IndexState, Level, TemporariesStatus
     from qwenmem.core.dream.changelog import ChangeAction, ChangelogKind, ChangelogMode, DreamMode
@@ -387,6 +389,8 @@ def _vocabularies() -> dict[str, tuple[object, set[str]]]:
         "sessions repair evidence kind": (EvidenceKind, {"backup", "copy", "quarantine", "dialog"}),
         "sessions restore file status": (RestoredStatus, {"restored", "would_restore", "unchanged", "changed"}),
         "compact session status": (CompactStatus, {"compacted", "pruned", "unchanged", "dry-run", "skipped", "failed"}),
+        "compact prune kind": (PruneKind, {"truncated", "re-truncated"}),
+        "sessions restore run kind": (QuarantineKind, {"repair", "restore"}),
         "search mode": (SearchMode, {"hybrid", "text", "vector"}),
         "search fusion": (Fusion, {"weighted", "rrf", "reme"}),
         "dream status": (DreamStatus, {"changed", "unchanged", "dry-run"}),
@@ -470,7 +474,9 @@ def test_every_status_word_seen_on_the_sample_is_pinned(sample_ws):
     _within("sessions repair summary", [f["summary"] for f in repaired["files"]])
     _within("sessions repair evidence kind", [e["kind"] for f in repaired["files"] for e in f["evidence"]])
     assert "repaired" in {f["status"] for f in repaired["files"]}
-    run_id = _doc(ws, "sessions", "restore")["result"]["runs"][0]["run_id"]
+    runs = _doc(ws, "sessions", "restore")["result"]["runs"]
+    _within("sessions restore run kind", [r["kind"] for r in runs])  # read back from each run's manifest
+    run_id = runs[0]["run_id"]
     restored = _doc(ws, "sessions", "restore", run_id, "--dry-run")["result"]
     _within("sessions restore file status", [f["status"] for f in restored["files"]])
     for mode in ("text", "hybrid"):

@@ -104,6 +104,7 @@ class ScrollState:
 
 
 Generation = Literal["1.x", "2.x"]  # the QwenPaw generation whose format a session file is in
+SummaryKind = Literal["compressed_summary", "native", ""]  # "": none
 
 
 @dataclass
@@ -115,7 +116,7 @@ class Session:
     layout: str  # 1.x: "agent" | "memory" (QwenPaw's unit-test shape); 2.x: "agent"
     messages: list[Message]
     summary: str = ""  # 1.x _compressed_summary, or 2.x native state.summary as text
-    summary_kind: str = ""  # "compressed_summary" | "native" | "" (none)
+    summary_kind: SummaryKind = ""
     session_id: str | None = None  # 2.x state.session_id
     scroll: ScrollState | None = None
     mode_state: dict[str, Any] | None = None
