@@ -13,7 +13,7 @@ from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, Works
 from qwenmem.cli.result import CommandResult, document_of
 from qwenmem.cli.runner import QwenmemGroup, command, runs
 
-#: snapshot's documents still carry their warnings inside `result` too (pinned by tests/test_snapshot_cli.py)
+#: snapshot's documents still carry their warnings inside `result` too (pinned by tests/cli/test_snapshot_cli.py)
 OMITTED_FIELDS = frozenset({"warnings"})  # the envelope carries them, once
 
 KeepOpt = Annotated[Optional[int], typer.Option("--keep", min=1, help="Afterwards, delete snapshots beyond the "
