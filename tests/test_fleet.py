@@ -342,7 +342,7 @@ def test_readme_documents_the_record_format():
 
     from conftest import REPO
 
-    from qwenmem.cli.fleet import RECORD_KEYS as CLI_KEYS
+    from qwenmem.cli.commands.fleet import RECORD_KEYS as CLI_KEYS
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     block = re.search(r"<!-- fleet-record[^>]*-->\s*```json\n(.*?)\n```", readme, re.DOTALL)

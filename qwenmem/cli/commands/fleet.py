@@ -165,7 +165,7 @@ def record_exit_code(record: dict[str, Any]) -> int:
 
     status = record["status"]
     events = record.get("events") or {}
-    named = None
+    named = ExitCode[record["exit_as"].upper()] if record.get("exit_as") else None  # the operation's own (Outcome)
     if status == "busy":
         named = ExitCode.BUSY
     elif status == "error":
