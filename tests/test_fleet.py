@@ -193,7 +193,8 @@ def test_from_stdin_and_usage_errors(fleet_dir):
                          (["fleet", str(fleet_dir), "--", "sessions", "repair"], "or use --all"),
                          (["fleet", str(fleet_dir), "--", "compact", "--bogus"], "No such option: --bogus"),
                          (["fleet", str(fleet_dir), "--", "compact", "--check", "-w", "x"], "named before `--`"),
-                         (["fleet", str(fleet_dir), "--", "compact", "--all", "--force"], "--force: not run by"),
+                         (["fleet", str(fleet_dir), "--", "compact"], "or pass --all"),
+                         (["fleet", str(fleet_dir), "--", "dream", "--restore"], "--restore: not run by"),
                          (["fleet", str(fleet_dir), "--engine", "dask", "--", "reindex"], "--scheduler")):
         run = run_cli(*args)
         assert run.code == 2 and needle in run.stderr and "Traceback" not in run.stderr, (args, run.stderr)
@@ -216,7 +217,7 @@ def test_local_timeout_stops_a_hung_workspace(fleet_dir, monkeypatch):
 
     # the pool forks after this, so its workers see the patched operation
     monkeypatch.setitem(operations.OPERATIONS, "compact", operations.Operation(
-        real.name, real.usage, maybe_hang))
+        real.name, real.usage, legacy=maybe_hang))
     command = parse_command(["compact", "--check"])
     got: dict[str, dict] = {}
     start = time.monotonic()
@@ -244,7 +245,7 @@ def test_a_crashing_worker_costs_only_its_workspace(fleet_dir, monkeypatch):
         return real.run(ws, ns)
 
     monkeypatch.setitem(operations.OPERATIONS, "compact", operations.Operation(
-        real.name, real.usage, maybe_die))
+        real.name, real.usage, legacy=maybe_die))
     command = parse_command(["compact", "--check"])
     got: dict[str, dict] = {}
     run_fleet(discover([fleet_dir / "many"]), command, LocalEngine(2, timeout=None),
