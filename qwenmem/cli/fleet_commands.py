@@ -67,7 +67,9 @@ def _reindex(g: Given) -> Any:
 
 def _dream(g: Given) -> Any:
     from qwenmem.cli.commands.dream import RESTORE_PARAMS, options_from
+    from qwenmem.core.ops import dream
 
+    dream.validate(g.params["backup"], g.params["restore_flag"])
     g.refuse(RESTORE_PARAMS | {"log_file"})  # a restore is a workspace's own undo; the log file is the run's
     return options_from(g.params)
 
