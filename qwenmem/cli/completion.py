@@ -3,7 +3,7 @@
 The scripts are static (no Python start-up per <TAB>) for subcommands, options and option values; only agent ids
 and session keys are dynamic: they ask `qwenmem __complete agents|sessions [-w DIR] [--agent ID]`, which
 qwenmem/cli/completion_words.py answers without importing Typer's command tree or any model code.
-tests/test_completions.py fails when completions/ drifts from the app; tests/test_completions_shells.py drives
+tests/cli/test_completions.py fails when completions/ drifts from the app; tests/cli/test_completions_shells.py drives
 the three shells for real.
 """
 

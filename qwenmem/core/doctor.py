@@ -461,7 +461,7 @@ def _temporaries(ws: Workspace, report: AgentReport) -> None:
 
 
 def to_json(report: DoctorReport) -> dict[str, Any]:
-    """The `doctor --json` result (keys pinned by tests/test_json_contract.py)."""
+    """The `doctor --json` result (keys pinned by tests/contract/test_json_contract.py)."""
     from dataclasses import asdict
 
     doc = asdict(report)

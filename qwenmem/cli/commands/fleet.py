@@ -1,6 +1,6 @@
 """`qwenmem fleet ROOT… -- COMMAND [ARGS]`: one maintenance command over every agent workspace found.
 
-stdout gets one JSON Lines record per workspace as it finishes (format pinned by tests/test_fleet.py):
+stdout gets one JSON Lines record per workspace as it finishes (format pinned by tests/core/fleet/test_fleet.py):
   {"qwenmem_fleet": 1, "workspace": str, "agent": str|null, "command": str, "status": str, "exit_code": int,
    "attempts": int, "seconds": float, "result": object|null, "warnings": [str], "error": {"code", "message"}|null}
 stderr gets the progress and the final summary.

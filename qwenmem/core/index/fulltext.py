@@ -48,7 +48,7 @@ def clone(previous: Path, directory: Path) -> Any:
 def write(ix: Any, remove_paths: set[str], add: list[dict[str, Any]], progress: Callable[[int], None] | None = None
           ) -> None:
     """Our writer (whoosh_writer.py: the same index, ~3x faster); QWENMEM_FULLTEXT_WRITER=whoosh uses Whoosh's
-    own, for bench/fulltext_build.py's side-by-side run."""
+    own, for bench/speed/fulltext_build.py's side-by-side run."""
     if os.environ.get("QWENMEM_FULLTEXT_WRITER", "").strip().lower() == "whoosh":
         _whoosh_write(ix, remove_paths, add, progress)
         return
