@@ -4,7 +4,7 @@ The driver (qwenmem/cli/commands/fleet.py) parses `COMMAND …` with the single-
 its flags and its validation, into the frozen `Options` of a qwenmem.core.ops module; a worker runs that module's
 `run` on each workspace, the very operation the single command runs, and returns its `Outcome` with the data as
 plain JSON, the same document `--json` prints, so it crosses a process pool or a Dask cluster unchanged.
-The entries not yet switched to an ops module call their hand-written functions below (issue 25).
+The entries not yet switched to `ops(…)` call their hand-written functions below (issue 25).
 """
 
 from __future__ import annotations
@@ -30,18 +30,26 @@ OPS_PACKAGE: Final = "qwenmem.core.ops"
 class Operation:
     name: str  # as typed after `--`, e.g. "sessions repair"
     usage: str
-    ops: tuple[str, ...] = ()  # the qwenmem.core.ops modules (Options + run) whose options the command parses to
-    legacy: Callable[[Workspace, Any], Plain] | None = None  # a hand-written run, for entries without an ops module
+    run: Callable[[Workspace, Any], Plain]
 
-    def run(self, ws: Workspace, options: Any) -> Plain:
-        """The operation the options belong to, run on `ws`, with its data as the document `--json` prints."""
+
+@dataclass(frozen=True)
+class OpsRun:
+    """The run of a table entry whose command is qwenmem.core.ops modules (Options + run): the module the parsed
+    options belong to runs, and its data becomes the document `--json` prints."""
+
+    modules: tuple[str, ...]  # e.g. ("compact", "compact_check"): `compact` parses to either one's Options
+
+    def __call__(self, ws: Workspace, options: Any) -> Plain:
         module_name = type(options).__module__
-        if module_name.removeprefix(OPS_PACKAGE + ".") in self.ops:
-            module = importlib.import_module(module_name)
-            outcome: Outcome[Any] = module.run(ws, options)
-            return outcome.with_data(document(outcome.data, getattr(module, "OMITTED_FIELDS", ())))
-        assert self.legacy is not None, f"{self.name}: no operation takes {type(options).__name__}"
-        return self.legacy(ws, options)
+        assert module_name.removeprefix(OPS_PACKAGE + ".") in self.modules, type(options).__qualname__
+        module = importlib.import_module(module_name)
+        outcome: Outcome[Any] = module.run(ws, options)
+        return outcome.with_data(document(outcome.data, getattr(module, "OMITTED_FIELDS", ())))
+
+
+def ops(*modules: str) -> OpsRun:
+    return OpsRun(modules)
 
 
 def document(data: Any, omitted: Any = ()) -> Any:
@@ -106,13 +114,13 @@ def _history_check(ws: Workspace, o: HistoryCheckOptions) -> Plain:
 OPERATIONS: dict[str, Operation] = {
     op.name: op
     for op in (
-        Operation("doctor", "doctor", legacy=_doctor),
+        Operation("doctor", "doctor", _doctor),
         Operation("sessions repair", "sessions repair --check | --all | --dry-run [--fix-tool-pairs] "
-                                     "[--from-backup] [--convert-1x]", legacy=_repair),
-        Operation("compact", "compact --check | --all | SESSION [every flag of compact]", ("compact", "compact_check")),
-        Operation("reindex", "reindex [every flag of reindex]", ("reindex",)),
-        Operation("dream", "dream [every flag of dream but --restore, --list-backups, --log-file]", ("dream",)),
-        Operation("history check", "history check [--deep]", legacy=_history_check),
+                                     "[--from-backup] [--convert-1x]", _repair),
+        Operation("compact", "compact --check | --all | SESSION [every flag of compact]", ops("compact", "compact_check")),
+        Operation("reindex", "reindex [every flag of reindex]", ops("reindex")),
+        Operation("dream", "dream [every flag of dream but --restore, --list-backups, --log-file]", ops("dream")),
+        Operation("history check", "history check [--deep]", _history_check),
     )
 }
 

@@ -217,7 +217,7 @@ def test_local_timeout_stops_a_hung_workspace(fleet_dir, monkeypatch):
 
     # the pool forks after this, so its workers see the patched operation
     monkeypatch.setitem(operations.OPERATIONS, "compact", operations.Operation(
-        real.name, real.usage, legacy=maybe_hang))
+        real.name, real.usage, maybe_hang))
     command = parse_command(["compact", "--check"])
     got: dict[str, dict] = {}
     start = time.monotonic()
@@ -245,7 +245,7 @@ def test_a_crashing_worker_costs_only_its_workspace(fleet_dir, monkeypatch):
         return real.run(ws, ns)
 
     monkeypatch.setitem(operations.OPERATIONS, "compact", operations.Operation(
-        real.name, real.usage, legacy=maybe_die))
+        real.name, real.usage, maybe_die))
     command = parse_command(["compact", "--check"])
     got: dict[str, dict] = {}
     run_fleet(discover([fleet_dir / "many"]), command, LocalEngine(2, timeout=None),
