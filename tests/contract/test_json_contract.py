@@ -4,7 +4,7 @@ needs a version bump; a status word, at least a CHANGELOG line."""
 from dataclasses import fields
 
 from helpers import invoke
-from qwenmem.cli import compact, dream, history, info, reindex, repair, restore, search, sessions, show_result, snapshot
+from qwenmem.cli import history, info, repair, restore, sessions, show_result
 from qwenmem.core.compaction.check import CheckReport, CompactReport
 from qwenmem.core.dream.changelog import Change
 from qwenmem.core.dream.run import DreamResult
@@ -20,6 +20,7 @@ from qwenmem.core.repair.run import FileReport
 from qwenmem.core.snapshot import CreateResult as SnapshotCreateResult
 from qwenmem.core.snapshot import RestoreResult as SnapshotRestoreResult
 from qwenmem.core.snapshot import SnapshotInfo
+from qwenmem.core.ops import compact, compact_check, dream, dream_list_backups, reindex, search, snapshot, snapshot_list
 
 NONE: frozenset[str] = frozenset()
 #: document or nested row -> (the type its keys come from, fields of that type the document leaves out)
@@ -35,18 +36,18 @@ TYPES = {
     "sessions restore run": (RunInfo, NONE),
     "sessions restore": (RestoreResult, NONE),
     "sessions restore file": (RestoredFile, NONE),
-    "compact check": (compact.CompactCheckResult, NONE),
+    "compact check": (compact_check.CompactCheckResult, NONE),
     "compact check session": (CheckReport, NONE),
-    "compact": (compact.CompactResult, NONE),
+    "compact": (compact.CompactResult, compact.OMITTED_FIELDS),
     "compact session": (CompactReport, NONE),
     "reindex": (ReindexResult, reindex.OMITTED_FIELDS),
-    "search": (search.SearchResult, NONE),
+    "search": (search.SearchResult, search.OMITTED_FIELDS),
     "search hit": (search.SearchHit, NONE),
     "dream": (DreamResult, dream.OMITTED_FIELDS),
     "dream change": (Change, NONE),
     "dream restore": (DreamRestoreResult, NONE),
-    "dream list-backups": (dream.ListBackupsResult, NONE),
-    "dream list-backups backup": (dream.BackupRow, NONE),
+    "dream list-backups": (dream_list_backups.ListBackupsResult, NONE),
+    "dream list-backups backup": (dream_list_backups.BackupRow, NONE),
     "history check": (HistoryCheck, NONE),
     "history check finding": (HistoryFinding, NONE),
     "history salvage": (SalvageResult, history.SALVAGE_OMITTED_FIELDS),
@@ -54,7 +55,7 @@ TYPES = {
     "history rebuild-fts": (FtsRebuild, NONE),
     "snapshot": (SnapshotCreateResult, snapshot.OMITTED_FIELDS),
     "snapshot info": (SnapshotInfo, NONE),
-    "snapshot list": (snapshot.SnapshotListResult, NONE),
+    "snapshot list": (snapshot_list.SnapshotListResult, NONE),
     "snapshot restore": (SnapshotRestoreResult, snapshot.OMITTED_FIELDS),
 }
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE
+from helpers import REPO, SAMPLE
 
-CORE = Path(__file__).resolve().parents[1] / "qwenmem" / "core"
+CORE = REPO / "qwenmem" / "core"
 
 #: (module file name, variable) -> why it may stay. Keyed by the file's name, not its package, so a module moved
 #: between packages keeps its entry.

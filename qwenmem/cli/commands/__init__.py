@@ -7,8 +7,9 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from qwenmem.cli import (compact, completion, demo, doctor, dream, fleet, history, info, reindex, repair, restore,
-                             runner, schedule, search, sessions, snapshot)
+    from qwenmem.cli import doctor, history, info, repair, restore, runner, sessions
+    from qwenmem.cli.commands import (compact, completions, demo, dream, fleet, reindex, schedule, search,
+                                      snapshot)
 
     repair.register(sessions.app)
     restore.register(sessions.app)
@@ -23,5 +24,5 @@ def register(app: typer.Typer) -> None:
     runner.command(app, "doctor")(doctor.doctor)
     runner.command(app, "demo")(demo.demo)
     runner.command(app, "schedule")(schedule.schedule)
-    runner.command(app, "completions")(completion.completions)
+    runner.command(app, "completions")(completions.completions)
     fleet.register(app)

@@ -48,7 +48,8 @@ def run_task(target: Target, command: Command) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - one workspace's internal error is its record, not the run's end
             return failure(ERROR, "internal", f"{type(exc).__name__}: {exc}", time.monotonic() - start, log.events)
     return {"status": outcome.status, "result": outcome.data, "warnings": list(outcome.warnings), "error": None,
-            "seconds": round(time.monotonic() - start, 3), "events": plain_events(log.events)}
+            "seconds": round(time.monotonic() - start, 3), "events": plain_events(log.events),
+            "exit_as": outcome.exit_as}
 
 
 def run_task_within(target: Target, command: Command, timeout: float | None) -> dict[str, Any]:

@@ -7,6 +7,7 @@ does not parse, and a 1.x workspace with a session linked out of it, compared on
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -25,8 +26,12 @@ COMMANDS = [
     "sessions repair --dry-run",
     "history check",
     "doctor",
+    "compact --all --dry-run --summarizer extractive",  # the writing run, as a dry run: fleet had its own
+    "compact --all --dry-run --prune-only --recent-n 1",  # every flag of compact, not three of them
     "dream --dry-run --mode deterministic",
+    "dream --dry-run --mode deterministic --promote all --no-embeddings",
     "reindex --embedder none --dry-run",
+    "reindex --embedder none --dry-run --sources memory,dialog --verify",
 ]
 
 
@@ -51,6 +56,8 @@ def workspaces(tmp_path_factory) -> dict[str, Path]:
 
 
 VOLATILE = {"elapsed_ms", "seconds"}  # timings: doctor's, reindex's
+#: the ids a compaction makes (a 2.x placeholder message, a tier-1 offload file's name): new uuids in every run
+NEW_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def _plain(doc):
@@ -59,6 +66,8 @@ def _plain(doc):
         return {k: _plain(v) for k, v in doc.items() if k not in VOLATILE}
     if isinstance(doc, list):
         return [_plain(v) for v in doc]
+    if isinstance(doc, str):
+        return NEW_ID.sub("<id>", doc)
     return json.loads(json.dumps(doc))
 
 
