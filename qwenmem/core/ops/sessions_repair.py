@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from qwenmem.core.errors import UsageError
 from qwenmem.core.events import recording
 from qwenmem.core.ops.outcome import Outcome
 from qwenmem.core.workspace import Workspace
 
-Mode = Literal["check", "dry-run", "repair"]  # qwenmem.core.repair CHECK, DRY_RUN, REPAIR
+if TYPE_CHECKING:
+    from qwenmem.core.repair.run import RepairMode
 
 
 @dataclass(frozen=True)
@@ -31,13 +32,13 @@ class Options:
         self.mode  # noqa: B018 - the flag rules are checked when the options are made
 
     @property
-    def mode(self) -> Mode:
+    def mode(self) -> RepairMode:
         """The mode these flags ask for, by the rules of `sessions repair` (fleet's too)."""
         if self.check and self.dry_run:
             raise UsageError("--check and --dry-run are alternatives; use one")
         if self.sessions and self.all_sessions:
             raise UsageError("name sessions or use --all, not both")
-        mode: Mode = "check" if self.check else "dry-run" if self.dry_run else "repair"
+        mode: RepairMode = "check" if self.check else "dry-run" if self.dry_run else "repair"
         if mode == "repair" and not self.sessions and not self.all_sessions:
             raise UsageError("name the sessions to repair, or use --all (see --check for a read-only report)")
         return mode
@@ -48,7 +49,7 @@ class RepairResult:
     """`sessions repair --json` result."""
 
     workspace: str
-    mode: str  # Mode
+    mode: RepairMode
     run: str | None
     quarantine: str | None
     counts: dict[str, int]

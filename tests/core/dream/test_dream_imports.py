@@ -22,7 +22,7 @@ def test_core_dream_imports_no_cli_and_nothing_heavy():
 
 
 def test_dream_command_module_imports_nothing_heavy():
-    mods = _imported_after("import qwenmem.cli.dream")
+    mods = _imported_after("import qwenmem.cli.commands.dream")
     assert not {m for m in mods if m.split(".")[0] in HEAVY[:5]}
 
 

@@ -193,7 +193,8 @@ def test_from_stdin_and_usage_errors(fleet_dir):
                          (["fleet", str(fleet_dir), "--", "sessions", "repair"], "or use --all"),
                          (["fleet", str(fleet_dir), "--", "compact", "--bogus"], "No such option: --bogus"),
                          (["fleet", str(fleet_dir), "--", "compact", "--check", "-w", "x"], "named before `--`"),
-                         (["fleet", str(fleet_dir), "--", "compact", "--all", "--force"], "--force: not run by"),
+                         (["fleet", str(fleet_dir), "--", "compact"], "or pass --all"),
+                         (["fleet", str(fleet_dir), "--", "dream", "--restore"], "--restore: not run by"),
                          (["fleet", str(fleet_dir), "--engine", "dask", "--", "reindex"], "--scheduler")):
         run = run_cli(*args)
         assert run.code == 2 and needle in run.stderr and "Traceback" not in run.stderr, (args, run.stderr)
@@ -342,7 +343,7 @@ def test_readme_documents_the_record_format():
 
     from helpers import REPO
 
-    from qwenmem.cli.fleet import RECORD_KEYS as CLI_KEYS
+    from qwenmem.cli.commands.fleet import RECORD_KEYS as CLI_KEYS
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     block = re.search(r"<!-- fleet-record[^>]*-->\s*```json\n(.*?)\n```", readme, re.DOTALL)

@@ -7,6 +7,7 @@ same with only its 2.x files, the mixed one with a session cut mid-file, one who
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -28,8 +29,12 @@ COMMANDS = [
     "history check",
     "history check --deep",
     "doctor",
+    "compact --all --dry-run --summarizer extractive",  # the writing run, as a dry run: fleet had its own
+    "compact --all --dry-run --prune-only --recent-n 1",  # every flag of compact, not three of them
     "dream --dry-run --mode deterministic",
+    "dream --dry-run --mode deterministic --promote all --no-embeddings",
     "reindex --embedder none --dry-run",
+    "reindex --embedder none --dry-run --sources memory,dialog --verify",
 ]
 
 
@@ -62,9 +67,10 @@ def workspaces(tmp_path_factory) -> dict[str, Path]:
 
 #: the 1.x session files the corpus's QwenPaw 2.x workspace holds beside its 2.x ones
 GEN1_FILES_OF_THE_CORPUS = ("orphan_unregistered.json", "discord/42_discord--dm--42.json", "telegram/7_telegram--7.json")
-#: timings (doctor's, reindex's), and the hash of a planned repair that closes a dangling tool call: the "result
-#: lost" message it adds gets a new random id in each run
-VOLATILE = {"elapsed_ms", "seconds", "result_sha256"}
+VOLATILE = {"elapsed_ms", "seconds"}  # timings: doctor's, reindex's
+#: the ids a compaction makes (a 2.x placeholder message, a tier-1 offload file's name): new uuids in every run;
+#: also what hashes a repair plan that closes a dangling tool call (its "result lost" message gets a new id)
+NEW_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def _plain(doc):
@@ -73,6 +79,8 @@ def _plain(doc):
         return {k: _plain(v) for k, v in doc.items() if k not in VOLATILE}
     if isinstance(doc, list):
         return [_plain(v) for v in doc]
+    if isinstance(doc, str):
+        return NEW_ID.sub("<id>", doc)
     return json.loads(json.dumps(doc))
 
 

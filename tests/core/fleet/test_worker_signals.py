@@ -20,7 +20,7 @@ def test_listing_workers_reset_the_cli_handlers():
     cli_signals.install()
     try:
         assert callable(signal.getsignal(signal.SIGTERM))  # the parent's handler is a Python function
-        with mp.get_context("fork").Pool(1, listing._init_worker, ("estimate", 4.0)) as pool:
+        with mp.get_context("fork").Pool(1, listing._init_worker) as pool:
             got = pool.map(_dispositions, [0])[0]
     finally:
         signal.signal(signal.SIGINT, previous[0])

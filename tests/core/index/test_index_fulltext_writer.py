@@ -77,7 +77,7 @@ QUERIES = ["database timeout", "数据库连接超时", "reconnect", "ECONNREFUS
 
 
 def ranking(directory: Path) -> list[list[tuple[str, float]]]:
-    fulltext._OPEN.pop(str(directory), None)
+    fulltext._open_index.cache_clear()
     return [fulltext.search(directory, q, limit=50) for q in QUERIES]
 
 

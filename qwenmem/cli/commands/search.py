@@ -1,9 +1,10 @@
-"""`qwenmem search`: hybrid full-text + vector search over the memory files (`reindex` is cli/reindex.py)."""
+"""`qwenmem search`: hybrid full-text + vector search over the memory files (the library operation:
+qwenmem/core/ops/search.py; `reindex` is commands/reindex.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+import dataclasses
+from typing import Annotated, Any, Optional, cast
 
 import typer
 
@@ -12,39 +13,10 @@ from qwenmem.cli.choices import Fusion, SearchFormat, SearchMode
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import AgentOpt, JsonFlag, QuietFlag, WorkspaceOpt
 from qwenmem.cli.progress import progress_callback
-from qwenmem.cli.result import CommandResult, status_for
+from qwenmem.cli.result import CommandResult, document_of
 from qwenmem.cli.runner import command
-
-if TYPE_CHECKING:
-    from qwenmem.core.index.search import SearchHit as FoundHit  # core's hit (SearchHit below is the JSON row)
-
-@dataclass
-class SearchHit:
-    path: str
-    start_line: int
-    end_line: int
-    score: float  # the ranking key: never rises down the list (--min-score cuts a tail)
-    match_score: float  # this hit's own absolute match (w·calibrated cosine + (1-w)·text score in hybrid)
-    text_score: float | None
-    vector_score: float | None
-    snippet: str
-    highlights: list[Any]
-    text: str | None  # the whole chunk (--context full, the default with --json); None with --context snippet
-    match_line: int
-    kind: str | None  # QwenPaw 2.x memory: core (MEMORY.md), note, day_index, daily_log, digest; null for 1.x
-
-
-@dataclass
-class SearchResult:
-    """`search --json` result."""
-
-    query: str
-    mode: str
-    fusion: str
-    embedder: str | None
-    count: int
-    hits: list[SearchHit]
-
+from qwenmem.core.ops import search as search_op
+from qwenmem.core.ops.search import SearchHit, SearchResult  # noqa: F401 - the results the JSON contract pins
 
 def register(app: typer.Typer) -> None:
     command(app, "search")(search_cmd)
@@ -98,26 +70,22 @@ def search_cmd(
 
       qwenmem search ECONNREFUSED --since 7d --json | jq '.result.hits[0]'
     """
-    from qwenmem.core.index.search import search
-    from qwenmem.core.settings import load_settings
-
-    query = " ".join(words)
-    shown = _parse_context(context, json_out)
+    shown = search_op.parse_context(context) if context is not None else "full" if json_out else "snippet"
+    options = search_op.Options(" ".join(words), max_results, min_score, cast(search_op.Mode, mode.value),
+                                cast(search_op.Fusion, fusion.value), vector_weight, since, until, tuple(tags or ()),
+                                no_reindex, shown)
     ws = open_workspace(ctx, workspace, agent)
-    settings = load_settings(ws)
     with progress_callback(quiet or json_out) as progress:
-        result = search(ws, settings, query, mode=mode.value, fusion=fusion.value, max_results=max_results, min_score=min_score,
-                        since=since, until=until, tags=tags, vector_weight=vector_weight,
-                        auto_reindex=not no_reindex, progress=progress)
-    hits = [SearchHit(h.path, h.start_line, h.end_line, h.score, h.match_score, h.text_score, h.vector_score, h.snippet,
-                      h.highlights, _json_text(h, shown), h.match_line, h.kind) for h in result.hits]
-    data = SearchResult(result.query, result.mode, result.fusion, result.embedder, len(hits), hits)
-    # Like grep: nothing found is exit 1 (PROBLEMS), so `search X && ...` can branch on it; the JSON status says the
-    # same ("problems"), and the result is still the (empty) list of hits, not an error.
-    warnings = result.notices + ([] if hits or not json_out else [f"no results for {query!r}"])
-    return CommandResult(data, status_for(not hits), warnings=warnings, warnings_as_notes=True, warnings_first=True,
-                         quiet=quiet, render=lambda: _render_reme(ws, result) if search_format == SearchFormat.REME else
-                         _render(result, query, quiet, shown))
+        outcome = search_op.run(ws, options, progress)
+    found = outcome.data.found
+    document = outcome.with_data(document_of(outcome.data, search_op.OMITTED_FIELDS))
+    # nothing found: "no results" is the last warning, which people read as a note (unless --quiet); ReMe's blocks
+    # are what the assistant reads, and say nothing of it
+    if search_format == SearchFormat.REME and not json_out and not found.hits:
+        document = dataclasses.replace(document, warnings=document.warnings[:-1])
+    return CommandResult.of(document, warnings_as_notes=True, warnings_first=True, quiet=quiet,
+                            render=lambda: _render_reme(ws, found) if search_format == SearchFormat.REME else
+                            _render(found, shown))
 
 
 def _render_reme(ws: Any, result: Any) -> None:
@@ -135,34 +103,7 @@ def _render_reme(ws: Any, result: Any) -> None:
     sys.stdout.write(format_memory_search(hits, manifest.files if manifest else None) + "\n")
 
 
-def _parse_context(value: str | None, json_out: bool) -> str | int:
-    from qwenmem.core.errors import UsageError
-
-    if value is None:
-        return "full" if json_out else "snippet"
-    v = value.strip().lower()
-    if v in ("full", "snippet"):
-        return v
-    if v.isdigit() and int(v) <= 10_000:
-        return int(v)
-    raise UsageError(f"bad --context {value!r}: use snippet, full or a number of lines")
-
-
-def _json_text(hit: FoundHit, shown: str | int) -> str | None:
-    from qwenmem.core.index.search import context_lines
-
-    if shown == "snippet":
-        return None
-    if isinstance(shown, str):  # "full"
-        return hit.text
-    return "\n".join(line for _, line in context_lines(hit, shown))
-
-
-def _render(result: Any, query: str, quiet: bool, shown: str | int = "snippet") -> None:
-    if not result.hits:
-        if not quiet:
-            output.note(f"no results for {query!r}")
-        return
+def _render(result: Any, shown: search_op.Context = "snippet") -> None:
     console = output.out()
     for h in result.hits:
         parts = [f"{result.mode} {h.score:.3f}"]

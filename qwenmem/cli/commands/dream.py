@@ -1,11 +1,14 @@
-"""`qwenmem dream`: nightly consolidation of MEMORY.md (dedupe, replace, merge, promote), safe for cron."""
+"""`qwenmem dream`: nightly consolidation of MEMORY.md (dedupe, replace, merge, promote), safe for cron.
+
+Three library operations: qwenmem/core/ops/dream.py, dream_restore.py (--restore) and dream_list_backups.py
+(--list-backups); --log-file is the command's own (it appends what people would read).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional, cast
 
 import typer
 
@@ -16,30 +19,17 @@ from qwenmem.cli.options import (AgentOpt, DryRunFlag, JsonFlag, LLMBaseOpt, LLM
                                  LLMTimeoutOpt, QuietFlag, WorkspaceOpt)
 from qwenmem.cli.result import CommandResult, document_of
 from qwenmem.cli.runner import command
+from qwenmem.core.ops import dream as dream_op
+from qwenmem.core.ops import dream_list_backups, dream_restore
 
 if TYPE_CHECKING:
     from qwenmem.core.dream.run import DreamResult, RestoreResult
-    from qwenmem.core.llm import LLMConfig
-    from qwenmem.core.settings import Settings
-    from qwenmem.core.workspace import Workspace
+    from qwenmem.core.ops.dream_list_backups import ListBackupsResult
 
-#: fields of core's DreamResult that are not in the document: its warnings are the envelope's `warnings`
-OMITTED_FIELDS = frozenset({"warnings"})
-
-
-@dataclass
-class BackupRow:
-    name: str
-    path: str
-    size: int
-
-
-@dataclass
-class ListBackupsResult:
-    """`dream --list-backups --json` result."""
-
-    backups: list[BackupRow]
-    recent: list[Any]
+#: parameters of the command function that are not options of a dream
+NOT_OPTIONS = frozenset({"ctx", "log_file", "quiet", "json_out", "workspace", "agent"})
+#: the parameters that ask for another operation than a dream: a restore, or the list of backups
+RESTORE_PARAMS = frozenset({"backup", "restore_flag", "list_flag"})
 
 
 def dream(
@@ -98,49 +88,36 @@ def dream(
 
       qwenmem dream --restore memory_backup_20261127_230000.md
     """
-    from qwenmem.core.errors import QwenmemError, UsageError
-    from qwenmem.core.settings import load_settings
+    params = dict(locals())
+    from qwenmem.core.errors import QwenmemError
 
     try:
-        if backup and not restore_flag:
-            raise UsageError(f"unexpected argument {backup!r}: a backup name is only taken with --restore")
+        dream_op.validate(backup, restore_flag)
+        options = options_from(params)
         ws = open_workspace(ctx, workspace, agent)
-        settings = load_settings(ws)
         if list_flag:
             return _list(ws)
         if restore_flag:
-            from qwenmem.core.dream.run import restore
-
-            restored = restore(ws, settings, backup, dry_run, keep)
-            _log(log_file, _restore_lines(restored))
-            return CommandResult(restored, command="dream restore",
-                                 render=None if quiet else lambda: _render_restore(restored))
-        from qwenmem.core.dream.run import DreamOptions, dream as run_dream
-
-        options = DreamOptions(date=date, dry_run=dry_run, promote=promote.value, use_embeddings=embeddings,
-                               similarity=similarity, max_shrink=max_shrink, allow_shrink=allow_shrink, keep=keep,
-                               llm=_llm_config(ws, settings, mode, llm_base_url, llm_model, llm_api_key, llm_timeout,
-                                               llm_retries))
-        result = run_dream(ws, settings, options)
+            restored = dream_restore.run(ws, dream_restore.Options(backup, dry_run, keep))
+            _log(log_file, _restore_lines(restored.data))
+            return CommandResult.of(restored, command="dream restore",
+                                    render=None if quiet else lambda: _render_restore(restored.data))
+        outcome = dream_op.run(ws, options)
     except QwenmemError as exc:
         _log(log_file, [f"error: {exc}"])
         raise
+    result = outcome.data
     _log(log_file, _summary_lines(result) + [f"  warning: {w}" for w in result.warnings])
-    return CommandResult(document_of(result, OMITTED_FIELDS), warnings=result.warnings, quiet=quiet,
-                         warnings_first=True, render=None if quiet else lambda: _render(result))
+    document = outcome.with_data(document_of(result, dream_op.OMITTED_FIELDS))
+    return CommandResult.of(document, quiet=quiet, warnings_first=True, render=None if quiet else lambda: _render(result))
 
 
-def _llm_config(ws: Workspace, settings: Settings, mode: DreamMode, base_url: str | None, model: str | None,
-                api_key: str | None, timeout: float | None, retries: int | None) -> LLMConfig | None:
-    from qwenmem.core.errors import UsageError
-    from qwenmem.core.llm import resolve_llm_config
-
-    if mode == DreamMode.DETERMINISTIC:
-        return None
-    config = resolve_llm_config(ws, settings, base_url, model, api_key, timeout, retries=retries)
-    if config is None and mode == DreamMode.LLM:
-        raise UsageError("--mode llm: no LLM configured (use --llm-base-url/--llm-model or $QWENMEM_LLM_BASE_URL)")
-    return config
+def options_from(params: dict[str, Any]) -> dream_op.Options:
+    """The parsed flags (as the command function receives them, for fleet too) as a dream's options."""
+    words = {k: v for k, v in params.items() if k not in NOT_OPTIONS | RESTORE_PARAMS}
+    words["mode"] = cast(dream_op.Mode, DreamMode(words["mode"]).value)
+    words["promote"] = cast(dream_op.Promote, Promote(words["promote"]).value)
+    return dream_op.Options(**words)
 
 
 def _log(path: Path | None, lines: list[str]) -> None:
@@ -224,21 +201,16 @@ def _render_restore(r: RestoreResult) -> None:
 
 
 def _list(ws: Any) -> CommandResult:
-    from qwenmem.core.dream.backups import list_backups
-    from qwenmem.core.dream.changelog import read_entries
-
-    found = list_backups(ws)
-    dreams = read_entries(ws.backup_dir)[-10:]
-    data = ListBackupsResult([BackupRow(b.name, str(b.path), b.size) for b in found], dreams)
-    return CommandResult(data, command="dream list-backups", render=lambda: _render_list(ws, found, dreams))
+    listed = dream_list_backups.run(ws, dream_list_backups.Options())
+    return CommandResult.of(listed, command="dream list-backups", render=lambda: _render_list(ws, listed.data))
 
 
-def _render_list(ws: Any, found: list[Any], dreams: list[Any]) -> None:
-    if not found:
+def _render_list(ws: Any, listed: ListBackupsResult) -> None:
+    if not listed.backups:
         output.note(f"no MEMORY.md backups in {ws.backup_dir}")
-    for b in found:
+    for b in listed.backups:
         output.out().print(f"{output.escape(b.name)}  {output.human_size(b.size)}")
-    for e in dreams:
+    for e in listed.recent:
         n = len(e.get("changes") or [])
         output.out().print(output.escape(f"{e.get('time')}  {e.get('kind')} ({e.get('mode')}): {n} change(s), "
                                          f"backup {e.get('backup')}"))

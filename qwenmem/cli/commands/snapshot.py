@@ -1,8 +1,8 @@
-"""`qwenmem snapshot`: back up memory/, digest/ and MEMORY.md (deduplicated); `list`; `restore` (itself undoable)."""
+"""`qwenmem snapshot`: back up memory/, digest/ and MEMORY.md (deduplicated); `list`; `restore` (itself undoable).
+The library operations: qwenmem/core/ops/snapshot.py, snapshot_list.py and snapshot_restore.py."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any, List, Optional
 
 import typer
@@ -12,25 +12,17 @@ from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
 from qwenmem.cli.result import CommandResult, document_of
 from qwenmem.cli.runner import QwenmemGroup, command, runs
-
-#: snapshot's documents still carry their warnings inside `result` too (pinned by tests/cli/test_snapshot_cli.py)
-OMITTED_FIELDS = frozenset({"warnings"})  # the envelope carries them, once
+from qwenmem.cli.tables import Cell, Column, Kind, number
+from qwenmem.cli.tables import render as render_table
+from qwenmem.core.ops import snapshot as snapshot_op
+from qwenmem.core.ops import snapshot_list, snapshot_restore
+from qwenmem.core.ops.snapshot_list import SnapshotListResult  # noqa: F401 - the result the JSON contract pins
 
 KeepOpt = Annotated[Optional[int], typer.Option("--keep", min=1, help="Afterwards, delete snapshots beyond the "
                                                 "newest N and the stored files only they used (default: keep all).")]
 
 # No help= here: the callback's docstring (with its examples) is the group's help.
 app = typer.Typer(invoke_without_command=True, no_args_is_help=False, cls=QwenmemGroup)
-
-
-@dataclass
-class SnapshotListResult:
-    """`snapshot list --json` result."""
-
-    directory: str
-    count: int
-    snapshots: list[Any]
-    damaged: list[str]
 
 
 @app.callback()
@@ -64,12 +56,10 @@ def snapshot_cmd(
     """
     if ctx.invoked_subcommand is not None:
         return None
-    from qwenmem.core.snapshot import create
-
-    ws = open_workspace(ctx, workspace, agent)
-    result = create(ws, reason=reason, dry_run=dry_run, keep=keep)
-    return CommandResult(document_of(result, OMITTED_FIELDS), warnings=result.warnings, warnings_first=True,
-                         render=None if quiet else lambda: _render_create(result))
+    outcome = snapshot_op.run(open_workspace(ctx, workspace, agent), snapshot_op.Options(reason, keep, dry_run))
+    result = outcome.data
+    document = outcome.with_data(document_of(result, snapshot_op.OMITTED_FIELDS))
+    return CommandResult.of(document, warnings_first=True, render=None if quiet else lambda: _render_create(result))
 
 
 def _render_create(result: Any) -> None:
@@ -101,30 +91,24 @@ def list_cmd(
 
       qwenmem snapshot list --json | jq -r '.result.snapshots[-1].id'
     """
-    from qwenmem.core.snapshot import list_snapshots, snapshots_dir
-
-    ws = open_workspace(ctx, workspace, agent)
-    found, damaged = list_snapshots(ws)
-    warnings = [f"unreadable snapshot manifest {d}" for d in damaged]
-    data = SnapshotListResult(str(snapshots_dir(ws)), len(found), found, damaged)
-    return CommandResult(data, warnings=warnings, warnings_first=True, render=lambda: _render_list(ws, found))
+    listed = snapshot_list.run(open_workspace(ctx, workspace, agent), snapshot_list.Options())
+    return CommandResult.of(listed, warnings_first=True, render=lambda: _render_list(listed.data))
 
 
-def _render_list(ws: Any, found: list[Any]) -> None:
-    from qwenmem.core.snapshot import snapshots_dir
+LIST_COLUMNS = (Column("id", Kind.KEY), Column("created", Kind.LABEL), Column("files", Kind.NUMBER, "right"),
+                Column("size", Kind.NUMBER, "right"), Column("added", Kind.NUMBER, "right"), Column("reason"))
 
-    if not found:
-        output.note(f"no snapshots in {snapshots_dir(ws)} (take one with `qwenmem snapshot`)")
+
+def _render_list(listed: SnapshotListResult) -> None:
+    if not listed.snapshots:
+        output.note(f"no snapshots in {listed.directory} (take one with `qwenmem snapshot`)")
         return
-    from rich.table import Table
+    render_table(LIST_COLUMNS, [[s.id, s.created, number(s.files), _size(s.bytes), _size(s.added_bytes), s.reason]
+                                for s in listed.snapshots])
 
-    table = Table(box=None, pad_edge=False)
-    for col in ("id", "created", "files", "size", "added", "reason"):
-        table.add_column(col, justify="right" if col in ("files", "size", "added") else "left")
-    for s in found:
-        table.add_row(s.id, s.created, f"{s.files:,}", output.human_size(s.bytes), output.human_size(s.added_bytes),
-                      output.escape(s.reason))
-    output.out().print(table)
+
+def _size(n: int) -> Cell:
+    return Cell(output.human_size(n), raw=str(n))
 
 
 @command(app, "restore")
@@ -155,12 +139,11 @@ def restore_cmd(
 
       qwenmem snapshot restore 20261201T225500 --path digest/personal
     """
-    from qwenmem.core.snapshot import restore
-
-    ws = open_workspace(ctx, workspace, agent)
-    result = restore(ws, ident, dry_run=dry_run, exact=exact, paths=paths, keep=keep)
-    return CommandResult(document_of(result, OMITTED_FIELDS), warnings=result.warnings, warnings_first=True,
-                         render=None if quiet else lambda: _render_restore(result))
+    options = snapshot_restore.Options(ident, tuple(paths or ()), exact, keep, dry_run)
+    outcome = snapshot_restore.run(open_workspace(ctx, workspace, agent), options)
+    result = outcome.data
+    document = outcome.with_data(document_of(result, snapshot_restore.OMITTED_FIELDS))
+    return CommandResult.of(document, warnings_first=True, render=None if quiet else lambda: _render_restore(result))
 
 
 def _render_restore(result: Any) -> None:

@@ -1,8 +1,10 @@
-"""`qwenmem reindex`: build or refresh the search index in <workspace>/.qwenmem/index/."""
+"""`qwenmem reindex`: build or refresh the search index in <workspace>/.qwenmem/index/ (the library operation:
+qwenmem/core/ops/reindex.py)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+import dataclasses
+from typing import Annotated, Any, Optional, cast
 
 import typer
 
@@ -11,8 +13,10 @@ from qwenmem.cli.choices import Embedder
 from qwenmem.cli.context import open_workspace
 from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, WorkspaceOpt
 from qwenmem.cli.progress import progress_callback
-from qwenmem.cli.result import CommandResult, document_of, status_for
+from qwenmem.cli.errors import ExitCode
+from qwenmem.cli.result import CommandResult, document_of
 from qwenmem.cli.runner import command
+from qwenmem.core.ops import reindex as reindex_op
 
 EmbedderOpt = Annotated[Optional[Embedder], typer.Option(
     "--embedder", help="auto (QwenPaw's embedding endpoint if configured, else a local model), local, openai or none. "
@@ -20,9 +24,8 @@ EmbedderOpt = Annotated[Optional[Embedder], typer.Option(
 ModelOpt = Annotated[Optional[str], typer.Option(
     "--model", help="Embedding model: a local directory, a cached Hugging Face name, or the openai model name.")]
 
-
-#: fields of core's ReindexResult that are not in the document: the notices are the envelope's `warnings`
-OMITTED_FIELDS = frozenset({"notices"})
+#: parameters of the command function that are not options of the operation
+NOT_OPTIONS = frozenset({"ctx", "quiet", "json_out", "workspace", "agent"})
 
 
 def register(app: typer.Typer) -> None:
@@ -60,31 +63,34 @@ def reindex_cmd(
 
       qwenmem reindex --embedder none --full --json
     """
-    from qwenmem.core.index import reindex
-    from qwenmem.core.settings import load_settings
-
+    options = options_from(dict(locals()))
     from qwenmem.core.index import index_exists
 
     ws = open_workspace(ctx, workspace, agent)
-    settings = load_settings(ws)
     had_index = index_exists(ws)
     try:
         with progress_callback(quiet or json_out) as progress:
-            result = reindex(ws, settings, full=full, sources=sources, progress=progress, recursive=recursive,
-                             backend=embedder.value if embedder else None, model=model, dry_run=dry_run, verify=verify)
+            outcome = reindex_op.run(ws, options, progress)
     except KeyboardInterrupt as exc:  # the new generation is already removed; say what the user still has
         from qwenmem.cli import signals
 
-        raise typer.Exit(signals.report(exc, "the index was not changed; the previous index is still in use"
-                                        if had_index else "no index was written")) from None
-    data = document_of(result, OMITTED_FIELDS)
-    # Chunks left without vectors (the embedder failed) is a partial success: full text is indexed, the next run
-    # embeds them. Status problems, exit 1, and under --quiet still the one line that says why.
-    partial = bool(result.chunks_without_vectors)
-    warnings = result.notices if not (quiet and partial) else result.notices[-1:]
-    return CommandResult(data, status=status_for(partial), warnings=warnings, warnings_as_notes=True,
-                         warnings_first=True, quiet=quiet and not partial,
-                         render=None if quiet else lambda: _render(result, dry_run))
+        raise typer.Exit(ExitCode(signals.report(exc, "the index was not changed; the previous index is still in "
+                                                 "use" if had_index else "no index was written"))) from None
+    result = outcome.data
+    # a partial success (chunks left without vectors): under --quiet still the one line that says why
+    partial = outcome.status == "problems"
+    warnings = outcome.warnings if not (quiet and partial) else outcome.warnings[-1:]
+    document = dataclasses.replace(outcome.with_data(document_of(result, reindex_op.OMITTED_FIELDS)),
+                                   warnings=warnings)
+    return CommandResult.of(document, warnings_as_notes=True, warnings_first=True, quiet=quiet and not partial,
+                            render=None if quiet else lambda: _render(result, options.dry_run))
+
+
+def options_from(params: dict[str, Any]) -> reindex_op.Options:
+    """The parsed flags (as the command function receives them, for fleet too) as the operation's options."""
+    words = {k: v for k, v in params.items() if k not in NOT_OPTIONS}
+    embedder = words.pop("embedder")
+    return reindex_op.Options(**words, embedder=cast(reindex_op.Embedder, embedder.value) if embedder else None)
 
 
 def _render(result: Any, dry_run: bool) -> None:

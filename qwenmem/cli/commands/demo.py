@@ -36,7 +36,9 @@ HOW_TO_RUN = ("In a new shell, run .venv/bin/qwenmem (scripts/demo.sh made .venv
 
 
 def sample_workspace() -> Path:
-    return Path(__file__).resolve().parent.parent / "sample" / "workspace"
+    import qwenmem
+
+    return Path(qwenmem.__file__).resolve().parent / "sample" / "workspace"
 
 
 def _short_info(dest: Path) -> None:

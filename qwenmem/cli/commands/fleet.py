@@ -24,7 +24,7 @@ from qwenmem.cli.runner import command as register_command
 
 if TYPE_CHECKING:
     from qwenmem.core.fleet import Command, FleetSummary, Target
-    from qwenmem.core.fleet.engines import Engine as FleetEngine  # choices.Engine is the --engine value
+    from qwenmem.core.fleet.engines import EngineOptions
 
 FLEET_JSON_VERSION = 1
 RECORD_KEYS = ("qwenmem_fleet", "workspace", "agent", "command", "status", "exit_code", "attempts", "seconds",
@@ -81,10 +81,9 @@ def fleet(
 
     paths, command_line = _split(list(words or []), command_words())
     command = parse_command(ctx, command_line)  # by the single-workspace command itself: same flags, same rules
-    if engine == Engine.DASK and not scheduler:
-        raise UsageError("--engine dask needs --scheduler tcp://HOST:8786 (an existing cluster)")
-    if scheduler and engine != Engine.DASK:
-        raise UsageError("--scheduler is for --engine dask")
+    from qwenmem.core.fleet.engines import EngineOptions
+
+    engine_options = EngineOptions(engine.value, jobs, scheduler, timeout)
     if not paths and from_file is None:
         raise UsageError("name QwenPaw roots or workspaces before `--`, or pass --from FILE")
     targets = _targets(paths, from_file)
@@ -92,7 +91,7 @@ def fleet(
         _plan(targets, command.text)
         return None
     skip = _recorded(resume, command.text) if resume else frozenset()
-    return _execute(targets, command, engine.value, jobs, scheduler, timeout, retries, backoff, skip, quiet)
+    return _execute(targets, command, engine_options, retries, backoff, skip, quiet)
 
 
 def _split(words: list[str], command_words: set[str]) -> tuple[list[Path], list[str]]:
@@ -165,7 +164,7 @@ def record_exit_code(record: dict[str, Any]) -> int:
 
     status = record["status"]
     events = record.get("events") or {}
-    named = None
+    named = ExitCode[record["exit_as"].upper()] if record.get("exit_as") else None  # the operation's own (Outcome)
     if status == "busy":
         named = ExitCode.BUSY
     elif status == "error":
@@ -197,19 +196,11 @@ def _write(doc: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def _execute(targets: Iterable[Target], command: Command, engine_name: str, jobs: int | None, scheduler: str | None,
-             timeout: float | None, retries: int, backoff: float, skip: frozenset[str], quiet: bool) -> CommandResult:
-    import os
-
+def _execute(targets: Iterable[Target], command: Command, engine_options: EngineOptions, retries: int,
+             backoff: float, skip: frozenset[str], quiet: bool) -> CommandResult:
     from qwenmem.core.fleet import RetryPolicy, run_fleet
-    from qwenmem.core.fleet.engines import DaskEngine, LocalEngine
 
-    engine: FleetEngine
-    if engine_name == "dask":
-        assert scheduler is not None  # fleet() refuses --engine dask without --scheduler
-        engine = DaskEngine(scheduler, timeout)
-    else:
-        engine = LocalEngine(jobs or os.cpu_count() or 1, timeout)
+    engine = engine_options.start()
     failures: list[str] = []
 
     def on_record(target: Target, record: dict[str, Any], attempts: int) -> None:
