@@ -33,12 +33,10 @@ def doctor(ctx: typer.Context, quiet: QuietFlag = False, json_out: JsonFlag = Fa
     st = state(ctx)
     outcome = doctor_op.run(workspace or st.workspace, doctor_op.Options(agent or st.agent))
     report = outcome.data
+    document = outcome.with_data(to_json(report))
     if quiet and not report.needs_attention:
-        shown = CommandResult.of(outcome, quiet=True)
-    else:
-        shown = CommandResult.of(outcome, quiet=quiet, render=lambda: _render(report, attention_only=quiet))
-    shown.data = to_json(report)
-    return shown
+        return CommandResult.of(document, quiet=True)
+    return CommandResult.of(document, quiet=quiet, render=lambda: _render(report, attention_only=quiet))
 
 
 VALUE_HANG = " " * 12  # under the value of `  sessions  …`

@@ -14,9 +14,6 @@ from qwenmem.cli.options import AgentOpt, DryRunFlag, JsonFlag, QuietFlag, Works
 from qwenmem.cli.result import CommandResult, document_of
 from qwenmem.cli.runner import command
 
-#: salvage notices travel in the envelope's warnings (a source's own stay beside its counts)
-SALVAGE_OMITTED_FIELDS = frozenset({"notices"})
-
 app = typer.Typer(no_args_is_help=True, help="Check and salvage QwenPaw 2.x's history database (history.db).\n\n"
                   "Examples:\n\n  qwenmem history check\n\n  qwenmem history salvage --dry-run")
 
@@ -101,9 +98,8 @@ def salvage_cmd(
     from qwenmem.core.ops import history_salvage
 
     outcome = history_salvage.run(open_workspace(ctx, workspace, agent), history_salvage.Options(from_file, dry_run))
-    shown = CommandResult.of(outcome, render=None if quiet else lambda: _render_salvage(outcome.data))
-    shown.data = document_of(outcome.data, SALVAGE_OMITTED_FIELDS)  # the notices are the envelope's warnings
-    return shown
+    document = outcome.with_data(document_of(outcome.data, history_salvage.OMITTED_FIELDS))
+    return CommandResult.of(document, render=None if quiet else lambda: _render_salvage(outcome.data))
 
 
 def _render_salvage(result: Any) -> None:

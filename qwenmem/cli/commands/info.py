@@ -30,10 +30,9 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
 
     ws = open_workspace(ctx, workspace, agent)
     outcome = info_op.run(ws, info_op.Options())
-    shown = CommandResult.of(outcome, render=lambda: _render(ws, outcome.data.files, outcome.data.details,
-                                                             outcome.data.result.embedding_kernel))
-    shown.data = outcome.data.result  # the JSON result; the rest is what people's view shows in more words
-    return shown
+    info = outcome.data  # the JSON result, and what people's view shows in more words
+    return CommandResult.of(outcome.with_data(info.result),
+                            render=lambda: _render(ws, info.files, info.details, info.result.embedding_kernel))
 
 
 def _render(ws: Any, files: dict[str, Any], gen: Qwenpaw2Info, kernel: dict[str, Any]) -> None:

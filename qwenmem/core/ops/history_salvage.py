@@ -11,6 +11,9 @@ from qwenmem.core.history.maintain import SalvageResult
 from qwenmem.core.ops.outcome import Outcome
 from qwenmem.core.workspace import Workspace
 
+#: the notices travel in the outcome's warnings (a source's own stay beside its counts)
+OMITTED_FIELDS = frozenset({"notices"})
+
 
 @dataclass(frozen=True)
 class Options:

@@ -11,6 +11,7 @@ from qwenmem.core.workspace import Workspace
 
 if TYPE_CHECKING:
     from qwenmem.core.listing import SessionRow
+    from qwenmem.core.settings2 import ContextStrategy
 
 SortKey = Literal["modified", "name", "size", "messages", "tokens", "health"]  # qwenmem.core.listing.SORT_KEYS
 Tokenizer = Literal["estimate", "o200k", "cl100k"]  # qwenmem.core.tokens.TOKENIZERS
@@ -38,7 +39,7 @@ class SessionsListResult:
     count: int
     sessions: list[Any]  # SessionRow
     generation: dict[str, Any]  # the workspace's QwenPaw generation (1.x / 2.x / mixed) with file counts
-    strategy: str  # 2.x context strategy (scroll / native), "light" for a 1.x agent.json
+    strategy: ContextStrategy  # 2.x context strategy; "light" for a 1.x agent.json
     history: dict[str, Any]  # history.db state (core.history.HistoryState)
     history_only: list[dict[str, Any]]  # sessions that exist only in history.db: {session_id, rows}
 

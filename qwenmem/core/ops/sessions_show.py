@@ -13,8 +13,8 @@ from qwenmem.core.workspace import Workspace
 
 if TYPE_CHECKING:
     from qwenmem.core.history.record import HistoryRecord
-    from qwenmem.core.session_model.model import Message, Session
-    from qwenmem.core.sessions import LoadedSession, SessionRef
+    from qwenmem.core.session_model.model import Generation, Message, Session
+    from qwenmem.core.sessions import Health, LoadedSession, SessionRef
 
 
 @dataclass(frozen=True)
@@ -49,13 +49,13 @@ class SessionsShowResult:
     channel: str | None
     user_id: str | None
     session_id: str | None
-    health: str
+    health: Health
     salvaged: bool
     problems: list[str]
     summary: str | None
     total_messages: int
     messages: list[Any]  # ShownMessage for 1.x files; normalised messages for 2.x (session_model.Message.to_json)
-    generation: str | None = None
+    generation: Generation | None = None
     scroll: dict[str, Any] | None = None  # 2.x scroll state: continuation summary, eviction index
     history: dict[str, Any] | None = None  # --history: the full record (core.history.record.HistoryRecord)
 

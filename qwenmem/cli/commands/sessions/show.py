@@ -65,10 +65,8 @@ def show_cmd(
                                     normalized=json_out or _json_wanted(ctx))
     outcome = sessions_show.run(ws, options)
     view = outcome.data
-    shown = CommandResult.of(outcome, warnings_first=not outcome.errors,
-                             render=None if outcome.errors else lambda: render(view, full, thinking))
-    shown.data = view.result
-    return shown
+    return CommandResult.of(outcome.with_data(view.result), warnings_first=not outcome.errors,
+                            render=None if outcome.errors else lambda: render(view, full, thinking))
 
 
 def _json_wanted(ctx: Any) -> bool:
