@@ -24,4 +24,7 @@ def register(app: typer.Typer) -> None:
     runner.command(app, "demo")(demo.demo)
     runner.command(app, "schedule")(schedule.schedule)
     runner.command(app, "completions")(completion.completions)
+    from qwenmem.cli.commands import upgrade
+
+    runner.command(app, "upgrade")(upgrade.upgrade)
     fleet.register(app)
