@@ -40,6 +40,7 @@ class Journal:
     rows: dict[str, list[str]] = field(default_factory=dict)  # session_id -> dedup keys the upgrade adds
     dialog_sizes: dict[str, int] = field(default_factory=dict)  # dialog file rel -> size before the appends
     snapshot: str | None = None
+    retention_days: int | None = None  # decided once: a rerun after a kill writes the same agent.json
     done: bool = False
 
     @property
@@ -68,7 +69,7 @@ def _load(path: Path) -> Journal | None:
     files = [FileChange(**f) for f in doc.get("files") or []]
     return Journal(str(path.parent), doc["strategy"], bool(doc.get("created_store")), files,
                    dict(doc.get("rows") or {}), dict(doc.get("dialog_sizes") or {}), doc.get("snapshot"),
-                   bool(doc.get("done")))
+                   doc.get("retention_days"), bool(doc.get("done")))
 
 
 def journals(ws: Workspace) -> list[Journal]:
@@ -78,6 +79,12 @@ def journals(ws: Workspace) -> list[Journal]:
         return []
     found = (_load(p / NAME) for p in sorted(base.iterdir()) if (p / NAME).is_file())
     return [j for j in found if j is not None]
+
+
+def unfinished(ws: Workspace) -> Journal | None:
+    """The newest journal when a killed run left it incomplete."""
+    found = journals(ws)
+    return found[-1] if found and not found[-1].done else None
 
 
 def open_journal(ws: Workspace, strategy: str) -> Journal:

@@ -94,14 +94,15 @@ def plan_session(src: SessionSource, agent_id: str, db: Path) -> SessionPlan:
     return SessionPlan(src, sid, registered, conv, rows, store.existing_keys(db, sid))
 
 
-def plan_dialog(src: DialogSource, agent_id: str, db: Path) -> DialogPlan:
+def plan_dialog(src: DialogSource, agent_id: str, db: Path, exclude: set[str]) -> DialogPlan:
+    """`exclude`: dedup keys a session already has (a native upgrade's offloads of that session's messages)."""
     rel = "dialog/" + src.path.name
     msgs, previous = [], ""
     for pos, payload in enumerate(src.messages):
         msg = convert_stable(payload, rel, pos, previous)
         previous = str(msg.get("created_at") or previous)
         msgs.append(msg)
-    rows = [row for m in msgs for row in store.entries(m, src.session_id, agent_id)]
+    rows = [row for m in msgs for row in store.entries(m, src.session_id, agent_id) if str(row[-1]) not in exclude]
     return DialogPlan(src, rows, store.existing_keys(db, src.session_id))
 
 

@@ -172,19 +172,24 @@ def _run(ws: Workspace, settings: Settings, hook: Hook | None) -> UpgradeResult:
     if busy:
         raise BusyError(f"QwenPaw holds the workspace ({busy}): stop it, then run `qwenmem upgrade` again")
     gen1 = [s for s in sources if s.kind == source.GEN1]
-    known = {str(i.payload.get("id")) for s in gen1 for i in s.items}
+    taken = store.session_keys(db, source.DIALOG_PREFIX)
+    known = {str(i.payload.get("id")) for s in gen1 for i in s.items} | taken
     agent_id = _agent_id(ws)
     plans = [plan.plan_session(s, agent_id, db) for s in gen1]
-    dialogs = [plan.plan_dialog(d, agent_id, db) for d in source.read_dialog(ws, known)]
+    every_dialog = [plan.plan_dialog(d, agent_id, db, taken) for d in source.read_dialog(ws, known)]
+    dialogs = [d for d in every_dialog if d.rows_to_add]  # a dialog file already in history.db is done
     result = UpgradeResult(str(ws.path), settings.strategy, "dry-run" if settings.dry_run else "unchanged", str(db))
     result.reme_leftovers = [name for name in REME_LEFTOVERS if (ws.path / name).exists()]
-    retention = _retention(settings, plans, dialogs, now)
+    unfinished = journal.unfinished(ws)  # a killed run's: its last steps are still to do
+    retention = unfinished.retention_days if unfinished and unfinished.retention_days is not None else \
+        _retention(settings, plans, dialogs, now)
+    work = bool(plans or dialogs or unfinished)
     new_agent = None
-    if agent_doc is not None and (plans or dialogs):
+    if agent_doc is not None and work:
         new_agent, result.agent_json_keys_added, notes = agentjson.upgraded(agent_doc, settings.strategy, retention)
         result.warnings += notes
         result.retention_days = retention
-    elif agent_doc is None and (plans or dialogs):
+    elif agent_doc is None and work:
         if settings.strategy == shape.NATIVE:
             raise UsageError("no agent.json: QwenPaw 2.x would run scroll; `--strategy native` needs the agent.json "
                              "that selects it")
@@ -192,7 +197,7 @@ def _run(ws: Workspace, settings: Settings, hook: Hook | None) -> UpgradeResult:
                                "whose purge deletes imported rows older than 30 days)")
     fixed, trigger = _fixed_and_trigger(ws, settings.strategy)
     others = [s for s in sources if s.kind != source.GEN1]
-    if settings.dry_run or not (plans or dialogs):
+    if settings.dry_run or not work:
         _preview(plans, settings.strategy, agent_id, db, fixed, trigger, now)
         result.sessions = _reports(plans, others, "would upgrade")
         result.dialog = [_dialog_report(d) for d in dialogs]
@@ -243,13 +248,15 @@ def _apply(ws: Workspace, settings: Settings, result: UpgradeResult, plans: list
     from qwenmem.core.snapshot import create_locked
 
     j = journal.open_journal(ws, settings.strategy)
+    if j.retention_days is None:
+        j.retention_days = result.retention_days
     if j.snapshot is None:
         hook("snapshot")
         j.snapshot = create_locked(ws, reason="before qwenmem upgrade").snapshot.id
     result.snapshot, result.journal = j.snapshot, j.directory
     agent_bytes, new_agent = agent
     targets = [(p.source.ref.rel, p.source.data) for p in plans]
-    if agent_bytes is not None and new_agent is not None:
+    if agent_bytes is not None and new_agent is not None and new_agent != json.loads(agent_bytes):
         targets.append(("agent.json", agent_bytes))
     for rel, data in targets:
         if j.file(rel) is None:
@@ -276,7 +283,7 @@ def _apply(ws: Workspace, settings: Settings, result: UpgradeResult, plans: list
         plan.finish(p, settings.strategy, agent_id, store.seqs_by_key(db, p.session_id), fixed, trigger, now)
     for p in plans:
         _write_session(ws, j, p, hook)
-    if new_agent is not None:
+    if new_agent is not None and j.file("agent.json") is not None:
         data = agentjson.encode(new_agent)
         change = j.file("agent.json")
         if change is not None:

@@ -103,8 +103,12 @@ def entries(msg: dict[str, Any], session_id: str, agent_id: str | None) -> list[
 
 
 def insert(db: Path, rows: list[tuple[Any, ...]]) -> int:
-    """Rows new to the store (a rerun inserts none)."""
-    return write_rows(db, rows) if rows else 0
+    """Rows new to the store (a rerun inserts none). Rows already there are not offered again: a conflicting
+    INSERT still consumes an AUTOINCREMENT value (spec §3.3), which would move the seqs of every later row, and so
+    the placeholder a rerun after a kill renders."""
+    there = {sid: existing_keys(db, sid) for sid in {str(r[0]) for r in rows}}
+    new = [r for r in rows if str(r[-1]) not in there[str(r[0])]]
+    return write_rows(db, new) if new else 0
 
 
 def seqs_by_key(db: Path, session_id: str) -> dict[str, int]:
@@ -119,3 +123,16 @@ def existing_keys(db: Path, session_id: str) -> set[str]:
     if not db.is_file():
         return set()
     return set(seqs_by_key(db, session_id))
+
+
+def session_keys(db: Path, prefix_excluded: str) -> set[str]:
+    """The dedup keys of every row not under a session id starting with `prefix_excluded`: a dialog/ line whose
+    message a session already has rows for (the native upgrade offloads to dialog/ too) is that session's."""
+    if not db.is_file():
+        return set()
+    from qwenmem.core.history.store import open_history
+
+    with open_history(db) as reader:
+        rows = reader._query("SELECT DISTINCT dedup_key FROM conversation_history WHERE session_id NOT LIKE ? "
+                             "AND dedup_key IS NOT NULL", (prefix_excluded + "%",))
+    return {str(r[0]) for r in rows}
