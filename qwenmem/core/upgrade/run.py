@@ -70,6 +70,7 @@ class UpgradeResult:
     strategy: str
     status: str  # upgraded | dry-run | unchanged
     history_db: str
+    agent_id: str
     sessions: list[SessionReport] = field(default_factory=list)
     dialog: list[DialogReport] = field(default_factory=list)
     created_history_db: bool = False
@@ -178,7 +179,8 @@ def _run(ws: Workspace, settings: Settings, hook: Hook | None) -> UpgradeResult:
     plans = [plan.plan_session(s, agent_id, db) for s in gen1]
     every_dialog = [plan.plan_dialog(d, agent_id, db, taken) for d in source.read_dialog(ws, known)]
     dialogs = [d for d in every_dialog if d.rows_to_add]  # a dialog file already in history.db is done
-    result = UpgradeResult(str(ws.path), settings.strategy, "dry-run" if settings.dry_run else "unchanged", str(db))
+    result = UpgradeResult(str(ws.path), settings.strategy, "dry-run" if settings.dry_run else "unchanged", str(db),
+                           agent_id)
     result.reme_leftovers = [name for name in REME_LEFTOVERS if (ws.path / name).exists()]
     unfinished = journal.unfinished(ws)  # a killed run's: its last steps are still to do
     retention = unfinished.retention_days if unfinished and unfinished.retention_days is not None else \

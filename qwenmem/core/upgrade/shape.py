@@ -20,6 +20,7 @@ from typing import Any
 from qwenmem.core.compaction2.evict import _BANNER, _END_INDEX, _HEADER, add_block, new_block
 from qwenmem.core.compaction2.evict import render_index
 from qwenmem.core.upgrade import summary1
+from qwenmem.core.upgrade.pairing import paired
 from qwenmem.core.upgrade.stable import convert_stable, stable_hex
 
 SCROLL, NATIVE = "scroll", "native"
@@ -33,7 +34,8 @@ class Converted:
 
     @property
     def live(self) -> list[dict[str, Any]]:
-        return [m for m, c in zip(self.messages, self.compressed) if not c]
+        """The live context: not compressed, tool-paired as QwenPaw's load leaves it (pairing)."""
+        return paired([m for m, c in zip(self.messages, self.compressed) if not c])
 
     @property
     def hidden(self) -> list[dict[str, Any]]:

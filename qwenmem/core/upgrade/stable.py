@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from typing import Any
+from urllib.parse import quote
 
 from qwenmem.core.repair.convert1 import convert_message
 
@@ -28,9 +29,21 @@ def _had_id(block: Any) -> bool:
     return isinstance(block, dict) and "id" in block and block.get("type") not in _MEDIA
 
 
+def normalized_url(url: str) -> str:
+    """A URL as AgentScope's URL field stores it on load (pydantic percent-encodes a space or a non-ASCII character
+    in the path): written so, a later load changes nothing."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    return scheme + sep + quote(rest, safe="/:@!$&'()*+,;=-._~%?#[]")
+
+
 def _fix_block(new: Any, old: Any, seed: tuple[str, ...], stamp: str) -> None:
     if not isinstance(new, dict):
         return
+    source = new.get("source")
+    if new.get("type") == "data" and isinstance(source, dict) and isinstance(source.get("url"), str):
+        source["url"] = normalized_url(source["url"])
     if not _had_id(old):
         new["id"] = stable_hex(*seed)
     if not (isinstance(old, dict) and "created_at" in old and old.get("type") not in _MEDIA):

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from qwenmem.core.compaction2.history_write import _HEADLINE, write_rows
-from qwenmem.core.session_model._blocks import flatten_output, media_reference
 
 SCHEMA_VERSION = 1
 _DDL = (
@@ -68,6 +67,34 @@ def ensure_store(db: Path) -> bool:
     return created
 
 
+def media_ref(block: dict[str, Any]) -> str | None:
+    """`tool_message_utils.media_ref`: a data block as `[image: name — url]` (a base64 payload never inlined)."""
+    if block.get("type") != "data":
+        return None
+    raw = block.get("source")
+    src: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    media_type = str(src.get("media_type") or "")
+    kind = media_type.split("/", 1)[0] if "/" in media_type else "file"
+    kind = kind if kind in ("image", "audio", "video") else "file"
+    ref = src.get("url") if src.get("type") == "url" else f"<{media_type or 'binary'}>"
+    name = block.get("name")
+    return f"[{kind}: {name} — {ref}]" if name and ref else f"[{kind}: {name or ref or '?'}]"
+
+
+def flatten_output(output: Any) -> str | None:
+    """`tool_message_utils.flatten_output`."""
+    if output is None or isinstance(output, str):
+        return output
+    parts = []
+    for b in output if isinstance(output, list) else []:
+        if not isinstance(b, dict):
+            continue
+        ref = b.get("text") or media_ref(b)
+        if ref:
+            parts.append(str(ref))
+    return "\n".join(parts) if parts else None
+
+
 def _text(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text")
 
@@ -84,7 +111,7 @@ def entries(msg: dict[str, Any], session_id: str, agent_id: str | None) -> list[
         last = calls[-1] if calls else None
         text = _text(content)
         found = _HEADLINE.search(text) if role == "assistant" else None
-        media = [r for r in (media_reference(b) for b in non_result if b.get("type") == "data") if r]
+        media = [r for r in (media_ref(b) for b in non_result) if r]
         if media:
             text = (text + "\n" + "\n".join(media)).strip() if text else "\n".join(media)
         meta = msg.get("metadata")
