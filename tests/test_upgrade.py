@@ -172,3 +172,15 @@ def test_a_kill_at_any_write_converges(tmp_path, strategy):
 
 def _without_seq(rows: list[tuple]) -> list[tuple]:
     return [r[1:] for r in rows]
+
+
+def test_fleet_upgrades_many_and_refuses_flags_it_does_not_run(tmp_path):
+    first, second = long_workspace(tmp_path / "a" / "ws"), long_workspace(tmp_path / "b" / "ws")
+    run = invoke("fleet", str(first), str(second), "-j", "1", "--", "upgrade", "--strategy", "native")
+    assert run.code == 0, run.stderr
+    records = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    assert [r["result"]["status"] for r in records] == ["upgraded", "upgraded"]
+    assert all(r["result"]["strategy"] == "native" for r in records)
+    undo = invoke("fleet", str(first), "-j", "1", "--", "upgrade", "--undo")
+    assert undo.code == 0, undo.stderr
+    assert not (first / "history.db").exists()

@@ -173,6 +173,13 @@ def _history_check(ws: Workspace, o: HistoryCheckOptions) -> Plain:
     return Outcome(PROBLEMS if result.needs_attention else OK, to_plain(result))
 
 
+def _upgrade(ws: Workspace, o: Any) -> Plain:
+    from qwenmem.core.ops import upgrade
+
+    outcome = upgrade.run_undo(ws, o) if o.undo else upgrade.run(ws, o)
+    return Outcome(outcome.status, to_plain(outcome.data), outcome.warnings, outcome.errors, outcome.events)
+
+
 OPERATIONS: dict[str, Operation] = {
     op.name: op
     for op in (
@@ -187,6 +194,8 @@ OPERATIONS: dict[str, Operation] = {
                            "[--promote WHAT] [--no-embeddings] [--similarity X] [--max-shrink X] [--allow-shrink]",
                   _dream),
         Operation("history check", "history check [--deep]", _history_check),
+        Operation("upgrade", "upgrade [--strategy scroll|native] [--dry-run] [--undo] [--retention-days N]",
+                  _upgrade),
     )
 }
 
