@@ -208,6 +208,7 @@ def _run(ws: Workspace, settings: Settings, hook: Hook | None) -> UpgradeResult:
     _apply(ws, settings, result, plans, dialogs, db, agent_id, (fixed, trigger), now, (agent_bytes, new_agent),
            hook or (lambda _name: None))
     result.sessions = _reports(plans, others, "upgraded")
+    result.dialog = [_dialog_report(d) for d in dialogs]
     result.status = "upgraded"
     _warn_compacting(result)
     return result
