@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the project's own test fixtures into tests/fixtures/ (checked in; tests/test_fixtures_generated.py checks
+"""Write the project's own test fixtures into tests/fixtures/ (checked in; tests/project/test_fixtures_generated.py checks
 that this script still produces exactly those bytes).
 
     python scripts/make_fixtures.py            # rewrite tests/fixtures/

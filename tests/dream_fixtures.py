@@ -7,7 +7,7 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 MEMORY_SETS = FIXTURES / "memory"
 REAL_MEMORY = {

@@ -1,4 +1,4 @@
-"""Shared helpers of the tests/test_qwenpaw2_*.py files: the generated 2.x corpus and the fixture builder."""
+"""Shared helpers of the QwenPaw 2.x tests: the generated 2.x corpus and the fixture builder."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED
+from helpers import SHARED
 
 GEN2_CORPUS = SHARED / "corpus" / "generated" / "qwenpaw-2.2.2"
 GEN2_WS = GEN2_CORPUS / "root" / "workspaces" / "default"

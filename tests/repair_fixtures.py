@@ -10,7 +10,7 @@ import shutil
 import time
 from pathlib import Path
 
-from conftest import FIXTURE_SESSIONS, FIXTURES
+from helpers import FIXTURE_SESSIONS, FIXTURES
 
 ROLES = ("user", "assistant", "system")
 # cut off mid-write after 183 complete items (user 61 / assistant 91 / system 31), all marked "compressed"

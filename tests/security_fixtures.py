@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from conftest import REPO
+from helpers import REPO
 
 # Runs in a child: the interpreter lives under /root (unreadable to the user), so the child warms every import up
 # on a scratch copy first, then drops to the user with os.setgid/os.setuid and runs the real command lines.

@@ -1,4 +1,4 @@
-"""Shared by tests/test_upgrade*.py: a generated long 1.x workspace (compressed marks, a summary in 1.x's sections,
+"""Shared by tests/core/upgrade/: a generated long 1.x workspace (compressed marks, a summary in 1.x's sections,
 dialog/ offloads, tool turns, a registered chat and an orphan, an agent.json with a 1.x-only key) and corpus copies."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from conftest import SHARED
+from helpers import SHARED
 
 REAL = SHARED / "corpus" / "real"
 SUMMARY_1X = ("## Goal\n- Plan the Lisbon trip in May\n\n## Constraints & Preferences\n- Budget under 2000 EUR\n\n"

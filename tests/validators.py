@@ -20,7 +20,7 @@ AGENTSCOPE_VERSION = "2.0.10"
 AS2_VENV = Path(os.environ.get("QWENMEM_AS2_VENV") or "/tmp/as2-venv")
 AS2_PYTHON = AS2_VENV / "bin" / "python"
 REQUIRED = os.environ.get("QWENMEM_REQUIRE_VALIDATORS") == "1"
-MAKE_VENV = f"python3 bench/agentscope2_check.py --make-venv {AS2_VENV}"
+MAKE_VENV = f"python3 bench/peer/agentscope2_check.py --make-venv {AS2_VENV}"
 
 
 @functools.cache

@@ -18,12 +18,13 @@ def run(argv: list[str]) -> int:
     from qwenmem.cli import signals
     from qwenmem.cli.errors import ExitCode, exit_code
     from qwenmem.cli.runner import execute
+    from qwenmem.core import confine
     from qwenmem.core.events import recording
 
     signals.reset()
-    # this command line's own events (a link refused, a disk full), not the process's: a second run() in the same
-    # process starts from none (qwenmem.core.events)
-    with recording() as log:
+    # this command line's own events (a link refused, a disk full) and workspaces, not the process's: a second run()
+    # in the same process starts from none (qwenmem.core.events, qwenmem.core.confine)
+    with recording() as log, confine.scope():
         code = signals.finish(execute(typer.main.get_command(app), argv))  # Typer returns a Ctrl-C as a silent 130
     if code in (ExitCode.OK, ExitCode.PROBLEMS):
         return int(exit_code("ok" if code == ExitCode.OK else "problems", log.events))

@@ -1,6 +1,6 @@
 """The closed sets of option values, as enums, so that Typer validates them (a bad value is a usage error, exit 2)
 and `--help`, docs/cli.md and the completion scripts list them. The values are the core's own
-(tests/test_choices.py keeps each enum equal to the tuple the library checks against); commands pass `.value` on."""
+(tests/cli/test_choices.py keeps each enum equal to the tuple the library checks against); commands pass `.value` on."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ class Shell(StrEnum):  # completion.SHELLS
     FISH = "fish"
 
 
-class Job(StrEnum):  # cli/schedule.py JOBS
+class Job(StrEnum):  # cli/commands/schedule.py JOBS
     DREAM = "dream"
     DOCTOR = "doctor"
     SNAPSHOT = "snapshot"

@@ -1,20 +1,18 @@
-"""Shell completion scripts generated from the command tree (`qwenmem completions bash|zsh|fish`).
+"""Shell completion scripts generated from the command tree (the command: qwenmem/cli/commands/completions.py).
 
 The scripts are static (no Python start-up per <TAB>) for subcommands, options and option values; only agent ids
 and session keys are dynamic: they ask `qwenmem __complete agents|sessions [-w DIR] [--agent ID]`, which
 qwenmem/cli/completion_words.py answers without importing Typer's command tree or any model code.
-tests/test_completions.py fails when completions/ drifts from the app; tests/test_completions_shells.py drives
+tests/cli/test_completions.py fails when completions/ drifts from the app; tests/cli/test_completions_shells.py drives
 the three shells for real.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-
-from qwenmem.cli.choices import Shell
 
 if TYPE_CHECKING:
     import click
@@ -439,19 +437,3 @@ def _fish(tree: dict[str, Command]) -> str:
             else:
                 lines.append(f"complete -c qwenmem -n {cond} -a '{_kind_word(node.arg)}'")
     return "\n".join(lines) + "\n"
-
-
-def completions(ctx: typer.Context, shell: Annotated[Shell, typer.Argument(help="The shell to complete in.")]) -> None:
-    """Print a shell completion script: subcommands, options, option values, agent ids and session keys.
-
-    Examples:
-
-      qwenmem completions bash > ~/.local/share/bash-completion/completions/qwenmem
-
-      qwenmem completions zsh > ~/.zfunc/_qwenmem    # with fpath+=(~/.zfunc) before compinit
-
-      qwenmem completions fish > ~/.config/fish/completions/qwenmem.fish
-    """
-    import sys
-
-    sys.stdout.write(generate(shell.value, ctx.find_root().command))

@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING
 from qwenmem.core import errors as E
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from qwenmem.core.events import Events
+    from qwenmem.core.ops.outcome import Outcome
 
 
 class ExitCode(IntEnum):
@@ -63,19 +66,6 @@ def classify(exc: BaseException) -> tuple[ExitCode, str]:
     return ExitCode.PROBLEMS, "internal_error"
 
 
-#: how core/compaction names a session's failure in its report (one per session of a `compact --all` run)
-_COMPACTION_KINDS: dict[str, ExitCode] = {"llm": ExitCode.LLM, "changed": ExitCode.BUSY, "busy": ExitCode.BUSY}
-
-
-def exit_code_for_compaction_failures(kinds: list[str], sessions: int) -> ExitCode:
-    """A run where every session failed the same named way exits with that name (LLM 5, BUSY 4); any other mix
-    of failures is a partial success (1)."""
-    distinct = set(kinds)
-    if len(kinds) == sessions and len(distinct) == 1 and next(iter(distinct)) in _COMPACTION_KINDS:
-        return _COMPACTION_KINDS[next(iter(distinct))]
-    return ExitCode.PROBLEMS
-
-
 def exit_code(status: str, events: Events, named: ExitCode | None = None) -> ExitCode:
     """The one rule from what a run ended with to its exit code: a problem with its own name (`named`: BUSY, LLM,
     USAGE ...) keeps it; otherwise a run that went on past a full disk exits DISK_FULL, past a refused link
@@ -86,3 +76,9 @@ def exit_code(status: str, events: Events, named: ExitCode | None = None) -> Exi
     if events.disk_full:
         return ExitCode.DISK_FULL
     return ExitCode.UNSAFE_LINK if events.refused_links else code
+
+
+def outcome_exit_code(outcome: Outcome[Any]) -> ExitCode:
+    """A library operation's exit code (qwenmem.core.ops): its status, its named exit if it has one, its events."""
+    named = ExitCode[outcome.exit_as.upper()] if outcome.exit_as is not None else None
+    return exit_code(outcome.status, outcome.events, named)

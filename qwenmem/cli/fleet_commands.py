@@ -1,8 +1,9 @@
 """`qwenmem fleet … -- COMMAND [ARGS]`: the command line after `--`, parsed by the single-workspace CLI's own command.
 
 The words go through the Typer command `qwenmem COMMAND` is (the same flags, types, ranges, choices and the same
-flag rules), then become the frozen options of the fleet operation (qwenmem/core/fleet/operations.py). A flag the
-command takes but fleet does not run yet is refused by name, never dropped; -w/--agent are fleet's to choose, and
+flag rules), then become the frozen options of the fleet operation (qwenmem/core/fleet/operations.py), by the
+command's own `options_from` where it has one. A flag the command takes but fleet does not run is refused by name,
+never dropped; -w/--agent are fleet's to choose, and
 the output flags (--json, --format, --quiet) are taken and mean nothing: a fleet record is always JSON.
 """
 
@@ -13,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qwenmem.core.errors import UsageError
-from qwenmem.core.fleet.operations import (OPERATIONS, Command, CompactAllOptions, DoctorOptions, DreamOptions,
-                                           HistoryCheckOptions, ReindexOptions, RepairOptions)
+from qwenmem.core.fleet.operations import OPERATIONS, Command
 
 #: taken by every command, meaningless for a record (always JSON, written whatever --quiet says)
 OUTPUT_PARAMS = frozenset({"json_out", "output_format", "quiet"})
@@ -40,57 +40,51 @@ class Given:
             raise UsageError(f"fleet -- {self.name}: {flags}: not run by fleet{why}; run it per workspace "
                              f"(qwenmem -w WS {self.name} …)")
 
+    def refuse(self, refused: frozenset[str]) -> None:
+        self.only(self.typed - refused)
+
 
 def _compact(g: Given) -> Any:
-    from qwenmem.cli.compact import CHECK_FLEET_PARAMS, check_options
-    from qwenmem.core.ops import compact_check
+    from qwenmem.cli.commands.compact import options_from
 
-    p = g.params
-    compact_check.validate(p["session"], p["all_sessions"], p["prune"], p["prune_only"], p["force"])
-    if p["check"]:
-        g.only(CHECK_FLEET_PARAMS)
-        return check_options(p)
-    if not p["session"] and not p["all_sessions"]:
-        raise UsageError("name a session, or pass --all (see `qwenmem sessions list`)")
-    g.only(frozenset({"all_sessions", "dry_run", "summarizer", "longterm"}), " with compact --all yet")
-    return CompactAllOptions(dry_run=p["dry_run"], summarizer=str(p["summarizer"].value), longterm=p["longterm"])
+    return options_from(g.params)
 
 
 def _repair(g: Given) -> Any:
-    from qwenmem.cli.repair import repair_mode
+    from qwenmem.cli.commands.sessions.repair import FLEET_PARAMS, repair_options
 
-    p = g.params
-    mode = repair_mode(p["check"], p["dry_run"], bool(p["sessions"]), p["all_"])
-    g.only(frozenset({"check", "all_", "dry_run", "fix_tool_pairs", "from_backup", "convert_1x"}))
-    return RepairOptions(mode, p["fix_tool_pairs"], p["from_backup"], p["convert_1x"])
+    options = repair_options(g.params)  # the command's flag rules first, then what fleet does not run
+    g.only(FLEET_PARAMS)
+    return options
 
 
 def _reindex(g: Given) -> Any:
-    p = g.params
-    g.only(frozenset({"full", "sources", "recursive", "embedder", "model", "verify", "dry_run"}))
-    return ReindexOptions(full=p["full"], dry_run=p["dry_run"], embedder=p["embedder"].value if p["embedder"] else None,
-                          model=p["model"], sources=p["sources"], recursive=p["recursive"], verify=p["verify"])
+    from qwenmem.cli.commands.reindex import options_from
+
+    return options_from(g.params)
 
 
 def _dream(g: Given) -> Any:
-    p = g.params
-    if p["backup"] and not p["restore_flag"]:
-        raise UsageError(f"unexpected argument {p['backup']!r}: a backup name is only taken with --restore")
-    g.only(frozenset({"dry_run", "date", "mode", "keep", "promote", "embeddings", "similarity", "max_shrink",
-                      "allow_shrink"}))
-    return DreamOptions(dry_run=p["dry_run"], date=p["date"], mode=str(p["mode"].value), keep=p["keep"],
-                        promote=str(p["promote"].value), use_embeddings=p["embeddings"], similarity=p["similarity"],
-                        max_shrink=p["max_shrink"], allow_shrink=p["allow_shrink"])
+    from qwenmem.cli.commands.dream import RESTORE_PARAMS, options_from
+    from qwenmem.core.ops import dream
+
+    dream.validate(g.params["backup"], g.params["restore_flag"])
+    g.refuse(RESTORE_PARAMS | {"log_file"})  # a restore is a workspace's own undo; the log file is the run's
+    return options_from(g.params)
 
 
 def _history_check(g: Given) -> Any:
+    from qwenmem.core.ops import history_check
+
     g.only(frozenset({"deep"}))
-    return HistoryCheckOptions(deep=g.params["deep"])
+    return history_check.Options(deep=g.params["deep"])
 
 
 def _doctor(g: Given) -> Any:
+    from qwenmem.core.ops import doctor
+
     g.only(frozenset())
-    return DoctorOptions()
+    return doctor.Options()
 
 
 def _upgrade(g: Given) -> Any:

@@ -1,6 +1,6 @@
 """Rendering: Rich for people (stdout for data, stderr for everything else), a versioned JSON envelope for scripts.
 
-JSON envelope (`qwenmem_json` is its version, JSON_VERSION below; the shape is pinned by tests/test_json_contract.py):
+JSON envelope (`qwenmem_json` is its version, JSON_VERSION below; the shape is pinned by tests/contract/test_json_contract.py):
   {"qwenmem_json": int, "command": "sessions list", "status": "ok"|"problems"|"error",
    "result": <command-specific object or null>, "warnings": [str], "errors": [{"code": str, "message": str}]}
 Colour (`--color auto|always|never`): auto colours a terminal unless NO_COLOR is set or CLICOLOR=0;

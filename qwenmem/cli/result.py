@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from qwenmem.cli.errors import ExitCode, classify, exit_code
+from qwenmem.cli.errors import ExitCode, classify, outcome_exit_code
 
 if TYPE_CHECKING:
     from qwenmem.core.ops.outcome import Outcome
@@ -65,7 +65,7 @@ class CommandResult:
         command, quiet ...). Its exit code is errors.exit_code of the outcome, as fleet's record's is."""
         return cls(outcome.data, Status(outcome.status), warnings=list(outcome.warnings),
                    errors=[ErrorItem(e.code, e.message) for e in outcome.errors],
-                   exit_code=exit_code(outcome.status, outcome.events), **view)
+                   exit_code=outcome_exit_code(outcome), **view)
 
     @classmethod
     def failure(cls, exc: BaseException, command: str | None = None) -> CommandResult:

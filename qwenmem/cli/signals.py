@@ -4,7 +4,7 @@ The entry point (`qwenmem` script and `python -m qwenmem`, qwenmem/cli/entry.py)
 it imports anything heavy (Typer, the command modules), so a Ctrl-C in the first milliseconds is handled like any
 later one instead of printing a traceback from inside an import. Before that, from the first line of
 qwenmem/__main__.py and of entry.py on, a signal is only noted (with the C `_signal` module) and raised once these
-handlers are in place (tests/test_signals_startup.py signals at each import). What happens before the first line of qwenmem
+handlers are in place (tests/cli/test_signals_startup.py signals at each import). What happens before the first line of qwenmem
 runs (the interpreter's own start-up, ~40 ms on a loaded machine) is Python's; a launcher that blocks SIGINT and
 SIGTERM across exec closes that window too, since install() unblocks them once the handlers are in place.
 """

@@ -1,1 +1,1 @@
-"""The qwenmem library. Nothing here imports typer or rich (tests/test_architecture.py)."""
+"""The qwenmem library. Nothing here imports typer or rich (tests/project/test_architecture.py)."""

@@ -8,7 +8,10 @@ the final open is relative to a descriptor of the checked directory, a link swap
 redirect it.
 
 Workspaces register themselves (qwenmem.core.workspace.Workspace); a path under no registered workspace is opened
-normally.
+normally. The registry is the calling context's (a `contextvars` variable), and `scope()` gives one operation its
+own: a fleet worker that runs workspace after workspace confines each task's opens to that task's workspaces, never
+to one an earlier task opened (a workspace nested in another would otherwise take over its paths), and the list
+`root_for` scans does not grow with every workspace the process has seen.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import contextlib
 import errno
 import os
 import stat
-import threading
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
@@ -31,21 +34,42 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getat
 # on_new_dir(dir_fd, name, path): called for each directory parent_of creates
 NewDirHook = Callable[[int, str, Path], None]
 
-_roots: set[Path] = set()
-_lock = threading.Lock()
+# the workspaces of the calling context: immutable sets, replaced (never mutated) so a scope's reset restores its
+# caller's set exactly, and a thread or task of its own starts with none
+_roots: ContextVar[frozenset[Path]] = ContextVar("qwenmem_confined_roots", default=frozenset())
 
 
 def register_root(path: os.PathLike[str] | str) -> None:
-    """Confine every later open under `path` (an already resolved workspace directory) to it."""
-    with _lock:
-        _roots.add(Path(path))
+    """Confine every later open under `path` (an already resolved workspace directory) to it, in this context
+    until the innermost `scope()` around it ends (with none, for the rest of the context: a library caller's
+    thread keeps what it opened)."""
+    root = Path(path)
+    roots = _roots.get()
+    if root not in roots:
+        _roots.set(roots | {root})
+
+
+@contextlib.contextmanager
+def scope() -> Iterator[None]:
+    """One operation's workspaces: those registered inside are forgotten when it ends (those registered before
+    stay confined inside it). An entry point (a command line, a fleet task) runs in one."""
+    token = _roots.set(_roots.get())
+    try:
+        yield
+    finally:
+        _roots.reset(token)
+
+
+def registered_roots() -> frozenset[Path]:
+    """The workspaces opens are confined to here and now."""
+    return _roots.get()
 
 
 def root_for(path: os.PathLike[str] | str) -> Path | None:
     """The deepest registered workspace that lexically contains `path`, or None."""
     p = Path(os.path.abspath(path))
     best = None
-    for root in _roots:
+    for root in _roots.get():
         if (p == root or root in p.parents) and (best is None or len(root.parts) > len(best.parts)):
             best = root
     return best

@@ -18,25 +18,34 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, Final, Literal, TypedDict
 
+from qwenmem.core.history.check import FtsVerdict
+from qwenmem.core.history.state import HistoryStatus
 from qwenmem.core.errors import QwenmemError
 from qwenmem.core.workspace import Workspace, discover_workspace
 
 if TYPE_CHECKING:
     from qwenmem.core.settings import Settings
-    from qwenmem.core.settings2 import GenerationSummary
+    from qwenmem.core.settings2 import GenerationSummary, WorkspaceGeneration
 
-ATTENTION = "attention"  # exit 1: something is wrong or will go wrong
-NOTE = "note"  # worth knowing; nothing to do yet
+ATTENTION: Final = "attention"  # exit 1: something is wrong or will go wrong
+NOTE: Final = "note"  # worth knowing; nothing to do yet
 NEAR_THRESHOLD = 0.9  # a session at 90 % of the compaction threshold is "close"
 SHOWN_PER_KIND = 10  # session keys listed per finding (the counts are always complete)
 
 
+Level = Literal["attention", "note"]
+Area = Literal["sessions", "index", "dream", "storage", "schedule", "history", "temporaries", "workspace"]
+IndexState = Literal["missing", "ok", "stale", "damaged"]
+AgentHistoryStatus = Literal["not_applicable", HistoryStatus]
+TemporariesStatus = Literal["not_checked", "ok", "found"]  # not_checked: the agent could not be opened
+
+
 @dataclass
 class Finding:
-    level: str  # attention | note
-    area: str  # sessions | index | dream | storage | schedule | history | temporaries | workspace
+    level: Level
+    area: Area
     message: str
 
 
@@ -60,7 +69,7 @@ class SessionsHealth:
 
 @dataclass
 class IndexHealth:
-    state: str = "missing"  # missing | ok | stale | damaged
+    state: IndexState = "missing"
     generation: str | None = None
     built_at: str | None = None
     embedder: str | None = None  # model id, or None for a full-text-only index
@@ -98,20 +107,20 @@ class ScheduleHealth:
 
 @dataclass
 class HistoryHealth:
-    status: str = "not_applicable"  # not_applicable | ok | missing | corrupt | locked | unreadable | not_history
+    status: AgentHistoryStatus = "not_applicable"
     path: str | None = None
     size: int = 0
     rows: int | None = None
     sessions: int | None = None
     detail: str = ""
     integrity: str = "not checked"  # PRAGMA integrity_check: ok, or what it reported
-    fts: str = "not checked"  # the full-text table against the rows: ok | absent | disagrees
+    fts: FtsVerdict = "not checked"  # the full-text table against the rows
     findings: list[str] = field(default_factory=list)  # what `qwenmem history check` found
 
 
 @dataclass
 class TemporariesHealth:
-    status: str = "not_checked"  # ok | found (not_checked: the agent could not be opened)
+    status: TemporariesStatus = "not_checked"
     stale: list[str] = field(default_factory=list)
     bytes: int = 0
 
@@ -120,7 +129,7 @@ class TemporariesHealth:
 class AgentReport:
     agent: str | None
     workspace: str
-    generation: str = "unknown"
+    generation: WorkspaceGeneration = "unknown"
     error: str | None = None  # the agent could not be opened at all
     sessions: SessionsHealth = field(default_factory=SessionsHealth)
     index: IndexHealth = field(default_factory=IndexHealth)
@@ -251,7 +260,7 @@ def _threshold(ws: Workspace, settings: Settings, generation: str) -> int:
 
 
 def _generation(ws: Workspace, workspace_generation: Callable[[Workspace, int, int], GenerationSummary],
-                sessions: int) -> str:
+                sessions: int) -> WorkspaceGeneration:
     """From the marker files (history.db, file_store, ...); a workspace with only sessions is 1.x."""
     generation = workspace_generation(ws, 0, 0).generation
     return "1.x" if generation == "unknown" and sessions else generation
@@ -461,7 +470,7 @@ def _temporaries(ws: Workspace, report: AgentReport) -> None:
 
 
 def to_json(report: DoctorReport) -> dict[str, Any]:
-    """The `doctor --json` result (keys pinned by tests/test_json_contract.py)."""
+    """The `doctor --json` result (keys pinned by tests/contract/test_json_contract.py)."""
     from dataclasses import asdict
 
     doc = asdict(report)

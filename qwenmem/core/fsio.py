@@ -5,7 +5,7 @@ target (or link it to a new name), fsync the directory; every directory made on 
 before anything is put in it (`make_dirs`). Before replacing, the caller's snapshot of the target is compared with
 what is on disk now, so a concurrent writer (QwenPaw itself) is never overwritten. Stores that write their own
 temporaries (the snapshot objects, Whoosh's segments) publish them with `fsync_all` + `publish_file`, the same
-steps. tests/test_publish_trace.py checks every command's writes against this with strace.
+steps. tests/contract/test_publish_trace.py checks every command's writes against this with strace.
 """
 
 from __future__ import annotations

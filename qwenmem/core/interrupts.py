@@ -13,6 +13,8 @@ import signal
 import threading
 from typing import Iterator
 
+# Process state by nature, not a workspace's: a signal is delivered to the process. The depth is per thread; the
+# held signals are raised and cleared when the outermost deferred block ends.
 _state = threading.local()
 _pending: list[int] = []
 

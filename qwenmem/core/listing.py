@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+import functools
 import multiprocessing as mp
 import os
 import re
 from typing import TYPE_CHECKING, Any, Iterable, TypedDict
 
 from qwenmem.core.errors import UsageError
-from qwenmem.core.sessions import LoadedSession, SessionRef, backed_up_name, is_session_backup, iter_session_refs, load_session
+from qwenmem.core.session_model.model import Generation
+from qwenmem.core.sessions import Health, IdentitySource, LoadedSession, SessionRef, backed_up_name, is_session_backup, iter_session_refs, load_session
 from qwenmem.core.tokens import EstimateCounter, TokenCounter, get_counter, message_tokens
 from qwenmem.core.workspace import Workspace
 
 if TYPE_CHECKING:  # overview imports settings2 and the history reader: only when a listing is annotated
+    from qwenmem.core.history.keys import RowsKeySource
     from qwenmem.core.history.overview import ListingHistory
 
 SORT_KEYS = ("modified", "name", "size", "messages", "tokens", "health")
@@ -28,7 +31,7 @@ class BackupCopy(TypedDict):
     messages: int
     size: int
     modified: str | None
-    health: str
+    health: Health
     problems: list[str]
 
 
@@ -39,7 +42,7 @@ class SessionRow:
     channel: str | None
     user_id: str | None
     session_id: str | None
-    identity: str
+    identity: IdentitySource | RowsKeySource  # the file name and chats.json, or for 2.x the key history.db uses
     ambiguous: bool
     messages: int
     in_context: int
@@ -50,10 +53,10 @@ class SessionRow:
     modified: str | None
     first_timestamp: str | None
     last_timestamp: str | None
-    health: str
+    health: Health
     problems: list[str] = field(default_factory=list)
     stale_flat_copy: bool = False
-    generation: str | None = None  # "1.x" | "2.x" | None (not readable as a session)
+    generation: Generation | None = None  # None: not readable as a session
     history_rows: int | None = None  # rows of this session in history.db (2.x workspaces; None: no store/unknown)
     at_risk: list[str] = field(default_factory=list)  # 1.x files whose turns QwenPaw 2.x will not import
     backups: list[BackupCopy] = field(default_factory=list)  # this session's *.json.backup_* siblings
@@ -138,21 +141,21 @@ def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
 
 
 PARALLEL_MIN_FILES = 64
-_worker_counter: TokenCounter | None = None
 
 
-def _init_worker(counter_name: str, divisor: float) -> None:
-    global _worker_counter
+def _init_worker() -> None:
     from qwenmem.core.interrupts import quiet_worker_signals
 
     quiet_worker_signals()
-    _worker_counter = get_counter(counter_name, divisor)
 
 
-def _row_in_worker(ref: SessionRef) -> SessionRow:
-    if _worker_counter is None:
-        raise RuntimeError("_init_worker did not run in this worker")
-    return row_for(load_session(ref), _worker_counter)
+@functools.lru_cache(maxsize=2)  # a cache, not state: one counter per (name, divisor) in each pool worker process
+def _counter_in_worker(counter_name: str, divisor: float) -> TokenCounter:
+    return get_counter(counter_name, divisor)
+
+
+def _row_in_worker(counter_name: str, divisor: float, ref: SessionRef) -> SessionRow:
+    return row_for(load_session(ref), _counter_in_worker(counter_name, divisor))
 
 
 def _rows(refs: list[SessionRef], counter: TokenCounter) -> list[SessionRow]:
@@ -161,8 +164,8 @@ def _rows(refs: list[SessionRef], counter: TokenCounter) -> list[SessionRow]:
     if len(refs) < PARALLEL_MIN_FILES or workers < 2 or "fork" not in mp.get_all_start_methods():
         return [row_for(load_session(ref), counter) for ref in refs]
     spec = ("estimate", getattr(counter, "divisor", 4)) if isinstance(counter, EstimateCounter) else (counter.name, 4)
-    with mp.get_context("fork").Pool(workers, _init_worker, spec) as pool:
-        return pool.map(_row_in_worker, refs, chunksize=16)
+    with mp.get_context("fork").Pool(workers, _init_worker) as pool:
+        return pool.map(functools.partial(_row_in_worker, *spec), refs, chunksize=16)
 
 
 _DURATION = re.compile(r"^(\d+)\s*([smhdw])$")

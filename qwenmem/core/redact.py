@@ -22,6 +22,9 @@ SECRET_ENV_VARS = ("EMBEDDING_API_KEY", "OPENAI_API_KEY", "QWENMEM_LLM_API_KEY")
 SECRET_OPTIONS = ("--llm-api-key",)
 _PLACEHOLDERS = {"sk-no-key", "none", "null", "EMPTY"}  # what we pass when there is no key: nothing to hide
 
+# Process-wide on purpose: a secret stays masked in everything the process prints after it was read, whichever
+# workspace or thread prints it (a fleet worker's later records included). Forgetting one is the danger, keeping it
+# only masks more; the set is bounded by the keys configured.
 _secrets: set[str] = set()
 _lock = threading.Lock()
 

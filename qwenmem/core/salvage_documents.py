@@ -15,7 +15,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from qwenmem.core.jsonsafe import SESSION_DECODER
 from qwenmem.core.session_model.gen1_doc import SessionDoc, message_problems
@@ -113,6 +113,10 @@ def split_documents(text: str) -> Split:
     return Split(docs, garbage, stray_nul)
 
 
+# what became of a salvaged 1.x file's compressed summary: lost means it lay after the damage
+SummaryState = Literal["intact", "absent", "cut", "resynced", "lost"]
+
+
 @dataclass
 class Salvaged:
     """One document read as a session, as far as it goes."""
@@ -124,7 +128,7 @@ class Salvaged:
     partial_items: int = 0  # messages cut by the damage point (lost)
     resynced_items: int = 0  # messages recovered after the damage point
     damage_at: int | None = None
-    summary: str = "intact"  # intact | absent | cut | resynced
+    summary: SummaryState = "intact"
     filled_keys: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     rewrapped: str = ""  # where the messages of a value that was not a session were found

@@ -15,7 +15,7 @@ import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Final, Iterable, Iterator, Literal
 
 from qwenmem.core.errors import AmbiguousError, NotFoundError, UnsafePathError, WorkspaceError
 from qwenmem.core.fsio import Snapshot, read_with_snapshot
@@ -24,6 +24,7 @@ from qwenmem.core.session_names import candidates_text, loose_matches
 from qwenmem.core.session_model import GEN1, GEN2, Session, classify_document, read_document
 from qwenmem.core.session_model import gen2
 from qwenmem.core.session_model.detect import sniff_generation
+from qwenmem.core.session_model.model import Generation
 from qwenmem.core.session_model.gen1_doc import ROLES as ROLES
 from qwenmem.core.session_model.gen1_doc import Entry as Entry
 from qwenmem.core.session_model.gen1_doc import NotASessionError, session_from_obj
@@ -41,7 +42,10 @@ SANITIZE_RE = re.compile(r'[\\/:*?"<>|]')
 MAX_SESSION_BYTES = 256 * 1024 * 1024  # larger files are reported, not loaded
 LEGACY_WEIXIN_DIR = ".weixin-legacy"
 
-OK, WARNINGS, CORRUPT = "ok", "warnings", "corrupt"
+Health = Literal["ok", "warnings", "corrupt"]  # how a session file reads: as it is, with problems, or salvaged/not
+OK: Final = "ok"
+WARNINGS: Final = "warnings"
+CORRUPT: Final = "corrupt"
 
 
 def sanitize_filename(name: str) -> str:
@@ -61,6 +65,9 @@ class ChatSpec:
     chat_id: str = ""
 
 
+IdentitySource = Literal["chats.json", "filename", "filename (ambiguous)"]  # where a session's owner was read
+
+
 @dataclass
 class SessionRef:
     """Who a session file belongs to. `ambiguous` is set when the name could split more than one way."""
@@ -70,7 +77,7 @@ class SessionRef:
     channel: str | None
     user_id: str | None
     session_id: str | None
-    source: str  # "chats.json" | "filename" | "filename (ambiguous)"
+    source: IdentitySource
     alternatives: list[tuple[str, str]] = field(default_factory=list)
     stale_flat_copy: bool = False
     outside_workspace: bool = False  # a symlink that leads out of the workspace: listed, never read
@@ -303,7 +310,7 @@ class LoadedSession:
     size: int
     mtime: datetime | None
     session: SessionDoc | None
-    health: str
+    health: Health
     problems: list[str]
     salvaged: bool = False  # `session` was rebuilt from a damaged file, not parsed as-is
     lost_hint: str = ""
@@ -312,7 +319,7 @@ class LoadedSession:
     model: Session | None = None  # the generation-neutral view, built by as_model()
 
     @property
-    def generation(self) -> str | None:
+    def generation(self) -> Generation | None:
         return GEN2 if self.gen2_doc is not None else (GEN1 if self.session is not None else None)
 
     def as_model(self) -> Session | None:
@@ -457,7 +464,7 @@ def load_session(ref: SessionRef, keep_raw: bool = False) -> LoadedSession:
         return LoadedSession(ref, None, st.st_size, mtime, None, CORRUPT, [str(exc).split(": ", 1)[-1]])
     parsed = parse_any_session(data)
     session, problems, corrupt = parsed.session, parsed.problems, parsed.corrupt
-    health = CORRUPT if corrupt else (WARNINGS if problems else OK)
+    health: Health = CORRUPT if corrupt else (WARNINGS if problems else OK)
     salvaged = corrupt and (session is not None or parsed.gen2_doc is not None)
     return LoadedSession(ref, snap, len(data), mtime, session, health, problems, salvaged=salvaged,
                          raw=data if keep_raw else None, gen2_doc=parsed.gen2_doc)

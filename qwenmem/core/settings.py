@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field, fields
 from datetime import tzinfo
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Final, Literal, Mapping
 
 from qwenmem.core import redact
 from qwenmem.core.redact import mask_secret as mask_secret  # QwenPaw's _mask_key, one definition; re-exported
@@ -22,8 +22,9 @@ from qwenmem.core.workspace import Workspace, dict_at, is_file, read_json_file
 
 DEFAULT_MAX_INPUT_LENGTH = 131072
 
-CURRENT = "current"
-LEGACY = "legacy"
+ConfigLayout = Literal["current", "legacy"]  # which agent.json key layout holds the 1.x settings
+CURRENT: Final = "current"
+LEGACY: Final = "legacy"
 
 _LEGACY_KEYS = ("context_compact", "tool_result_compact", "memory_summary", "embedding_config", "max_input_length")
 _CURRENT_KEYS = ("light_context_config", "reme_light_memory_config", "context_manager_backend")
@@ -42,7 +43,7 @@ class EmbeddingConfig:
 
 @dataclass
 class Settings:
-    config_layout: str = CURRENT  # which agent.json key layout holds the settings: current | legacy
+    config_layout: ConfigLayout = CURRENT
     language: str = "zh"
     user_timezone: str | None = None
     active_provider: str | None = None

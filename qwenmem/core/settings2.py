@@ -10,14 +10,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, TypedDict
+from typing import Any, Final, Literal, Mapping, TypedDict
 
 from qwenmem.core.history.state import HistoryState, history_db_path
 from qwenmem.core.providers import ProviderModel, resolve_provider_model
 from qwenmem.core.settings import Settings
 from qwenmem.core.workspace import Workspace, read_json_file
 
-SCROLL, NATIVE, LIGHT = "scroll", "native", "light"
+ContextStrategy = Literal["scroll", "native", "light"]  # light: what a 1.x QwenPaw runs (LightContextManager)
+SCROLL: Final = "scroll"
+NATIVE: Final = "native"
+LIGHT: Final = "light"
+WorkspaceGeneration = Literal["1.x", "2.x", "mixed", "unknown"]
 _LC = ("running", "light_context_config")
 _SC = _LC + ("scroll_config",)
 _RM = ("running", "reme_light_memory_config")
@@ -51,7 +55,7 @@ def mask_secret(value: str) -> str:
 
 @dataclass
 class Gen2Settings:
-    strategy: str = SCROLL  # scroll | native; "light" for a 1.x agent.json (LightContextManager)
+    strategy: ContextStrategy = SCROLL  # "light" for a 1.x agent.json
     strategy_source: str = "default"
     scroll: dict[str, Any] = field(default_factory=lambda: dict(SCROLL_DEFAULTS))
     scroll_sources: dict[str, str] = field(default_factory=dict)
@@ -118,7 +122,7 @@ def load_gen2_settings(ws: Workspace, agent_doc: dict[str, Any] | None = None, e
 
 @dataclass
 class GenerationSummary:
-    generation: str  # "1.x" | "2.x" | "mixed" | "unknown"
+    generation: WorkspaceGeneration
     files_1x: int
     files_2x: int
     markers: list[str]
@@ -133,6 +137,7 @@ def workspace_generation(ws: Workspace, files_1x: int, files_2x: int) -> Generat
     markers2 = [m for m in GEN2_MARKERS if os.path.lexists(ws.path / m)]
     markers1 = [m for m in GEN1_MARKERS if os.path.lexists(ws.path / m)]
     is2 = bool(markers2) or files_2x > 0
+    gen: WorkspaceGeneration
     if is2 and files_1x:
         gen = "mixed"
     elif is2:

@@ -74,9 +74,13 @@ class SnapshotInfo:
     skipped: list[str] = field(default_factory=list)
 
 
+SnapshotCreateStatus = Literal["created", "dry-run"]
+SnapshotRestoreStatus = Literal["restored", "unchanged", "dry-run"]
+
+
 @dataclass
 class CreateResult:
-    status: str  # created | dry-run
+    status: SnapshotCreateStatus
     snapshot: SnapshotInfo
     same_as: str | None  # the newest earlier snapshot with the identical tree, if any
     pruned: list[str] = field(default_factory=list)
@@ -87,7 +91,7 @@ class CreateResult:
 
 @dataclass
 class RestoreResult:
-    status: str  # restored | unchanged | dry-run
+    status: SnapshotRestoreStatus
     restored_from: str
     undo_snapshot: str | None  # restore this to undo
     created: list[str] = field(default_factory=list)

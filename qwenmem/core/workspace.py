@@ -1,6 +1,6 @@
 """Finding the workspace, and keeping every path we touch inside it.
 
-Precedence (tests/test_workspace.py pins it):
+Precedence (tests/core/test_workspace.py pins it):
   1. --workspace/-w DIR
   2. $QWENMEM_WORKSPACE
   3. QwenPaw's own root: $QWENPAW_WORKING_DIR, then $COPAW_WORKING_DIR, then ~/.copaw if it exists, else ~/.qwenpaw

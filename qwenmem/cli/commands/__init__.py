@@ -7,12 +7,11 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from qwenmem.cli import (compact, completion, demo, doctor, dream, fleet, history, info, reindex, repair, restore,
-                             runner, schedule, search, sessions, snapshot)
+    from qwenmem.cli import runner
+    from qwenmem.cli.commands import (compact, completions, demo, doctor, dream, fleet, history, info, reindex,
+                                      schedule, search, sessions, snapshot, upgrade)
 
-    repair.register(sessions.app)
-    restore.register(sessions.app)
-    app.add_typer(sessions.app, name="sessions")
+    sessions.register(app)
     compact.register(app)
     search.register(app)
     reindex.register(app)
@@ -23,8 +22,6 @@ def register(app: typer.Typer) -> None:
     runner.command(app, "doctor")(doctor.doctor)
     runner.command(app, "demo")(demo.demo)
     runner.command(app, "schedule")(schedule.schedule)
-    runner.command(app, "completions")(completion.completions)
-    from qwenmem.cli.commands import upgrade
-
+    runner.command(app, "completions")(completions.completions)
     runner.command(app, "upgrade")(upgrade.upgrade)
     fleet.register(app)

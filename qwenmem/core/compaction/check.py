@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from qwenmem.core.jsonsafe import copy_json
 from qwenmem.core.compaction.context import CompactRun
@@ -14,7 +14,8 @@ from qwenmem.core.compaction.threshold import Budget, Plan, compute_budget, plan
 from qwenmem.core.compaction.tiers import (Tier1Detail, Tier2Detail, Tier3Detail, TierReport, tier1_not_reported,
                                            tier2_not_reported, tier3_not_reported)
 from qwenmem.core.errors import WorkspaceError
-from qwenmem.core.sessions import CORRUPT, LoadedSession, SessionDoc, Entry, SessionRef, load_session
+from qwenmem.core.settings import ConfigLayout
+from qwenmem.core.sessions import CORRUPT, Health, LoadedSession, SessionDoc, Entry, SessionRef, load_session
 from qwenmem.core.settings import Settings
 from qwenmem.core.tokens import message_tokens, tool_output_tokens
 from qwenmem.core.workspace import Workspace
@@ -44,7 +45,7 @@ class CheckReport:
     key: str
     path: str
     generation: str  # the QwenPaw generation whose rules checked the file: always 1.x here
-    config_layout: str  # agent.json key layout the settings came from: current | legacy
+    config_layout: ConfigLayout  # agent.json key layout the settings came from
     tokenizer: str
     tokens: Tokens
     budget: Budget
@@ -60,18 +61,21 @@ class CheckReport:
     fallback: str = ""
     prunable_outputs: int = 0
     tokens_after_prune: int = 0
-    health: str = "ok"
+    health: Health = "ok"
     problems: list[str] = field(default_factory=list)
 
 
 PARTIAL = "partial"  # error_kind of a session that was written although part of the work could not be done
 
 
+CompactStatus = Literal["compacted", "pruned", "unchanged", "dry-run", "skipped", "failed"]
+
+
 @dataclass
 class CompactReport:
     key: str
     path: str
-    status: str  # compacted | pruned | unchanged | dry-run | skipped | failed
+    status: CompactStatus
     check: CheckReport | Check2Report | None = None
     tier1: TierReport[Tier1Detail] = field(default_factory=tier1_not_reported)
     tier2: TierReport[Tier2Detail] = field(default_factory=tier2_not_reported)

@@ -19,7 +19,7 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 MARKER = "<<<TRUNCATED>>>"
 SLACK_BYTES = 100
@@ -58,12 +58,15 @@ class Offload:
     text: str
 
 
+PruneKind = Literal["truncated", "re-truncated"]  # a tool output cut for the first time, or cut again shorter
+
+
 @dataclass
 class PruneChange:
     message_id: str
     tool_id: str
     tool_name: str
-    kind: str  # "truncated" | "re-truncated"
+    kind: PruneKind
     bytes_before: int
     bytes_after: int
     offload: str = ""  # the file that holds the full text ("" for a re-cut)
@@ -116,7 +119,7 @@ class _Pruner:
     def __init__(self, workspace: Path, limits: PruneLimits, result: PruneResult):
         self.workspace, self.limits, self.result = workspace, limits, result
 
-    def text(self, text: str, max_bytes: int) -> tuple[str, str, str]:
+    def text(self, text: str, max_bytes: int) -> tuple[str, PruneKind | Literal[""], str]:
         """(new text, kind, offload path); kind is "" when nothing changed."""
         if not text:
             return text, "", ""
@@ -142,7 +145,7 @@ class _Pruner:
             read_from = 1  # QwenPaw adds no notice here (single-line output); we always do
         return kept + notice(total_lines, 1, max_bytes, str(path), read_from), "truncated", str(path)
 
-    def _recut(self, text: str, max_bytes: int) -> tuple[str, str, str]:
+    def _recut(self, text: str, max_bytes: int) -> tuple[str, PruneKind | Literal[""], str]:
         head, _, old = text.partition(MARKER)
         if len(head.encode("utf-8")) <= max_bytes + SLACK_BYTES:
             return text, "", ""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from qwenmem.core.settings import CURRENT, LEGACY
+from qwenmem.core.settings import CURRENT, LEGACY, ConfigLayout
 from qwenmem.core.tokens import TokenCounter
 
 LEGACY_KEEP_RECENT = 3  # QWENPAW_MEMORY_COMPACT_KEEP_RECENT default, used by the Q@PRE fallback
@@ -23,7 +23,7 @@ LEGACY_KEEP_RECENT = 3  # QWENPAW_MEMORY_COMPACT_KEEP_RECENT default, used by th
 
 @dataclass(frozen=True)
 class Budget:
-    config_layout: str  # agent.json key layout: current | legacy (each has its own formula)
+    config_layout: ConfigLayout  # each has its own formula
     max_input_length: int
     threshold_ratio: float
     reserve_ratio: float
@@ -36,7 +36,7 @@ class Budget:
     blocked: str = ""  # why compaction can never trigger with these numbers ("" when it can)
 
 
-def compute_budget(config_layout: str, max_input_length: int, threshold_ratio: float, reserve_ratio: float,
+def compute_budget(config_layout: ConfigLayout, max_input_length: int, threshold_ratio: float, reserve_ratio: float,
                    sys_prompt: str, summary: str, counter: TokenCounter) -> Budget:
     threshold = int(max_input_length * threshold_ratio)
     reserve = int(max_input_length * reserve_ratio)

@@ -1,6 +1,6 @@
 """What each tier of one compaction reports, typed: `TierReport.detail` is one of these dataclasses.
 
-Their fields are the keys of the tier's `detail` object in `compact --json` (pinned by tests/test_compact_cli.py and
+Their fields are the keys of the tier's `detail` object in `compact --json` (pinned by tests/cli/test_compact_cli.py and
 the 2.x compaction tests), so a field is renamed only with a `qwenmem_json` bump.
 """
 

@@ -7,7 +7,7 @@ import os
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
 from qwenmem.core.jsonsafe import copy_json
 from qwenmem.core.compaction.context import CompactRun
@@ -18,6 +18,7 @@ from qwenmem.core.compaction2.prompt import FixedPart, RequestValues, not_known_
 from qwenmem.core.compaction2.tokens import ZERO, Size, message_size, summary_size, tokens_of
 from qwenmem.core.errors import UsageError, WorkspaceError
 from qwenmem.core.session_model import gen2
+from qwenmem.core.session_model.model import Generation
 from qwenmem.core.sessions import CORRUPT, LoadedSession, SessionRef
 from qwenmem.core.settings import Settings
 from qwenmem.core.settings2 import Gen2Settings
@@ -26,7 +27,9 @@ from qwenmem.core.workspace import Workspace
 __all__ = ["NATIVE", "SCROLL", "Check2Options", "Check2Report", "Terms", "check_gen2", "check_gen2_loaded",
            "check_ref", "file_strategy", "history_index", "is_gen2_file", "reply_id_of", "state_of"]
 
-NATIVE, SCROLL = "native", "scroll"
+FileStrategy = Literal["scroll", "native"]  # how a 2.x session file was compacted (spec §4.1)
+NATIVE: Final = "native"
+SCROLL: Final = "scroll"
 
 
 @dataclass
@@ -47,8 +50,8 @@ class Terms:
 class Check2Report:
     key: str
     path: str
-    generation: str
-    strategy: str
+    generation: Generation  # always 2.x here
+    strategy: FileStrategy
     strategy_source: str
     context_size: int
     context_source: str
@@ -76,7 +79,7 @@ class Check2Report:
     artifacts_expiring: int = 0  # ... older than offload_retention_days: QwenPaw deletes them at the next close
 
 
-def file_strategy(doc: dict[str, Any], configured: str) -> tuple[str, str]:
+def file_strategy(doc: dict[str, Any], configured: str) -> tuple[FileStrategy, str]:
     """Scroll writes `agent.scroll` whenever it is wired; a file without it was compacted natively (QwenPaw falls
     back to native silently when scroll wiring fails, spec §4.1)."""
     has_scroll = isinstance(gen2.agent_of(doc).get("scroll"), dict)  # type: ignore[union-attr]

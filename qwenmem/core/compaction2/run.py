@@ -29,7 +29,7 @@ from qwenmem.core.compaction.context import CompactRun
 from qwenmem.core.compaction.tiers import (Gen2Decision, LongtermDetail, NativeDetail, PruneDetail, ScrollDetail,
                                            TierReport)
 from qwenmem.core.compaction2 import native
-from qwenmem.core.compaction2.check import (NATIVE, Check2Report, check_gen2, file_strategy, fixed_parts,
+from qwenmem.core.compaction2.check import (NATIVE, Check2Report, FileStrategy, check_gen2, file_strategy, fixed_parts,
                                             reply_id_of, state_of)
 from qwenmem.core.compaction2.dialog import DialogPlan, missing_from_dialog, plan_dialog, write_dialog
 from qwenmem.core.compaction2.evict import HistoryIndex
@@ -79,7 +79,7 @@ class _Session2:
     state: dict[str, Any]
     context: list[Any]  # a copy of state.context (tier 1 cuts it in place)
     summary: Any
-    strategy: str
+    strategy: FileStrategy
     fixed: Size
     pruned: PruneOutcome = field(default_factory=PruneOutcome)
     history_unwritable: str = ""  # why history.db rows could not be written (a lock held past the busy timeout)

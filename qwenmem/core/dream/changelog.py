@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
 from qwenmem.core import confine, redact
 from qwenmem.core.fsio import append_durably
@@ -14,17 +14,21 @@ CHANGELOG_NAME = "dream_changelog.jsonl"
 CHANGELOG_VERSION = 1
 
 # Actions, in the words of QwenPaw's dream protocol plus what qwenmem adds.
-REMOVED = "removed"  # an exact/normalized/near duplicate, or an entry the LLM dropped
-MERGED = "merged"  # folded into a longer entry that says the same and more
-REPLACED = "replaced"  # a newer fact from the daily log supersedes the entry it contradicts
-ADDED = "added"  # promoted from the daily log
-FLAGGED = "flagged"  # looks like a contradiction inside MEMORY.md; left for a human
-RESTORED = "restored"
+REMOVED: Final = "removed"  # an exact/normalized/near duplicate, or an entry the LLM dropped
+MERGED: Final = "merged"  # folded into a longer entry that says the same and more
+REPLACED: Final = "replaced"  # a newer fact from the daily log supersedes the entry it contradicts
+ADDED: Final = "added"  # promoted from the daily log
+FLAGGED: Final = "flagged"  # looks like a contradiction inside MEMORY.md; left for a human
+RESTORED: Final = "restored"
+
+
+# "changed": an LLM rewrite's change under an action word it was not given
+ChangeAction = Literal["removed", "merged", "replaced", "added", "flagged", "restored", "changed"]
 
 
 @dataclass
 class Change:
-    action: str
+    action: ChangeAction
     reason: str
     old: str | None = None  # the affected lines, as they were
     new: str | None = None  # what took their place (None for a removal)
@@ -33,12 +37,17 @@ class Change:
     similarity: float | None = None
 
 
+DreamMode = Literal["deterministic", "llm"]
+ChangelogKind = Literal["dream", "restore"]
+ChangelogMode = Literal[DreamMode, "restore"]
+
+
 @dataclass
 class ChangelogEntry:
     time: str
     run_id: str
-    kind: str  # "dream" or "restore"
-    mode: str  # "deterministic", "llm" or "restore"
+    kind: ChangelogKind
+    mode: ChangelogMode
     memory: str
     backup: str | None
     sha256_before: str

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from qwenmem.core.dream.changelog import FLAGGED, MERGED, REMOVED, Change
+from qwenmem.core.dream.changelog import FLAGGED, MERGED, REMOVED, Change, ChangeAction
 from qwenmem.core.dream.embedder import TextEmbedder
 from qwenmem.core.dream.evidence import keys_agree, negations, restates, same_subject, values_differ
 from qwenmem.core.dream.markdown import _ITEM, MemoryDoc
@@ -107,7 +107,7 @@ class _Run:
         parts = [self.line_text(n) for n in range(item.start, item.end) if n not in self.removed_lines]
         return "\n".join(p for p in parts if p)
 
-    def drop(self, i: int, keeper: int, action: str, reason: str, similarity: float | None = None) -> None:
+    def drop(self, i: int, keeper: int, action: ChangeAction, reason: str, similarity: float | None = None) -> None:
         doc = self.doc
         self.removed[i] = Change(action, reason, old=_describe(doc, i), new=None, line=doc.items[i].start + 1,
                                  section=_section_title(doc, i), similarity=similarity)
@@ -164,7 +164,7 @@ def _long_enough(key: str, latin_min: int = 16, cjk_min: int = 8) -> bool:
 
 def _near_duplicates(doc: MemoryDoc, embedder: TextEmbedder, threshold: float, keys: dict[int, str], raw: dict[int, str],
                      removed: dict[int, Change], flagged: list[Change],
-                     drop: Callable[[int, int, str, str, float | None], None]) -> None:
+                     drop: Callable[[int, int, ChangeAction, str, float | None], None]) -> None:
     candidates = [i for i in range(len(doc.items)) if doc.items[i].parent is None and keys[i]
                   and not doc.items[i].children and i not in removed]
     if len(candidates) < 2 or len(candidates) > MAX_PAIRWISE:

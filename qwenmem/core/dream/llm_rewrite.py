@@ -10,7 +10,7 @@ import json
 import re
 from typing import TYPE_CHECKING, overload
 
-from qwenmem.core.dream.changelog import Change
+from qwenmem.core.dream.changelog import Change, ChangeAction
 from qwenmem.core.dream.markdown import _front_matter_length, split_lines
 from qwenmem.core.errors import ValidationError
 from qwenmem.core.surrogates import without_surrogates
@@ -18,7 +18,7 @@ from qwenmem.core.surrogates import without_surrogates
 if TYPE_CHECKING:
     from qwenmem.core.llm import ChatClient
 
-ACTIONS = ("removed", "merged", "replaced", "added")
+ACTIONS: dict[str, ChangeAction] = {"removed": "removed", "merged": "merged", "replaced": "replaced", "added": "added"}
 
 SYSTEM_PROMPT = (
     "You are the Dream Memory Organizer for an assistant's long-term memory file MEMORY.md. You consolidate it "
@@ -103,7 +103,7 @@ def parse_reply(reply: str) -> tuple[str, list[Change]]:
         old, new = c.get("old"), c.get("new")
         old = "\n".join(map(str, old)) if isinstance(old, list) else (str(old) if old else None)
         new = "\n".join(map(str, new)) if isinstance(new, list) else (str(new) if new else None)
-        changes.append(Change(action if action in ACTIONS else "changed", _clean(str(c.get("reason") or "(no reason given)")),
+        changes.append(Change(ACTIONS.get(action, "changed"), _clean(str(c.get("reason") or "(no reason given)")),
                               old=_clean(old), new=_clean(new)))
     return doc["memory_md"], changes
 

@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Literal
 
 from qwenmem.core.dream import backups
-from qwenmem.core.dream.changelog import RESTORED, Change, ChangelogEntry, append_entry
+from qwenmem.core.dream.changelog import RESTORED, Change, ChangelogEntry, DreamMode, append_entry
 from qwenmem.core.dream.consolidate import consolidate
 from qwenmem.core.dream.embedder import TextEmbedder
 from qwenmem.core.dream.promote import PROMOTE_MODES
@@ -51,10 +51,14 @@ class DreamOptions:
     checkpoint: Callable[[str], None] | None = None
 
 
+DreamStatus = Literal["changed", "unchanged", "dry-run"]
+DreamRestoreStatus = Literal["restored", "unchanged", "dry-run"]
+
+
 @dataclass
 class DreamResult:
-    status: str  # "changed", "unchanged" or "dry-run"
-    mode: str  # "deterministic" or "llm"
+    status: DreamStatus
+    mode: DreamMode
     date: str
     memory: str
     daily_log: str | None
@@ -84,7 +88,7 @@ class DreamResult:
 
 @dataclass
 class RestoreResult:
-    status: str  # "restored", "unchanged" or "dry-run"
+    status: DreamRestoreStatus
     memory: str
     restored_from: str
     backup: str | None

@@ -7,7 +7,9 @@ because it stops a task at its timeout and survives a worker that dies (the stan
 from __future__ import annotations
 
 import concurrent.futures as cf
-from typing import Any, Protocol
+import os
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 from qwenmem.core.errors import UsageError
 from qwenmem.core.fleet.operations import Command
@@ -121,3 +123,26 @@ class DaskEngine:
 
     def close(self, cancel: bool = False) -> None:
         self._client.close()  # type: ignore[no-untyped-call]  # distributed is not annotated
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Where `qwenmem fleet` runs its tasks (--engine, --jobs, --scheduler, --timeout), with the CLI's defaults;
+    the flag rules are checked when the options are made, before any workspace is looked for."""
+
+    engine: Literal["local", "dask"] = "local"
+    jobs: int | None = None  # local worker processes; None: the CPU count
+    scheduler: str | None = None  # the Dask scheduler's address, tcp://HOST:8786
+    timeout: float | None = None  # seconds one workspace may take; None: no limit
+
+    def __post_init__(self) -> None:
+        if self.engine == "dask" and not self.scheduler:
+            raise UsageError("--engine dask needs --scheduler tcp://HOST:8786 (an existing cluster)")
+        if self.scheduler and self.engine != "dask":
+            raise UsageError("--scheduler is for --engine dask")
+
+    def start(self) -> Engine:
+        if self.engine == "dask":
+            assert self.scheduler is not None  # refused when made
+            return DaskEngine(self.scheduler, self.timeout)
+        return LocalEngine(self.jobs or os.cpu_count() or 1, self.timeout)

@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any
 
+from qwenmem.core import confine
 from qwenmem.core.errors import BusyError, ChangedUnderneathError, QwenmemError
 from qwenmem.core.events import Events, recording
 from qwenmem.core.fleet.operations import OPERATIONS, Command
@@ -35,7 +36,8 @@ def run_task(target: Target, command: Command) -> dict[str, Any]:
     from qwenmem.core.workspace import discover_workspace
 
     start = time.monotonic()
-    with recording() as log:  # this workspace's events only: a worker runs many, one after another
+    # this workspace's events and confinement only: a worker runs many, one after another
+    with recording() as log, confine.scope():
         try:
             ws = discover_workspace(target.path, target.agent)
             outcome = OPERATIONS[command.name].run(ws, command.options)
@@ -46,7 +48,8 @@ def run_task(target: Target, command: Command) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - one workspace's internal error is its record, not the run's end
             return failure(ERROR, "internal", f"{type(exc).__name__}: {exc}", time.monotonic() - start, log.events)
     return {"status": outcome.status, "result": outcome.data, "warnings": list(outcome.warnings), "error": None,
-            "seconds": round(time.monotonic() - start, 3), "events": plain_events(log.events)}
+            "seconds": round(time.monotonic() - start, 3), "events": plain_events(log.events),
+            "exit_as": outcome.exit_as}
 
 
 def run_task_within(target: Target, command: Command, timeout: float | None) -> dict[str, Any]:

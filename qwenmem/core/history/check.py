@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
 from qwenmem.core.history.state import HistoryState, history_state
 from qwenmem.core.history.store import SQLITE_ERRORS, TABLE, HistoryError, HistoryReader, confine_store, open_history
@@ -32,14 +32,19 @@ RECALL_TOOLS = ("recall_history_python", "recall_history")  # stored, but kept o
 JSON_COLUMNS = ("tool_input", "blocks", "metadata")
 SIZE_WARNING = 1 << 30  # QwenPaw warns once history.db + -wal reach 1 GiB (spec §3.5)
 EXAMPLES = 5
-PROBLEM, NOTICE = "problem", "notice"
+Severity = Literal["problem", "notice"]  # problem: QwenPaw loses or hides something; notice: nothing is wrong
+PROBLEM: Final = "problem"
+NOTICE: Final = "notice"
+FindingCode = Literal["integrity", "fts_missing", "fts_stale", "fts_content", "fts_absent", "bad_json",
+                      "dangling_eviction", "dangling_persisted", "placeholder_rows", "size", "retention",
+                      "quarantined", "unreadable"]
+FtsVerdict = Literal["ok", "absent", "disagrees", "not checked"]  # the full-text table against the rows
 
 
 @dataclass
 class Finding:
-    code: str  # integrity | fts_missing | fts_stale | fts_content | fts_absent | bad_json | dangling_eviction
-    #            | dangling_persisted | placeholder_rows | size | retention | quarantined | unreadable
-    severity: str  # problem: QwenPaw loses or hides something; notice: worth knowing, nothing is wrong
+    code: FindingCode
+    severity: Severity
     message: str
     count: int = 0
     examples: list[str] = field(default_factory=list)
@@ -50,7 +55,7 @@ class HistoryCheck:
     path: str
     state: HistoryState
     integrity: str = "not checked"  # "ok", or what integrity_check reported
-    fts: str = "not checked"  # ok | absent | disagrees | not checked
+    fts: FtsVerdict = "not checked"
     deep: bool = False
     findings: list[Finding] = field(default_factory=list)
 

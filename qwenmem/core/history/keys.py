@@ -23,16 +23,19 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
-CHATS_JSON, SCROLL_INDEX, FILENAME = "chats.json", "scroll.index.session_id", "filename"
+RowsKeySource = Literal["chats.json", "scroll.index.session_id", "filename", "unknown"]  # where the key was read
+CHATS_JSON: Final = "chats.json"
+SCROLL_INDEX: Final = "scroll.index.session_id"
+FILENAME: Final = "filename"
 SYNC_PREFIX = "sync:"
 
 
 @dataclass(frozen=True)
 class RowsKey:
     session_id: str | None  # the history.db session_id of the file's rows; None when nothing names it
-    source: str  # CHATS_JSON | SCROLL_INDEX | FILENAME | "unknown"
+    source: RowsKeySource
     certain: bool  # chats.json or the scroll index: QwenPaw's own key. A file-name guess is never acted on.
     aliases: tuple[str, ...] = ()
 
@@ -86,6 +89,7 @@ def rows_key(ref: Any, doc: Any, store_ids: Collection[str] | None = None) -> Ro
     name = ref.path.name
     stem = name[:-5] if name.endswith(".json") else name
     embedded, indexed = embedded_session_id(doc), index_session_id(doc)
+    source: RowsKeySource
     if ref.source == CHATS_JSON and ref.session_id:
         primary, source = ref.session_id, CHATS_JSON
     elif indexed:

@@ -13,6 +13,7 @@ import sqlite3
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final, Literal
 
 from qwenmem.core.errors import BusyError, NotFoundError, QwenmemError, WorkspaceError
 from qwenmem.core.fsio import exclusive_lock, fsync_all, fsync_dir
@@ -22,7 +23,11 @@ from qwenmem.core.history.state import history_state
 from qwenmem.core.history.store import TABLE, confine_store
 from qwenmem.core.workspace import Workspace
 
-MERGED, REBUILT, CREATED, NOTHING = "merged", "rebuilt", "created", "nothing to salvage"
+SalvageAction = Literal["merged", "rebuilt", "created", "nothing to salvage"]
+MERGED: Final = "merged"
+REBUILT: Final = "rebuilt"
+CREATED: Final = "created"
+NOTHING: Final = "nothing to salvage"
 
 
 def live_history_path(ws: Workspace) -> Path:
@@ -55,7 +60,7 @@ class SourceReport:
 @dataclass
 class SalvageResult:
     live: str
-    action: str  # merged | rebuilt | created | nothing to salvage
+    action: SalvageAction
     dry_run: bool
     sources: list[SourceReport] = field(default_factory=list)
     inserted: int = 0

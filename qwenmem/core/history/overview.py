@@ -10,13 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from qwenmem.core.history.keys import CHATS_JSON, FILENAME, SCROLL_INDEX
 from qwenmem.core.history.rows import parse_timestamp
 from qwenmem.core.history.state import HistoryState, history_state, quarantined_siblings
 from qwenmem.core.history.store import HistoryError, open_history
 from qwenmem.core.workspace import Workspace
+
+if TYPE_CHECKING:  # settings2 imports the history reader
+    from qwenmem.core.settings2 import ContextStrategy
 
 CERTAIN = (CHATS_JSON, SCROLL_INDEX)
 UNREGISTERED = "unregistered in chats.json: QwenPaw 2.x never imports its turns into history.db"
@@ -34,7 +37,7 @@ class HistoryOnly:
 @dataclass
 class ListingHistory:
     generation: Any  # settings2.GenerationSummary
-    strategy: str
+    strategy: ContextStrategy
     history: HistoryState
     history_only: list[HistoryOnly] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

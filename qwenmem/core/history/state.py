@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
-from qwenmem.core.history.store import CORRUPT, LOCKED, MISSING, HistoryError, confine_store, open_history
+from qwenmem.core.history.store import CORRUPT, LOCKED, MISSING, HistoryError, HistoryProblem, confine_store, open_history
 
 DEFAULT_DB_FILENAME = "history.db"
-OK = "ok"
+OK: Final = "ok"
+HistoryStatus = Literal["ok", HistoryProblem]
 _QUARANTINE = re.compile(r"\.corrupt-\d{8}T\d{6}$")
 
 
@@ -39,7 +40,7 @@ class HistoryState:
     rows: int | None = None
     sessions: int | None = None
     user_version: int | None = None
-    status: str = MISSING  # ok | corrupt | locked | unreadable | not_history | missing
+    status: HistoryStatus = MISSING
     detail: str = ""
     via_copy: bool = False
     quarantined: list[str] = field(default_factory=list)

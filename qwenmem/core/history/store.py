@@ -31,7 +31,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
 from qwenmem.core.history.rows import COLUMNS, HistoryRow
 
@@ -42,19 +42,24 @@ SIDECARS = ("-wal", "-shm", "-journal")  # SQLite opens these beside the databas
 SQLITE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, UnicodeDecodeError)
 _OPEN_ERRORS: tuple[type[Exception], ...] = (*SQLITE_ERRORS, OSError)
 BUSY_TIMEOUT_S = 2.0
-MISSING, CORRUPT, LOCKED, UNREADABLE, NOT_HISTORY = "missing", "corrupt", "locked", "unreadable", "not_history"
+HistoryProblem = Literal["missing", "corrupt", "locked", "unreadable", "not_history"]  # why a store cannot be read
+MISSING: Final = "missing"
+CORRUPT: Final = "corrupt"
+LOCKED: Final = "locked"
+UNREADABLE: Final = "unreadable"
+NOT_HISTORY: Final = "not_history"
 TABLE = "conversation_history"
 
 
 class HistoryError(Exception):
-    """history.db cannot be read. `kind` is one of missing / corrupt / locked / unreadable / not_history."""
+    """history.db cannot be read, and why (`kind`)."""
 
-    def __init__(self, path: Path, kind: str, detail: str):
+    def __init__(self, path: Path, kind: HistoryProblem, detail: str):
         super().__init__(f"{path}: {detail}")
         self.path, self.kind, self.detail = path, kind, detail
 
 
-def classify(exc: BaseException) -> str:
+def classify(exc: BaseException) -> HistoryProblem:
     text = str(exc).lower()
     if "locked" in text or "busy" in text:
         return LOCKED

@@ -2,7 +2,7 @@
 
 Why: `import sentence_transformers` alone costs ~5 s in a cold process (environment.md §3), which would
 blow the 3 s budget of a hybrid query. A query is a handful of tokens, so numpy + the Rust `tokenizers`
-package + safetensors answer it in well under a second with the same weights. tests/test_index_embedders.py
+package + safetensors answer it in well under a second with the same weights. tests/core/index/test_index_embedders.py
 checks the vectors against sentence-transformers itself.
 """
 

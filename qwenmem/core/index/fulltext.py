@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from pathlib import Path
@@ -48,7 +49,7 @@ def clone(previous: Path, directory: Path) -> Any:
 def write(ix: Any, remove_paths: set[str], add: list[dict[str, Any]], progress: Callable[[int], None] | None = None
           ) -> None:
     """Our writer (whoosh_writer.py: the same index, ~3x faster); QWENMEM_FULLTEXT_WRITER=whoosh uses Whoosh's
-    own, for bench/fulltext_build.py's side-by-side run."""
+    own, for bench/speed/fulltext_build.py's side-by-side run."""
     if os.environ.get("QWENMEM_FULLTEXT_WRITER", "").strip().lower() == "whoosh":
         _whoosh_write(ix, remove_paths, add, progress)
         return
@@ -89,19 +90,20 @@ def build_query(text: str) -> Any:
     return Or([Term("text", t) for t in terms] + singles + [Phrase("text", p, boost=2.0) for p in phrases])
 
 
-_OPEN: dict[str, Any] = {}
-
-
 def _open(directory: Path) -> Any:
-    """One open index per generation directory per process (generations are immutable once published)."""
+    return _open_index(str(directory))
+
+
+# A cache, not state: a generation directory is immutable once published, so its open index is a pure function of
+# the path; bounded, so a fleet worker that searches workspace after workspace keeps only the last few open.
+@functools.lru_cache(maxsize=8)
+def _open_index(directory: str) -> Any:
+    """One open index per generation directory per process."""
     from whoosh.filedb.filestore import FileStorage
 
-    key = str(directory)
-    if key not in _OPEN:
-        # Without mmap: Whoosh's mmap path copies each sub-file of the compound segment into a BytesIO on
-        # open (~130 ms for a 10k-chunk index); plain seeks read only what the query touches.
-        _OPEN[key] = FileStorage(key, supports_mmap=False).open_index()
-    return _OPEN[key]
+    # Without mmap: Whoosh's mmap path copies each sub-file of the compound segment into a BytesIO on
+    # open (~130 ms for a 10k-chunk index); plain seeks read only what the query touches.
+    return FileStorage(directory, supports_mmap=False).open_index()
 
 
 def search(directory: Path, text: str, limit: int, paths: set[str] | None = None) -> list[tuple[str, float]]:

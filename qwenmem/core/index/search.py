@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import Any, Iterator
+from typing import Any, Iterator, Literal
 
 from qwenmem.core.errors import BusyError, UsageError
 from qwenmem.core.index import fulltext, store
@@ -36,8 +36,12 @@ from qwenmem.core.index.analysis import IS_CJK, query_terms, spans
 from qwenmem.core.surrogates import without_surrogates
 from qwenmem.core.index.sources import discover, file_date
 
-MODES = ("hybrid", "text", "vector")
-FUSIONS = ("weighted", "rrf", "reme")
+SearchMode = Literal["hybrid", "text", "vector"]
+Fusion = Literal["weighted", "rrf", "reme"]
+MODES: tuple[SearchMode, ...] = ("hybrid", "text", "vector")
+FUSIONS: tuple[Fusion, ...] = ("weighted", "rrf", "reme")
+_MODE_WORDS: dict[str, SearchMode] = {m: m for m in MODES}  # a checked argument, as its word
+_FUSION_WORDS: dict[str, Fusion] = {f: f for f in FUSIONS}
 RRF_K = 60
 # The assistant weights vectors 0.7. On LoCoMo (bench/RESULTS.md "search-quality") z-score fusion at 0.7 let the
 # vector side pull recall@10 below BM25 alone with MiniLM, while 0.5 beat both components with MiniLM and with
@@ -83,8 +87,8 @@ class SearchHit:
 @dataclass
 class SearchResult:
     query: str
-    mode: str
-    fusion: str
+    mode: SearchMode
+    fusion: Fusion
     hits: list[SearchHit]
     embedder: str | None
     generation: str | None
@@ -136,14 +140,15 @@ def search(ws: Any, settings: Any, query: str, *, mode: str = "hybrid", fusion: 
            tags: list[str] | None = None, vector_weight: float = DEFAULT_VECTOR_WEIGHT,
            candidates: int | None = None, auto_reindex: bool = True, progress: Any = None) -> SearchResult:
     query, since_d, until_d = _checked(query, mode, fusion, vector_weight, since, until)
+    known_mode, known_fusion = _MODE_WORDS[mode], _FUSION_WORDS[fusion]
     max_results = max(1, min(int(max_results), 1000))
     notices: list[str] = []
     reindexed, damaged = _ensure_fresh(ws, settings, auto_reindex, notices, progress)
     gen = store.current_generation(ws)
     if gen is None:
-        return SearchResult(query, mode, fusion, [], None, None, notices + ["the index is empty"], reindexed)
+        return SearchResult(query, known_mode, known_fusion, [], None, None, notices + ["the index is empty"], reindexed)
     if damaged:  # --no-reindex, or another process holds the index lock: reading it would fail halfway
-        return SearchResult(query, mode, fusion, [], None, gen.name, notices, reindexed)
+        return SearchResult(query, known_mode, known_fusion, [], None, gen.name, notices, reindexed)
     manifest = store.Manifest.load(gen)
     assert manifest is not None  # _ensure_fresh found the generation usable
     # Text mode needs no chunk table: Whoosh stores each hit's path, lines and text.
@@ -211,7 +216,7 @@ def search(ws: Any, settings: Any, query: str, *, mode: str = "hybrid", fusion: 
     docs = fulltext.stored_docs(gen / "fulltext", [cid for cid, _ in ranked])
     hits = _hits(ranked, docs, set(query_terms(query)[0]), text_scores, vector_scores, mode,
                  has_vectors=cos_all is not None, files=manifest.files, match_scores=absolute)
-    return SearchResult(query, mode, fusion, hits, embedder_id, gen.name, notices, reindexed)
+    return SearchResult(query, known_mode, known_fusion, hits, embedder_id, gen.name, notices, reindexed)
 
 
 def ranking_scores(order: list[str], fused: dict[str, float], absolute: dict[str, float],

@@ -16,7 +16,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 from qwenmem.core.errors import UsageError, WorkspaceError
 from qwenmem.core.fsio import read_with_snapshot
@@ -37,11 +37,14 @@ class SkippedSource(Exception):
     """A source file that is listed in the manifest (so it does not look stale) but not indexed, and why."""
 
 
+SourceKind = Literal["memory", "dialog", "sessions"]  # which of the indexed areas a file belongs to
+
+
 @dataclass
 class SourceFile:
     path: Path
     rel: str
-    kind: str  # memory | dialog | sessions
+    kind: SourceKind
     size: int
     mtime_ns: int
     outside: bool = False  # reached through a symlink that leaves the workspace: listed, never read
@@ -78,7 +81,7 @@ class _Found:
         except (OSError, RuntimeError):  # a symlink loop
             return False
 
-    def add(self, p: Path, kind: str, gen2: bool = False) -> None:
+    def add(self, p: Path, kind: SourceKind, gen2: bool = False) -> None:
         # About one lstat per file (search runs this on every query to spot a stale index). Files are keyed by
         # inode, so MEMORY.md and memory.md on a case-insensitive filesystem, or a link to a file we index
         # anyway, count once. A link (of the file or of a directory above it) that leaves the workspace is

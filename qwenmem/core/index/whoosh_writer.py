@@ -8,7 +8,7 @@ through Token objects. Here:
     document), so the external sort is gone;
   * field lengths are read once per document from the new segment, not once per posting;
   * the text field's postings come straight from analysis.spans, with the positions CJKIdentifierTokenizer gives
-    and the bytes Whoosh's Positions format writes (tests/test_index_fulltext_writer.py compares every posting,
+    and the bytes Whoosh's Positions format writes (tests/core/index/test_index_fulltext_writer.py compares every posting,
     stored field and length with Whoosh's own writer, and the ranking of queries);
   * posting blocks are not zlib-compressed (the level is recorded per block, so readers of either kind agree):
     compression cost more time than it saved in reading them back.
@@ -159,6 +159,7 @@ def _write_term(fw: Any, btext: bytes, postings: list[tuple[int, float, bytes | 
     fw._tindex.add(pack_ushort(fw._fieldid) + btext, info + pack_long(startoffset) + pack_int(extent))
 
 
+# memo tables of pure functions of their key (capped: a cache, not state; nothing else reads them)
 _ENCODED: dict[tuple[int, ...], bytes] = {}
 
 

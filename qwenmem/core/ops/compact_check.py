@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from qwenmem.core.errors import UsageError
 from qwenmem.core.events import recording
+from qwenmem.core.settings import ConfigLayout
 from qwenmem.core.ops.outcome import Outcome
 from qwenmem.core.workspace import Workspace
+
+TokenizerName = Literal["estimate", "o200k", "cl100k"]  # qwenmem.core.tokens.TOKENIZERS
+Summarizer = Literal["auto", "llm", "extractive"]  # qwenmem.core.compaction.options.SUMMARIZERS
 
 
 @dataclass(frozen=True)
@@ -23,8 +27,8 @@ class Options:
     max_input_length: int | None = None
     threshold_ratio: float | None = None
     reserve_ratio: float | None = None
-    tokenizer: str = "estimate"  # estimate | o200k | cl100k
-    summarizer: str = "auto"  # auto | llm | extractive
+    tokenizer: TokenizerName = "estimate"
+    summarizer: Summarizer = "auto"
     prune: bool = True
     prune_only: bool = False
     longterm: bool | None = None
@@ -52,7 +56,7 @@ class CompactCheckResult:
     """`compact --check --json` result."""
 
     workspace: str
-    config_layout: str  # agent.json key layout: current | legacy
+    config_layout: ConfigLayout  # agent.json key layout
     sessions: list[Any]  # CheckReport (1.x) | Check2Report (2.x)
 
 

@@ -4,6 +4,7 @@ diagnosis; imports nothing from qwenmem)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 OK = "ok"
 TRAILING_GARBAGE = "trailing_garbage"
@@ -24,16 +25,19 @@ CLASSES = (OK, TRAILING_GARBAGE, CONCATENATED, TRUNCATED, DAMAGED, EMPTY, BOM, I
            NOT_A_SESSION, INCOMPLETE_STATE, BROKEN_MESSAGES, ORPHAN_TOOL_PAIRS, DUPLICATE_IDS)
 
 
+AlternativeKind = Literal["document", "garbage"]  # a whole other document, or stray text
+
+
 @dataclass
 class Alternative:
     """A document or stray text that the repair does not keep; it goes to quarantine."""
 
-    kind: str  # "document" | "garbage"
+    kind: AlternativeKind
     start: int
     end: int
     messages: int
     text: str
 
 
-def alternative(kind: str, start: int, end: int, messages: int, text: str) -> Alternative:
+def alternative(kind: AlternativeKind, start: int, end: int, messages: int, text: str) -> Alternative:
     return Alternative(kind, start, end, messages, text[start:end])

@@ -10,6 +10,8 @@ from qwenmem.core.repair import fixes, gen2
 from qwenmem.core.repair.documents import WS, WS_NUL, Salvaged, pick_best, salvage_document, split_documents
 from qwenmem.core.repair.encoding import decode_counting, replace_surrogates_noted
 from qwenmem.core.repair.strict import strict_load_bytes_problems
+from qwenmem.core.salvage_documents import SummaryState
+from qwenmem.core.session_model.model import Generation
 from qwenmem.core.repair.classes import (  # noqa: F401  (re-exported: the names callers import from here)
     BOM, BROKEN_MESSAGES, CLASSES, CONCATENATED, DAMAGED, DUPLICATE_IDS, EMPTY, INCOMPLETE_STATE, INVALID_UTF8,
     LONE_SURROGATES, NOT_A_SESSION, OK, ORPHAN_TOOL_PAIRS, TRAILING_GARBAGE, TRUNCATED, Alternative, alternative)
@@ -26,14 +28,14 @@ class Diagnosis:
     messages_lost: int = 0
     messages_removed: int = 0
     messages_added: int = 0
-    summary: str = "intact"
+    summary: SummaryState = "intact"
     replacements: dict[str, int] = field(default_factory=dict)
     actions: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)  # repairs that need a flag
     notes: list[str] = field(default_factory=list)
     removed: list[fixes.Removal] = field(default_factory=list)
     alternatives: list[Alternative] = field(default_factory=list)
-    generation: str = "1.x"
+    generation: Generation = "1.x"
     violations: list[str] = field(default_factory=list)  # 2.x: what AgentState validation rejects, per message
     check_bytes: Callable[[bytes], list[str]] | None = None  # 2.x: validation of the bytes to write
     messages_moved: int = 0  # 2.x: messages whose every block moved into the message it belongs to

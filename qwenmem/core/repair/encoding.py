@@ -18,6 +18,8 @@ from qwenmem.core.surrogates import REPLACEMENT, fix_surrogates
 
 BOM = b"\xef\xbb\xbf"
 _HANDLER = "qwenmem-counting"
+# one decode's scratch, per thread: a codec error handler gets no argument to carry it, so decode_counting resets
+# it before the decode and reads it right after (nothing survives one call)
 _state = threading.local()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Literal
 from pathlib import Path
 
 from qwenmem.core import confine
@@ -15,18 +16,21 @@ from qwenmem.core.workspace import Workspace
 MAX_EVIDENCE_BYTES = 256 * 1024 * 1024
 
 
+EvidenceKind = Literal["backup", "copy", "quarantine", "dialog"]  # where an earlier copy of a session was found
+
+
 @dataclass
 class Evidence:
     path: str  # workspace-relative
-    kind: str  # backup | copy | quarantine | dialog
+    kind: EvidenceKind
     messages: int
     newest: str  # newest message timestamp
     usable: bool  # a session can be rebuilt from it (backup/copy/quarantine only)
     classes: list[str]
 
 
-def _session_candidates(ws: Workspace, path: Path) -> list[tuple[Path, str]]:
-    out: list[tuple[Path, str]] = []
+def _session_candidates(ws: Workspace, path: Path) -> list[tuple[Path, EvidenceKind]]:
+    out: list[tuple[Path, EvidenceKind]] = []
     parent, name = path.parent, path.name
     try:
         for entry in sorted(os.scandir(parent), key=lambda e: e.name):

@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from qwenmem.core import confine
 from qwenmem.core.errors import WorkspaceError
@@ -35,10 +35,13 @@ def _plain(obj: Any) -> Any:
     raise TypeError(type(obj).__name__)
 
 
+QuarantineKind = Literal["repair", "restore"]  # the run that kept the originals (RunInfo.kind reads it back)
+
+
 @dataclass
 class QuarantineRun:
     ws: Workspace
-    kind: str  # "repair" | "restore"
+    kind: QuarantineKind
     run_id: str = field(default_factory=timestamp_slug)
     entries: list[dict[str, Any]] = field(default_factory=list)
     created: str = field(default_factory=lambda: datetime.now().astimezone().isoformat(timespec="seconds"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal
 
 from qwenmem.core import confine
 from qwenmem.core.errors import AmbiguousError, ChangedUnderneathError, NotFoundError
@@ -14,11 +14,14 @@ from qwenmem.core.safety import replace_preserving
 from qwenmem.core.workspace import Workspace
 
 
+RestoredStatus = Literal["restored", "would_restore", "unchanged", "changed"]
+
+
 @dataclass
 class RestoredFile:
     path: str
     source: str  # workspace-relative path of the quarantined original
-    status: str  # restored | would_restore | unchanged | changed
+    status: RestoredStatus
     kept_current: str | None = None  # where the file we replaced went
 
 

@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Final, Literal
 
 from qwenmem.core.confine import read_bytes
 from qwenmem.core.errors import ChangedUnderneathError, UsageError, WorkspaceError
@@ -18,10 +18,15 @@ from qwenmem.core.repair.evidence import Evidence, best_usable, find_evidence
 from qwenmem.core.repair.quarantine import QuarantineRun, sha256
 from qwenmem.core.repair.strict import strict_load_bytes_problems
 from qwenmem.core.safety import replace_preserving
+from qwenmem.core.salvage_documents import SummaryState
+from qwenmem.core.session_model.model import Generation
 from qwenmem.core.sessions import MAX_SESSION_BYTES, SessionDoc, SessionRef
 from qwenmem.core.workspace import Workspace
 
-CHECK, DRY_RUN, REPAIR = "check", "dry-run", "repair"
+RepairMode = Literal["check", "dry-run", "repair"]
+CHECK: Final = "check"
+DRY_RUN: Final = "dry-run"
+REPAIR: Final = "repair"
 BeforeWrite = Callable[[Path], None]
 Checkpoint = Callable[[str], None]
 # what `run_repair(checkpoint=...)` is called with, in order, for each file it writes ("locked" once per run):
@@ -30,19 +35,22 @@ STEPS = ("locked", "alternatives", "quarantined", "replaced", "recorded")
 ATTENTION = ("needs_repair", "would_repair", "unrecoverable", "needs_flag", "changed", "busy", "error")
 
 
+RepairFileStatus = Literal["ok", "warning", "needs_repair", "would_repair", "repaired", "unrecoverable", "needs_flag",
+                           "changed", "busy", "error"]
+
+
 @dataclass
 class FileReport:
     path: str
     key: str
     classes: list[str]
-    status: str  # ok | warning | needs_repair | would_repair | repaired | unrecoverable | needs_flag | changed | busy
-    # | error
+    status: RepairFileStatus
     messages_found: int = 0
     messages_intact: int = 0
     messages_lost: int = 0
     messages_removed: int = 0
     messages_added: int = 0
-    summary: str = "intact"
+    summary: SummaryState = "intact"
     replacements: dict[str, int] = field(default_factory=dict)
     actions: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
@@ -52,14 +60,14 @@ class FileReport:
     quarantined: str | None = None  # workspace-relative copy of the original bytes
     original_sha256: str = ""
     result_sha256: str | None = None
-    generation: str | None = None  # "1.x" | "2.x" (None: not a session of either)
+    generation: Generation | None = None  # None: not a session of either
     violations: list[str] = field(default_factory=list)  # 2.x: what QwenPaw's AgentState validation rejects
 
 
 @dataclass
 class RepairRun:
     workspace: str
-    mode: str
+    mode: RepairMode
     files: list[FileReport]
     run_id: str | None = None
     quarantine: str | None = None
@@ -128,7 +136,7 @@ def _plan_from_evidence(ws: Workspace, source: Path, fix_tool_pairs: bool) -> tu
     return (d.new_bytes if d.new_bytes is not None else data), d
 
 
-def run_repair(ws: Workspace, refs: list[SessionRef], mode: str = CHECK, fix_tool_pairs: bool = False,
+def run_repair(ws: Workspace, refs: list[SessionRef], mode: RepairMode = CHECK, fix_tool_pairs: bool = False,
                from_backup: bool = False, from_file: Path | None = None,
                before_write: BeforeWrite | None = None, checkpoint: Checkpoint | None = None,
                convert_gen1: bool = False) -> RepairRun:
@@ -247,7 +255,7 @@ def _convert(d: Diagnosis, data: bytes) -> bool:
     return True
 
 
-def _one(ws: Workspace, ref: SessionRef, mode: str, fix_tool_pairs: bool, from_backup: bool, from_file: Path | None,
+def _one(ws: Workspace, ref: SessionRef, mode: RepairMode, fix_tool_pairs: bool, from_backup: bool, from_file: Path | None,
          run: QuarantineRun | None, before_write: BeforeWrite | None, read: tuple[bytes, Snapshot] | None = None,
          settled: bool = False, gen2_ws: bool = False, checkpoint: Checkpoint = _no_checkpoint,
          convert: bool = False) -> FileReport:

@@ -1,6 +1,6 @@
 """One session model for every QwenPaw generation, with a reader and a writer per generation.
 
-Layers (each imports only the ones above it; tests/test_qwenpaw2_architecture.py enforces it):
+Layers (each imports only the ones above it; tests/project/test_qwenpaw2_architecture.py enforces it):
 
   codec.py   bytes <-> JSON document, exactly as QwenPaw serialises (imports nothing from qwenmem)
   model.py   the generation-neutral view: Session, Message, Block (imports nothing from qwenmem)

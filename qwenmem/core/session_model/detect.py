@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
+from typing import Any, Final
 
 from qwenmem.core.confine import NotRegularFileError, open_regular
 from qwenmem.core.errors import QwenmemError
 from qwenmem.core.session_model import gen1, gen2
 from qwenmem.core.session_model.model import Session
 
-GEN1, GEN2 = gen1.GEN1, gen2.GEN2
+GEN1: Final = gen1.GEN1
+GEN2: Final = gen2.GEN2
 
 
 def classify_document(doc: Any) -> str | None:

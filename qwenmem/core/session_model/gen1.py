@@ -4,12 +4,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from qwenmem.core.session_model._blocks import normalize_content
 from qwenmem.core.session_model.model import Message, Session
 
-GEN1 = "1.x"
+GEN1: Final = "1.x"
 
 
 def memory_holder(doc: Any) -> tuple[dict[str, Any], str] | None:

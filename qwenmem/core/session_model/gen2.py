@@ -10,12 +10,12 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, Final, TypedDict
 
 from qwenmem.core.session_model._blocks import flatten_output, normalize_content
 from qwenmem.core.session_model.model import DATA, TEXT, Message, ScrollState, Session
 
-GEN2 = "2.x"
+GEN2: Final = "2.x"
 SCROLL_MEMORY_TAG = "scroll_memory"
 ROLES = ("user", "assistant", "system")
 # AgentScope 2.0 validates blocks by role (agentscope/message/_base.py L32-47): QwenPaw refuses to load otherwise.

@@ -8,7 +8,7 @@ the original document. The normalised fields are what commands show and what `--
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 # Block types after normalisation. 1.x `tool_use` is a `tool_call`; 1.x image/audio/video/file are `data`.
 TEXT, THINKING, HINT, TOOL_CALL, TOOL_RESULT, DATA, OTHER = (
@@ -103,16 +103,20 @@ class ScrollState:
         return sorted(spans)
 
 
+Generation = Literal["1.x", "2.x"]  # the QwenPaw generation whose format a session file is in
+SummaryKind = Literal["compressed_summary", "native", ""]  # "": none
+
+
 @dataclass
 class Session:
     """One session document of either generation. `doc` is the whole top-level JSON object, untouched."""
 
-    generation: str  # "1.x" | "2.x"
+    generation: Generation
     doc: dict[str, Any]
     layout: str  # 1.x: "agent" | "memory" (QwenPaw's unit-test shape); 2.x: "agent"
     messages: list[Message]
     summary: str = ""  # 1.x _compressed_summary, or 2.x native state.summary as text
-    summary_kind: str = ""  # "compressed_summary" | "native" | "" (none)
+    summary_kind: SummaryKind = ""
     session_id: str | None = None  # 2.x state.session_id
     scroll: ScrollState | None = None
     mode_state: dict[str, Any] | None = None

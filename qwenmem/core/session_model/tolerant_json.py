@@ -1,5 +1,5 @@
 """A tolerant JSON parse that keeps every complete value of a damaged document. The bottom layer of the session
-packages: imports nothing from qwenmem (tests/test_qwenpaw2_architecture.py).
+packages: imports nothing from qwenmem (tests/project/test_qwenpaw2_architecture.py).
 
 `json.JSONDecoder.raw_decode` alone recovers nothing from a truncated file (the outer object never closes), so a
 truncated container is walked by hand, while every complete sub-value is still decoded by the C decoder.

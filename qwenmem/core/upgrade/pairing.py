@@ -3,7 +3,7 @@
 load finds nothing to change: a tool call that no result answers (a 1.x turn interrupted mid-call) leaves the live
 context with the messages that answer it in part. Its rows stay in history.db: nothing leaves the record.
 Only the pairing pass is ported (the block-level passes before it find nothing in a converted 1.x context);
-tests/test_upgrade_qwenpaw.py checks that QwenPaw's own load then dumps the file unchanged.
+tests/core/upgrade/test_upgrade_qwenpaw.py checks that QwenPaw's own load then dumps the file unchanged.
 """
 
 from __future__ import annotations
