@@ -59,7 +59,7 @@ def fleet(
     """Run one maintenance command over many workspaces, in a local process pool or on a Dask cluster.
 
     Inputs are QwenPaw roots (every agent in each), agent workspaces, directories holding them, or a list
-    (--from). Commands: doctor, sessions repair, compact, reindex, dream and history check, called through the core library operations called in-process, not a qwenmem process per workspace.
+    (--from). Commands: doctor, sessions repair, compact, reindex, dream, history check and upgrade, called through the core library operations called in-process, not a qwenmem process per workspace.
     A busy workspace is retried with backoff; a failing one never stops the rest. Exit 1 if any workspace had
     problems.
 
