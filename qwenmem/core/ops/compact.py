@@ -5,13 +5,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from qwenmem.core.errors import UsageError
 from qwenmem.core.events import recording
 from qwenmem.core.ops import compact_check
-from qwenmem.core.ops.compact_check import Summarizer, TokenizerName
 from qwenmem.core.ops.outcome import CodedError, ExitAs, Outcome, Status
 from qwenmem.core.workspace import Workspace
 
@@ -22,28 +21,11 @@ NAMED_FAILURES: dict[str, ExitAs] = {"llm": "llm", "changed": "busy", "busy": "b
 
 
 @dataclass(frozen=True)
-class Options:
+class Options(compact_check.Options):
     """Every flag of `qwenmem compact` but --check and the output's (--quiet, --json, --format), with the CLI's
-    defaults; the flag rules are checked when the options are made."""
+    defaults: a check's flags (one list, qwenmem.core.ops.compact_check.Options) and the LLM's. The flag rules are
+    checked when the options are made."""
 
-    session: str | None = None  # one session (key, file name, path or id); None: --all
-    all_sessions: bool = False
-    force: bool = False
-    dry_run: bool = False
-    max_input_length: int | None = None
-    threshold_ratio: float | None = None
-    reserve_ratio: float | None = None
-    tokenizer: TokenizerName = "estimate"
-    summarizer: Summarizer = "auto"
-    prune: bool = True
-    prune_only: bool = False
-    longterm: bool | None = None
-    recent_n: int | None = None
-    old_max_bytes: int | None = None
-    recent_max_bytes: int | None = None
-    instruction: str = ""
-    system_tokens: int | None = None
-    tools_tokens: int | None = None
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: str | None = None
@@ -51,20 +33,14 @@ class Options:
     llm_retries: int | None = None
 
     def __post_init__(self) -> None:
-        compact_check.validate(self.session, self.all_sessions, self.prune, self.prune_only, self.force)
+        super().__post_init__()
         if not self.session and not self.all_sessions:
             raise UsageError("name a session, or pass --all (see `qwenmem sessions list`)")
 
     @property
     def check(self) -> compact_check.Options:
         """The same flags as a check's."""
-        return compact_check.Options(
-            session=self.session, all_sessions=self.all_sessions, force=self.force, dry_run=self.dry_run,
-            max_input_length=self.max_input_length, threshold_ratio=self.threshold_ratio,
-            reserve_ratio=self.reserve_ratio, tokenizer=self.tokenizer, summarizer=self.summarizer, prune=self.prune,
-            prune_only=self.prune_only, longterm=self.longterm, recent_n=self.recent_n,
-            old_max_bytes=self.old_max_bytes, recent_max_bytes=self.recent_max_bytes, instruction=self.instruction,
-            system_tokens=self.system_tokens, tools_tokens=self.tools_tokens)
+        return compact_check.Options(**{f.name: getattr(self, f.name) for f in fields(compact_check.Options)})
 
 
 @dataclass

@@ -111,7 +111,7 @@ def compact(
       QWENMEM_LLM_BASE_URL=http://localhost:8000/v1 QWENMEM_LLM_MODEL=qwen3 qwenmem compact --all --json
     """
     options = options_from(dict(locals()))
-    if isinstance(options, compact_check.Options):  # the library operation fleet runs too
+    if not isinstance(options, compact_op.Options):  # a check (compact_op.Options is a check's flags and more)
         checked = compact_check.run(open_workspace(ctx, workspace, agent), options)
         return CommandResult.of(checked, command="compact check",
                                 render=lambda: render.check(checked.data.sessions, detailed=bool(session)))
