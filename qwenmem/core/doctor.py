@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Final, Literal, TypedDict
 from qwenmem.core.history.check import FtsVerdict
 from qwenmem.core.history.state import HistoryStatus
 from qwenmem.core.errors import QwenmemError
-from qwenmem.core.workspace import Workspace, discover_workspace
+from qwenmem.core.workspace import Workspace, discover_workspace, is_qwenpaw_root, root_agent_ids
 
 if TYPE_CHECKING:
     from qwenmem.core.settings import Settings
@@ -165,15 +165,14 @@ class DoctorReport:
 
 def _targets(workspace: str | os.PathLike[str] | None, agent: str | None) -> tuple[Path, list[tuple[str, str | None]]]:
     """(root shown, [(path, agent) to open]). A root means every agent in it; an agent directory, or --agent, one."""
-    from qwenmem.core.fleet.targets import _is_root, agents_of_root
-
     if agent is not None:
         ws = discover_workspace(workspace, agent)
         return ws.root, [(str(ws.root), agent)]
     ws = discover_workspace(workspace, None)
     base = Path(workspace).expanduser() if workspace is not None else ws.root
-    if _is_root(base):
-        return base, [(t.path, t.agent) for t in agents_of_root(base)]
+    if is_qwenpaw_root(base):
+        agents: list[str | None] = [*root_agent_ids(base)]
+        return base, [(str(base), a) for a in agents or [None]]
     return ws.root, [(str(ws.path), None)]
 
 

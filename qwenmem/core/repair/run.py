@@ -11,7 +11,7 @@ from typing import Any, Callable, Final, Literal
 from qwenmem.core.confine import read_bytes
 from qwenmem.core.errors import ChangedUnderneathError, UsageError, WorkspaceError
 from qwenmem.core.fsio import Snapshot, atomic_write_bytes, exclusive_lock, read_with_snapshot
-from qwenmem.core.repair import busy
+from qwenmem.core import busy
 from qwenmem.core.repair.classes import EMPTY, NOT_A_SESSION
 from qwenmem.core.repair.diagnose import Diagnosis, diagnose
 from qwenmem.core.repair.evidence import Evidence, best_usable, find_evidence
