@@ -33,7 +33,7 @@ import builder  # noqa: E402  (tests/fixtures/qwenpaw2/builder.py: agent.json, s
 from bench._results import update_section  # noqa: E402
 
 from qwenmem.core.compaction.run import CompactOptions, compact_sessions  # noqa: E402
-from qwenmem.core.compaction2.check import Check2Options, check_ref  # noqa: E402
+from qwenmem.core.compaction.gen2.check import Check2Options, check_ref  # noqa: E402
 from qwenmem.core.sessions import iter_session_refs  # noqa: E402
 from qwenmem.core.settings import load_settings  # noqa: E402
 from qwenmem.core.settings2 import load_gen2_settings  # noqa: E402

@@ -149,14 +149,10 @@ def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     return packages
 
 
-# compaction and compaction2 become one package (issue 25, one home per generation); until then their circle stays
-AWAITING_ONE_HOME = [["qwenmem.core.compaction", "qwenmem.core.compaction2"]]
-
-
 def test_no_package_cycles_in_core():
     packages = package_graph(import_graph())
     assert "qwenmem.core.fsio" in packages["qwenmem.core.compaction"]
-    assert find_cycles(packages) == AWAITING_ONE_HOME
+    assert find_cycles(packages) == []
 
 
 def test_the_package_collapse_joins_modules_of_one_package():

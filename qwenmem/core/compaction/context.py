@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING
 
 from qwenmem.core.compaction.options import (Check2Options, CompactOptions, check_summarizer_choice,
                                              effective_numbers, prune_limits, settings_dir, summary_budget)
-from qwenmem.core.compaction.prune import PruneLimits
-from qwenmem.core.compaction.summarize import ExtractiveSummarizer, LLMSummarizer
+from qwenmem.core.compaction.gen1.prune import PruneLimits
+from qwenmem.core.compaction.gen1.summarize import ExtractiveSummarizer, LLMSummarizer
 from qwenmem.core.fsio import timestamp_slug
 from qwenmem.core.settings import Settings, user_tz
 from qwenmem.core.tokens import TokenCounter, get_counter
 from qwenmem.core.workspace import Workspace
 
 if TYPE_CHECKING:
-    from qwenmem.core.compaction2.prompt import FixedPart, RequestValues
-    from qwenmem.core.compaction2.prune import Limits
+    from qwenmem.core.compaction.gen2.prompt import FixedPart, RequestValues
+    from qwenmem.core.compaction.gen2.prune import Limits
     from qwenmem.core.llm import ChatClient
     from qwenmem.core.settings2 import Gen2Settings
 
@@ -122,7 +122,7 @@ class CompactRun:
     def gen2_fixed_parts(self, strategy: str, request: RequestValues | None = None) -> tuple[FixedPart, FixedPart]:
         """(system prompt, tool schemas) QwenPaw sends under `strategy` for this request: not stored in 2.x files,
         rebuilt from the workspace (compaction2.prompt), once per strategy and request."""
-        from qwenmem.core.compaction2.prompt import RequestValues, system_prompt_part, tool_schemas_part  # noqa: F811
+        from qwenmem.core.compaction.gen2.prompt import RequestValues, system_prompt_part, tool_schemas_part  # noqa: F811
         from qwenmem.core.settings2 import read_agent_json
 
         request = request or RequestValues()
@@ -141,7 +141,7 @@ class CompactRun:
         a 2.x `--check` counts)."""
         key = (scroll_strategy, defaults)
         if key not in self._gen2_limits:
-            from qwenmem.core.compaction2.prune import prune_limits_2x
+            from qwenmem.core.compaction.gen2.prune import prune_limits_2x
 
             opts = CompactOptions() if defaults else self.opts
             self._gen2_limits[key] = prune_limits_2x(self.ws, self.settings, opts, scroll_strategy)

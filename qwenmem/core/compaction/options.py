@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qwenmem.core.compaction.prune import PruneLimits
+from qwenmem.core.compaction.gen1.prune import PruneLimits
 from qwenmem.core.errors import ConfigError, UnsafePathError, UsageError
 from qwenmem.core.settings import LEGACY, Settings
 from qwenmem.core.workspace import Workspace

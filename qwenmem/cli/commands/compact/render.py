@@ -14,7 +14,7 @@ from qwenmem.core.compaction.tiers import (Gen2Decision, LongtermDetail, NativeD
 
 if TYPE_CHECKING:
     from qwenmem.core.compaction.check import CompactReport
-    from qwenmem.core.compaction2.check import Check2Report
+    from qwenmem.core.compaction.gen2.check import Check2Report
 
 CHECK2_COLUMNS = (Column("session", Kind.KEY), Column("strategy", Kind.LABEL, drop=5), Column("in ctx", Kind.NUMBER, "right"),
                   Column("system", Kind.NUMBER, "right", drop=2), Column("tools", Kind.NUMBER, "right", drop=2),
@@ -49,7 +49,7 @@ def _check_gen2(reports: list[Check2Report], detailed: bool) -> None:
     rebuilt = [r for r in reports if not (r.terms.system_source.startswith("--")
                                           and r.terms.tools_source.startswith("--"))]
     if rebuilt:
-        from qwenmem.core.compaction2.prompt import ASSUMES
+        from qwenmem.core.compaction.gen2.prompt import ASSUMES
 
         output.para(f"[dim]system and tools: what {ASSUMES} sends, rebuilt from this workspace (not stored in "
                     "the session file; --system-tokens/--tools-tokens override)[/dim]", width=con.width)

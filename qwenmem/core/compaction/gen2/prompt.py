@@ -26,8 +26,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from qwenmem.core import confine
-from qwenmem.core.compaction2 import qwenpaw_measured as measured
-from qwenmem.core.compaction2.tokens import ZERO, Size, text_bytes
+from qwenmem.core.compaction.gen2 import qwenpaw_measured as measured
+from qwenmem.core.compaction.gen2.tokens import ZERO, Size, text_bytes
 from qwenmem.core.workspace import Workspace, read_json_file
 
 DEFAULT_PROMPT_FILES = ("AGENTS.md", "SOUL.md", "PROFILE.md")  # prompt_contributors.py L37 @2.2.2.post1

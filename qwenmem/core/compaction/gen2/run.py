@@ -28,14 +28,14 @@ from qwenmem.core.compaction.check import PARTIAL, CompactReport
 from qwenmem.core.compaction.context import CompactRun
 from qwenmem.core.compaction.tiers import (Gen2Decision, LongtermDetail, NativeDetail, PruneDetail, ScrollDetail,
                                            TierReport)
-from qwenmem.core.compaction2 import native
-from qwenmem.core.compaction2.check import (NATIVE, Check2Report, FileStrategy, check_gen2, file_strategy, fixed_parts,
+from qwenmem.core.compaction.gen2 import native
+from qwenmem.core.compaction.gen2.check import (NATIVE, Check2Report, FileStrategy, check_gen2, file_strategy, fixed_parts,
                                             reply_id_of, state_of)
-from qwenmem.core.compaction2.dialog import DialogPlan, missing_from_dialog, plan_dialog, write_dialog
-from qwenmem.core.compaction2.evict import HistoryIndex
-from qwenmem.core.compaction2.prune import PruneOutcome, prune
-from qwenmem.core.compaction2.summary import Fields, extractive_fields, llm_fields
-from qwenmem.core.compaction2.tokens import Size, count_tokens
+from qwenmem.core.compaction.gen2.dialog import DialogPlan, missing_from_dialog, plan_dialog, write_dialog
+from qwenmem.core.compaction.gen2.evict import HistoryIndex
+from qwenmem.core.compaction.gen2.prune import PruneOutcome, prune
+from qwenmem.core.compaction.gen2.summary import Fields, extractive_fields, llm_fields
+from qwenmem.core.compaction.gen2.tokens import Size, count_tokens
 from qwenmem.core.errors import ChangedUnderneathError
 from qwenmem.core.fsio import atomic_write_bytes, ensure_unchanged
 from qwenmem.core.safety import preserve_original
@@ -246,8 +246,8 @@ def tier2_scroll(run: CompactRun, s: _Session2) -> CompactReport:
 
 
 def _tier2_scroll(run: CompactRun, s: _Session2) -> CompactReport:
-    from qwenmem.core.compaction2 import scroll
-    from qwenmem.core.compaction2.evict import evict, read_history_index
+    from qwenmem.core.compaction.gen2 import scroll
+    from qwenmem.core.compaction.gen2.evict import evict, read_history_index
     from qwenmem.core.history.keys import rows_key_in
 
     report, opts = s.report, run.opts
@@ -312,7 +312,7 @@ def _persist_live(run: CompactRun, s: _Session2, db: Path, sid: str, context: li
     """QwenPaw's step 1: every live message has its history.db rows before anything is evicted. Returns (the rows
     now there, the messages that had none, rows written). A dry run writes nothing and shows the eviction the rows
     would allow."""
-    from qwenmem.core.compaction2.evict import read_history_index
+    from qwenmem.core.compaction.gen2.evict import read_history_index
 
     hist = read_history_index(db, sid)
     unpersisted = [m for m, syn in zip(context, synthetic) if not syn and not hist.has_rows(m)]
@@ -320,7 +320,7 @@ def _persist_live(run: CompactRun, s: _Session2, db: Path, sid: str, context: li
         return _as_if_persisted(hist, unpersisted), unpersisted, 0
     rows_written = 0
     if unpersisted:
-        from qwenmem.core.compaction2.history_write import rows_for_message, write_rows
+        from qwenmem.core.compaction.gen2.history_write import rows_for_message, write_rows
 
         agent_id = hist.agent_id or run.ws.path.name
         rows = [row for m in unpersisted for row in rows_for_message(m, sid, agent_id)]

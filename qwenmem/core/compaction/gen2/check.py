@@ -12,10 +12,10 @@ from typing import Any, Final, Literal
 from qwenmem.core.jsonsafe import copy_json
 from qwenmem.core.compaction.context import CompactRun
 from qwenmem.core.compaction.options import Check2Options, settings_dir
-from qwenmem.core.compaction2 import native, scroll
-from qwenmem.core.compaction2.evict import HistoryIndex, read_history_index
-from qwenmem.core.compaction2.prompt import FixedPart, RequestValues, not_known_notice
-from qwenmem.core.compaction2.tokens import ZERO, Size, message_size, summary_size, tokens_of
+from qwenmem.core.compaction.gen2 import native, scroll
+from qwenmem.core.compaction.gen2.evict import HistoryIndex, read_history_index
+from qwenmem.core.compaction.gen2.prompt import FixedPart, RequestValues, not_known_notice
+from qwenmem.core.compaction.gen2.tokens import ZERO, Size, message_size, summary_size, tokens_of
 from qwenmem.core.errors import UsageError, WorkspaceError
 from qwenmem.core.session_model import gen2
 from qwenmem.core.session_model.model import Generation
@@ -269,7 +269,7 @@ def _tool_results(run: CompactRun, context: list[Any], scroll_strategy: bool, fi
                   report: Check2Report) -> None:
     import time
 
-    from qwenmem.core.compaction2.prune import notice_paths, prune, resolve_artifact
+    from qwenmem.core.compaction.gen2.prune import notice_paths, prune, resolve_artifact
 
     work = copy_json(context)
     outcome = prune(work, run.gen2_prune_limits(scroll_strategy, defaults=True))

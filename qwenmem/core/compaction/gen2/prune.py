@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from qwenmem.core.compaction2.tokens import blocks_of
+from qwenmem.core.compaction.gen2.tokens import blocks_of
 
 MARKER = "<<<TRUNCATED>>>"
 _START_RE = re.compile(r"starts at line (\d+)")

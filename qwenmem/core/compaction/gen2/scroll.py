@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from qwenmem.core.compaction2.native import split_context
-from qwenmem.core.compaction2.scroll_fold import Fold, fold_candidates, folded
-from qwenmem.core.compaction2.tokens import ZERO, Size, message_size, tokens_of
+from qwenmem.core.compaction.gen2.native import split_context
+from qwenmem.core.compaction.gen2.scroll_fold import Fold, fold_candidates, folded
+from qwenmem.core.compaction.gen2.tokens import ZERO, Size, message_size, tokens_of
 
 # runtime stubs that do not start a turn (spec §2.3 qwenpaw_tag values)
 CONTINUATION_TAGS = ("auto_continue", "loop_continuation", "rubric_evaluation")

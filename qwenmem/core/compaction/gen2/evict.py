@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
 
-from qwenmem.core.compaction2.tokens import blocks_of
+from qwenmem.core.compaction.gen2.tokens import blocks_of
 
 TIER_CAP = 10
 HEADLINE_CHARS = 400
