@@ -36,7 +36,7 @@ from qwenmem.core.compaction.run import CompactOptions, compact_sessions  # noqa
 from qwenmem.core.compaction.gen2.check import Check2Options, check_ref  # noqa: E402
 from qwenmem.core.sessions import iter_session_refs  # noqa: E402
 from qwenmem.core.settings import load_settings  # noqa: E402
-from qwenmem.core.settings2 import load_gen2_settings  # noqa: E402
+from qwenmem.core.settings.gen2 import load_gen2_settings  # noqa: E402
 from qwenmem.core.workspace import discover_workspace  # noqa: E402
 
 SHARED = REPO.parent / "shared"

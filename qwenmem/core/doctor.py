@@ -27,7 +27,7 @@ from qwenmem.core.workspace import Workspace, discover_workspace, is_qwenpaw_roo
 
 if TYPE_CHECKING:
     from qwenmem.core.settings import Settings
-    from qwenmem.core.settings2 import GenerationSummary, WorkspaceGeneration
+    from qwenmem.core.settings.gen2 import GenerationSummary, WorkspaceGeneration
 
 ATTENTION: Final = "attention"  # exit 1: something is wrong or will go wrong
 NOTE: Final = "note"  # worth knowing; nothing to do yet
@@ -214,7 +214,7 @@ def _sessions(ws: Workspace, settings: Settings, report: AgentReport) -> None:
     from qwenmem.core.listing import list_sessions
     from qwenmem.core.repair import CHECK, run_repair
     from qwenmem.core.sessions import iter_session_refs
-    from qwenmem.core.settings2 import workspace_generation
+    from qwenmem.core.settings.gen2 import workspace_generation
     from qwenmem.core.tokens import get_counter
 
     health = report.sessions
@@ -247,7 +247,7 @@ def _sessions(ws: Workspace, settings: Settings, report: AgentReport) -> None:
 
 def _threshold(ws: Workspace, settings: Settings, generation: str) -> int:
     """The compaction threshold `info` reports: in a 2.x workspace QwenPaw 2.x's, for its 1.x files too."""
-    from qwenmem.core.settings2 import derived_limits, load_gen2_settings
+    from qwenmem.core.settings.gen2 import derived_limits, load_gen2_settings
 
     if generation not in ("2.x", "mixed"):
         return settings.compact_threshold
@@ -424,7 +424,7 @@ def _schedule(settings: Settings, report: AgentReport) -> None:
 def _history(ws: Workspace, report: AgentReport) -> None:
     """`qwenmem history check` (integrity, full-text table, bad JSON, dangling pointers, retention), read-only."""
     from qwenmem.core.history.check import PROBLEM, check_history
-    from qwenmem.core.settings2 import load_gen2_settings
+    from qwenmem.core.settings.gen2 import load_gen2_settings
 
     h = report.history
     try:

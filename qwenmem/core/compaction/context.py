@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from qwenmem.core.compaction.gen2.prompt import FixedPart, RequestValues
     from qwenmem.core.compaction.gen2.prune import Limits
     from qwenmem.core.llm import ChatClient
-    from qwenmem.core.settings2 import Gen2Settings
+    from qwenmem.core.settings.gen2 import Gen2Settings
 
 
 #: the LLM's (async: it waits for the endpoint) or the offline one (plain functions)
@@ -107,14 +107,14 @@ class CompactRun:
 
     @cached_property
     def gen2_settings(self) -> Gen2Settings:
-        from qwenmem.core.settings2 import load_gen2_settings
+        from qwenmem.core.settings.gen2 import load_gen2_settings
 
         return load_gen2_settings(self.ws)
 
     @cached_property
     def gen2_agent_name(self) -> str:
         """The name QwenPaw's AgentBuilder gives the agent (agent.json `name`, else "QwenPaw"): its replies carry it."""
-        from qwenmem.core.settings2 import read_agent_json
+        from qwenmem.core.settings.gen2 import read_agent_json
 
         name = read_agent_json(self.ws).get("name")
         return name if isinstance(name, str) and name else "QwenPaw"
@@ -123,7 +123,7 @@ class CompactRun:
         """(system prompt, tool schemas) QwenPaw sends under `strategy` for this request: not stored in 2.x files,
         rebuilt from the workspace (compaction2.prompt), once per strategy and request."""
         from qwenmem.core.compaction.gen2.prompt import RequestValues, system_prompt_part, tool_schemas_part  # noqa: F811
-        from qwenmem.core.settings2 import read_agent_json
+        from qwenmem.core.settings.gen2 import read_agent_json
 
         request = request or RequestValues()
         key = (strategy, request)

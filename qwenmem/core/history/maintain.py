@@ -22,7 +22,7 @@ from qwenmem.core.history import salvage as sv
 from qwenmem.core.history.rows import COLUMNS
 from qwenmem.core.history.state import history_state
 from qwenmem.core.history.store import TABLE, confine_store
-from qwenmem.core.settings2 import load_gen2_settings
+from qwenmem.core.settings.gen2 import load_gen2_settings
 from qwenmem.core.workspace import Workspace
 
 SalvageAction = Literal["merged", "rebuilt", "created", "nothing to salvage"]

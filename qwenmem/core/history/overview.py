@@ -16,7 +16,7 @@ from qwenmem.core.history.keys import CHATS_JSON, FILENAME, SCROLL_INDEX
 from qwenmem.core.history.rows import parse_timestamp
 from qwenmem.core.history.state import HistoryState, history_state, quarantined_siblings
 from qwenmem.core.history.store import HistoryError, open_history
-from qwenmem.core.settings2 import (ContextStrategy, GenerationSummary, load_gen2_settings, read_agent_json,
+from qwenmem.core.settings.gen2 import (ContextStrategy, GenerationSummary, load_gen2_settings, read_agent_json,
                                     workspace_generation)
 from qwenmem.core.workspace import Workspace
 

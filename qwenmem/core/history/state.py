@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, Mapping
 
 from qwenmem.core.history.store import CORRUPT, LOCKED, MISSING, HistoryError, HistoryProblem, confine_store, open_history
-from qwenmem.core.settings2 import load_gen2_settings
+from qwenmem.core.settings.gen2 import load_gen2_settings
 from qwenmem.core.workspace import Workspace
 
 OK: Final = "ok"

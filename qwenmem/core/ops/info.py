@@ -13,7 +13,7 @@ from qwenmem.core.workspace import Workspace
 if TYPE_CHECKING:
     from qwenmem.core.history.state import HistoryState
     from qwenmem.core.settings import Settings
-    from qwenmem.core.settings2 import Gen2Settings, GenerationSummary
+    from qwenmem.core.settings.gen2 import Gen2Settings, GenerationSummary
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class Qwenpaw2Info:
 def qwenpaw2_info(ws: Workspace, settings: Settings, env: Mapping[str, str] | None = None) -> Qwenpaw2Info:
     """`settings` is settings.load_settings(ws). For a 1.x workspace the rows stay as they are."""
     from qwenmem.core.history.state import history_state
-    from qwenmem.core.settings2 import (count_file_generations, derived_limits, load_gen2_settings, rows_for_2x,
+    from qwenmem.core.settings.gen2 import (count_file_generations, derived_limits, load_gen2_settings, rows_for_2x,
                                         workspace_generation)
 
     n1, n2 = count_file_generations(ws)

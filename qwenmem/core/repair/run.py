@@ -167,7 +167,7 @@ def _no_checkpoint(step: str) -> None:
 
 
 def _is_gen2_workspace(ws: Workspace) -> bool:
-    from qwenmem.core.settings2 import count_file_generations, workspace_generation
+    from qwenmem.core.settings.gen2 import count_file_generations, workspace_generation
 
     return workspace_generation(ws, *count_file_generations(ws)).generation in ("2.x", "mixed")
 
@@ -175,7 +175,7 @@ def _is_gen2_workspace(ws: Workspace) -> bool:
 def _link_history(ws: Workspace, ref: SessionRef, d: Diagnosis, data: bytes) -> None:
     """persisted_* of scroll only for messages whose history.db rows exist (spec §10)."""
     from qwenmem.core.repair.history_link import PERSISTED_WITHOUT_ROWS, check_bytes_against_history
-    from qwenmem.core.settings2 import load_gen2_settings
+    from qwenmem.core.settings.gen2 import load_gen2_settings
 
     try:
         db = load_gen2_settings(ws).history_db_file()

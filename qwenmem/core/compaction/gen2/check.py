@@ -21,7 +21,7 @@ from qwenmem.core.session_model import gen2
 from qwenmem.core.session_model.model import Generation
 from qwenmem.core.sessions import CORRUPT, LoadedSession, SessionRef
 from qwenmem.core.settings import Settings
-from qwenmem.core.settings2 import Gen2Settings
+from qwenmem.core.settings.gen2 import Gen2Settings
 from qwenmem.core.workspace import Workspace
 
 __all__ = ["NATIVE", "SCROLL", "Check2Options", "Check2Report", "Terms", "check_gen2", "check_gen2_loaded",
@@ -257,7 +257,7 @@ def check_gen2(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Check
 
 def _retention_days(ws: Workspace) -> int:
     """offload_retention_days: 30 in 2.x (1.x's default was 5), unless agent.json sets it."""
-    from qwenmem.core.settings2 import read_agent_json
+    from qwenmem.core.settings.gen2 import read_agent_json
 
     doc = read_agent_json(ws)
     value = (((doc.get("running") or {}).get("light_context_config") or {}).get("tool_result_pruning_config")
