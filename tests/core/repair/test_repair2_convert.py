@@ -13,7 +13,7 @@ from pathlib import Path
 from helpers import SHARED, invoke
 from qwenpaw2_support import copy_corpus, needs_gen2_corpus
 from validators import agentscope_python, optional_agentscope_python
-from qwenmem.core.repair.gen2 import validation_problems
+from qwenmem.core.repair.gen2.diagnose import validation_problems
 
 BENCH = Path(__file__).resolve().parents[3] / "bench" / "peer"
 REAL = SHARED / "corpus" / "real"
