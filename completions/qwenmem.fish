@@ -2,7 +2,7 @@
 function __qwenmem_subs
     switch "$argv[1]"
         case ""
-            printf "%s\n" compact completions demo doctor dream fleet history info reindex schedule search sessions snapshot
+            printf "%s\n" compact completions demo doctor dream fleet history info reindex schedule search sessions snapshot upgrade
         case "history"
             printf "%s\n" check rebuild-fts salvage
         case "sessions"
@@ -141,6 +141,12 @@ function __qwenmem_takes_value
         case "snapshot restore|--path"
         case "snapshot restore|--workspace"
         case "snapshot restore|-w"
+        case "upgrade|--agent"
+        case "upgrade|--format"
+        case "upgrade|--retention-days"
+        case "upgrade|--strategy"
+        case "upgrade|--workspace"
+        case "upgrade|-w"
             return 0
     end
     return 1
@@ -244,6 +250,7 @@ complete -c qwenmem -n '__qwenmem_path_is ""' -a 'schedule' -d 'Print a crontab 
 complete -c qwenmem -n '__qwenmem_path_is ""' -a 'search' -d 'Search the memory files (MEMORY.md, memory/*.md, and whatever `reinde…'
 complete -c qwenmem -n '__qwenmem_path_is ""' -a 'sessions' -d 'List, show and repair session files (short-term memory)'
 complete -c qwenmem -n '__qwenmem_path_is ""' -a 'snapshot' -d 'Take a snapshot of memory/, digest/ and MEMORY.md into <workspace>/.q…'
+complete -c qwenmem -n '__qwenmem_path_is ""' -a 'upgrade' -d 'Move a QwenPaw 1.x workspace to the 2.x shape without losing a message'
 complete -c qwenmem -n '__qwenmem_path_is ""' -l debug -d 'Show full tracebacks for errors'
 complete -c qwenmem -n '__qwenmem_path_is ""' -l no-pager -d 'Never page long output (default on a terminal: $PAGER, else less -FRX)'
 complete -c qwenmem -n '__qwenmem_path_is ""' -l version -d 'Print the version and exit'
@@ -484,3 +491,15 @@ complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l keep -d 'Afterw
 complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l path -d 'Restore only this file or directory (workspace-relative, repeatable),…' -x
 complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "snapshot restore"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "upgrade"' -l dry-run -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "upgrade"' -l json -d 'Print a versioned JSON document on stdout instead of tables'
+complete -c qwenmem -n '__qwenmem_path_is "upgrade"' -l quiet -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "upgrade"' -l undo -d 'Put the newest upgrade back (files QwenPaw saved since are left as th…'
+complete -c qwenmem -n '__qwenmem_path_is "upgrade"' -s n -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "upgrade"' -s q -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "upgrade"' -l agent -d 'Agent id under <root>/workspaces/ (config.json)' -x -a '(__qwenmem_dynamic agents)'
+complete -c qwenmem -n '__qwenmem_path_is "upgrade"' -l format -d 'table (fitted to the terminal), tsv (tab-separated rows, no header, f…' -x -a 'table tsv json'
+complete -c qwenmem -n '__qwenmem_path_is "upgrade"' -l retention-days -d 'history_retention_days to write when agent.json has none (default: 0…' -x
+complete -c qwenmem -n '__qwenmem_path_is "upgrade"' -l strategy -d '2.x context strategy: scroll (QwenPaw 2.2\'s default: 1.x\'s compressed…' -x -a 'scroll native'
+complete -c qwenmem -n '__qwenmem_path_is "upgrade"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
+complete -c qwenmem -n '__qwenmem_path_is "upgrade"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'

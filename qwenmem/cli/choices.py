@@ -79,3 +79,8 @@ class Job(StrEnum):  # cli/commands/schedule.py JOBS
     DREAM = "dream"
     DOCTOR = "doctor"
     SNAPSHOT = "snapshot"
+
+
+class Strategy(StrEnum):  # core.ops.upgrade.Strategy
+    SCROLL = "scroll"
+    NATIVE = "native"

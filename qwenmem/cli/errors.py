@@ -42,27 +42,11 @@ EXIT_CODE_HELP = {
     ExitCode.TERMINATED: "terminated (SIGTERM), at a safe point: nothing half-written",
 }
 
-_MAP: list[tuple[type[Exception], ExitCode, str]] = [
-    (E.ConfigError, ExitCode.WORKSPACE, "config_invalid"),
-    (E.UnsafeLinkError, ExitCode.UNSAFE_LINK, "unsafe_link"),
-    (E.DiskFullError, ExitCode.DISK_FULL, "disk_full"),
-    (E.WorkspaceError, ExitCode.WORKSPACE, "workspace_unavailable"),
-    (E.UnsafePathError, ExitCode.USAGE, "unsafe_path"),
-    (E.NotFoundError, ExitCode.USAGE, "not_found"),
-    (E.AmbiguousError, ExitCode.USAGE, "ambiguous"),
-    (E.UsageError, ExitCode.USAGE, "usage"),
-    (E.BusyError, ExitCode.BUSY, "busy"),
-    (E.ChangedUnderneathError, ExitCode.BUSY, "changed_underneath"),
-    (E.LLMError, ExitCode.LLM, "llm_failed"),
-    (E.ValidationError, ExitCode.LLM, "rejected"),
-    (E.QwenmemError, ExitCode.PROBLEMS, "error"),
-]
-
-
 def classify(exc: BaseException) -> tuple[ExitCode, str]:
-    for cls, code, name in _MAP:
-        if isinstance(exc, cls):
-            return code, name
+    """An error's exit and envelope code, as the error names them (qwenmem.core.errors); anything else is an
+    internal error."""
+    if isinstance(exc, E.QwenmemError):
+        return ExitCode[exc.exit_as.upper()], exc.code
     return ExitCode.PROBLEMS, "internal_error"
 
 

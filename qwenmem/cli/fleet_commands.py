@@ -87,10 +87,19 @@ def _doctor(g: Given) -> Any:
     return doctor.Options()
 
 
+def _upgrade(g: Given) -> Any:
+    from qwenmem.core.ops import upgrade
+
+    g.only(frozenset({"strategy", "dry_run", "undo", "retention_days"}))
+    p = g.params
+    return upgrade.Options(strategy=p["strategy"].value, dry_run=p["dry_run"], undo=p["undo"],
+                           retention_days=p["retention_days"])
+
+
 #: fleet's commands: how each one's parsed flags become its operation's options
 OPTIONS: dict[str, Callable[[Given], Any]] = {
     "doctor": _doctor, "sessions repair": _repair, "compact": _compact, "reindex": _reindex, "dream": _dream,
-    "history check": _history_check,
+    "history check": _history_check, "upgrade": _upgrade,
 }
 assert set(OPTIONS) == set(OPERATIONS)
 

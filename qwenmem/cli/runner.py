@@ -81,7 +81,7 @@ class QwenmemCommand(typer.core.TyperCommand):
 #: the root's --help lists its commands in these sections, in this order, as `gh` does
 COMMAND_GROUPS: dict[str, tuple[str, ...]] = {
     "Core commands": ("sessions", "compact", "search", "reindex", "dream", "info"),
-    "Maintenance commands": ("doctor", "snapshot", "history", "fleet"),
+    "Maintenance commands": ("doctor", "snapshot", "history", "upgrade", "fleet"),
     "Setup commands": ("demo", "schedule", "completions"),
 }
 

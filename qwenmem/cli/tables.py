@@ -165,16 +165,26 @@ def wrap_dotted(text: str, width: int) -> list[str]:
     lines: list[str] = []
     line = ""
     for piece in re.findall(r"[^ ./]*[./]|[^ ./]+ ?| ", text):
-        if line and width_of(line.rstrip() + piece.rstrip()) > width:
+        if line and width_of(line + piece.rstrip()) > width:
             lines.append(line.rstrip())
             line = ""
         while width_of(piece.rstrip()) > width:
-            lines.append(piece[:width])
-            piece = piece[width:]
+            head = _cells_prefix(piece, width)
+            lines.append(head)
+            piece = piece[len(head):]
         line += piece
     if line.strip() or not lines:
         lines.append(line.rstrip())
     return lines
+
+
+def _cells_prefix(text: str, width: int) -> str:
+    """The longest start of `text` that fits `width` terminal cells (a wide character is two; at least one
+    character, so a cut always moves on)."""
+    end = 1
+    while end < len(text) and width_of(text[:end + 1]) <= width:
+        end += 1
+    return text[:end]
 
 
 def _wrapped(columns: Sequence[Column], fitted: Fitted, row: Sequence[Cell]) -> list[list[Cell]]:

@@ -112,3 +112,25 @@ def test_help_examples_are_never_rewrapped():
     assert "QWENMEM_LLM_BASE_URL=http://localhost:8000/v1 QWENMEM_LLM_MODEL=qwen3 qwenmem compact --all --json" in run.stdout
     run = run_cli("completions", "--help", env={"COLUMNS": "60"})
     assert "qwenmem completions bash > ~/.local/share/bash-completion/completions/qwenmem" in run.stdout
+
+
+def test_a_wrapped_cell_counts_the_space_it_breaks_at():
+    # `info`'s e5 kernel note on a CPU with many AVX-512 flags: the check once left out the space kept between
+    # two words, so a line came out one column too wide (81 at COLUMNS=80)
+    from qwenmem.cli.tables import wrap_dotted
+
+    note = "CPU flags: avx avx2 avx512_bf16 avx512_bitalg avx512_vbmi2 avx512_vnni avx512bw avx512cd avx512vl"
+    assert wrap_dotted(note, 30)[0] == "CPU flags: avx avx2"
+    assert wrap_dotted("agent.json running.light_context_config", 20) == ["agent.json running.", "light_context_config"]
+
+
+@pytest.mark.parametrize("width", range(4, 41))
+def test_no_wrapped_line_is_wider_than_its_column(width):
+    from qwenmem.cli.tables import wrap_dotted
+
+    texts = ["CPU flags: avx avx2 avx512_bf16 avx512_bitalg avx512_vbmi2 avx512_vnni avx512bw avx512cd",
+             "agent.json running.light_context_config.dialog_path/sessions x y.z 卷宗号怎么编 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"]
+    for text in texts:
+        lines = wrap_dotted(text, width)
+        assert all(width_of(line) <= width for line in lines), (width, lines)
+        assert "".join(lines).replace(" ", "") == text.replace(" ", "")

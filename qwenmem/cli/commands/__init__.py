@@ -9,7 +9,7 @@ import typer
 def register(app: typer.Typer) -> None:
     from qwenmem.cli import runner
     from qwenmem.cli.commands import (compact, completions, demo, doctor, dream, fleet, history, info, reindex,
-                                      schedule, search, sessions, snapshot)
+                                      schedule, search, sessions, snapshot, upgrade)
 
     sessions.register(app)
     compact.register(app)
@@ -23,4 +23,5 @@ def register(app: typer.Typer) -> None:
     runner.command(app, "demo")(demo.demo)
     runner.command(app, "schedule")(schedule.schedule)
     runner.command(app, "completions")(completions.completions)
+    runner.command(app, "upgrade")(upgrade.upgrade)
     fleet.register(app)

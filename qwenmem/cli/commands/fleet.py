@@ -59,7 +59,7 @@ def fleet(
     """Run one maintenance command over many workspaces, in a local process pool or on a Dask cluster.
 
     Inputs are QwenPaw roots (every agent in each), agent workspaces, directories holding them, or a list
-    (--from). Commands: doctor, sessions repair, compact, reindex, dream and history check, called through the core library operations called in-process, not a qwenmem process per workspace.
+    (--from). Commands: doctor, sessions repair, compact, reindex, dream, history check and upgrade, called through the core library operations called in-process, not a qwenmem process per workspace.
     A busy workspace is retried with backoff; a failing one never stops the rest. Exit 1 if any workspace had
     problems.
 
@@ -157,21 +157,16 @@ def _recorded(path: Path, command_text: str) -> frozenset[str]:
 
 def record_exit_code(record: dict[str, Any]) -> int:
     """The workspace's exit code, by the rule the single-workspace CLI exits by (cli/errors.py exit_code), so a
-    link refused or a disk full in that workspace says so here too."""
-    from qwenmem.cli.errors import ExitCode, classify, exit_code
-    from qwenmem.core import errors
+    link refused or a disk full in that workspace says so here too. The exit is named by the record (the
+    operation's outcome, or the error the worker caught), never rebuilt from a class name."""
+    from qwenmem.cli.errors import ExitCode, exit_code
     from qwenmem.core.events import Events
 
     status = record["status"]
     events = record.get("events") or {}
-    named = ExitCode[record["exit_as"].upper()] if record.get("exit_as") else None  # the operation's own (Outcome)
+    named = ExitCode[record["exit_as"].upper()] if record.get("exit_as") else None
     if status == "busy":
         named = ExitCode.BUSY
-    elif status == "error":
-        kind = (record.get("error") or {}).get("type", "")
-        cls = getattr(errors, kind, None)
-        if isinstance(cls, type) and issubclass(cls, errors.QwenmemError):
-            named = classify(cls.__new__(cls))[0]
     return int(exit_code("ok" if status == "ok" else "problems",
                          Events(tuple(events.get("refused_links", ())), tuple(events.get("disk_full", ()))), named))
 
@@ -180,14 +175,8 @@ def _error_code(record: dict[str, Any]) -> dict[str, str] | None:
     error = record.get("error")
     if not error:
         return None
-    from qwenmem.cli.errors import classify
-    from qwenmem.core import errors
-
-    cls = getattr(errors, error["type"], None)
-    if isinstance(cls, type) and issubclass(cls, errors.QwenmemError):
-        code = classify(cls.__new__(cls))[1]
-    else:
-        code = error["type"] if error["type"] in ("timeout", "worker_died", "cancelled") else "internal_error"
+    code = error.get("code") or (error["type"] if error["type"] in ("timeout", "worker_died", "cancelled")
+                                 else "internal_error")
     return {"code": code, "message": error["message"]}
 
 

@@ -79,6 +79,13 @@ def _doctor(ws: Workspace, options: Any) -> Plain:
     return outcome.with_data(to_json(outcome.data))
 
 
+def _upgrade(ws: Workspace, o: Any) -> Plain:
+    from qwenmem.core.ops import upgrade
+
+    outcome: Outcome[Any] = upgrade.run_undo(ws, o) if o.undo else upgrade.run(ws, o)
+    return outcome.with_data(to_plain(outcome.data))
+
+
 OPERATIONS: dict[str, Operation] = {
     op.name: op
     for op in (
@@ -89,6 +96,8 @@ OPERATIONS: dict[str, Operation] = {
         Operation("reindex", "reindex [every flag of reindex]", ops("reindex")),
         Operation("dream", "dream [every flag of dream but --restore, --list-backups, --log-file]", ops("dream")),
         Operation("history check", "history check [--deep]", ops("history_check")),
+        Operation("upgrade", "upgrade [--strategy scroll|native] [--dry-run] [--undo] [--retention-days N]",
+                  _upgrade),
     )
 }
 

@@ -22,9 +22,17 @@ STATUSES = (OK, PROBLEMS, ERROR, BUSY, TIMEOUT, CRASHED)
 NO_EVENTS = Events()
 
 
-def failure(status: str, kind: str, message: str, seconds: float = 0.0, events: Events = NO_EVENTS) -> dict[str, Any]:
-    return {"status": status, "result": None, "warnings": [], "error": {"type": kind, "message": message},
-            "seconds": round(seconds, 3), "events": plain_events(events)}
+def failure(status: str, kind: str, message: str, seconds: float = 0.0, events: Events = NO_EVENTS,
+            code: str | None = None, exit_as: str | None = None) -> dict[str, Any]:
+    """A task that ended without an outcome. `code` and `exit_as` are the error's own words (qwenmem.core.errors),
+    so the driver needs no class to give the record its envelope code and exit; `kind` names what happened."""
+    return {"status": status, "result": None, "warnings": [],
+            "error": {"type": kind, "code": code, "message": message},
+            "seconds": round(seconds, 3), "events": plain_events(events), "exit_as": exit_as}
+
+
+def _failed(status: str, exc: QwenmemError, seconds: float, events: Events) -> dict[str, Any]:
+    return failure(status, type(exc).__name__, str(exc), seconds, events, exc.code, exc.exit_as)
 
 
 def plain_events(events: Events) -> dict[str, list[str]]:
@@ -42,9 +50,9 @@ def run_task(target: Target, command: Command) -> dict[str, Any]:
             ws = discover_workspace(target.path, target.agent)
             outcome = OPERATIONS[command.name].run(ws, command.options)
         except (BusyError, ChangedUnderneathError) as exc:
-            return failure(BUSY, type(exc).__name__, str(exc), time.monotonic() - start, log.events)
+            return _failed(BUSY, exc, time.monotonic() - start, log.events)
         except QwenmemError as exc:
-            return failure(ERROR, type(exc).__name__, str(exc), time.monotonic() - start, log.events)
+            return _failed(ERROR, exc, time.monotonic() - start, log.events)
         except Exception as exc:  # noqa: BLE001 - one workspace's internal error is its record, not the run's end
             return failure(ERROR, "internal", f"{type(exc).__name__}: {exc}", time.monotonic() - start, log.events)
     return {"status": outcome.status, "result": outcome.data, "warnings": list(outcome.warnings), "error": None,

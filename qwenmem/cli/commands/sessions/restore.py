@@ -50,14 +50,13 @@ def _render_runs(ws: Any, runs: list[Any]) -> None:
     if not runs:
         output.note(f"no quarantine runs under {ws.data_dir / 'quarantine'}")
         return
-    from rich.table import Table
+    from qwenmem.cli.tables import Column, Kind, render
 
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col in ("run", "kind", "created", "files"):
-        table.add_column(col, overflow="fold")
-    for r in runs:
-        table.add_row(r.run_id, r.kind, r.created, output.escape(", ".join(r.files) or "-"))
-    output.out().print(table)
+    # the run id is what `sessions restore RUN` takes back: never cut (the time it was made goes on a
+    # narrow terminal, as its id holds it too); the file list wraps at its spaces
+    render((Column("run", Kind.LABEL), Column("kind", Kind.LABEL), Column("created", Kind.LABEL, drop=3),
+            Column("files", Kind.WRAP)),
+           [[r.run_id, r.kind, r.created, ", ".join(r.files) or "-"] for r in runs])
 
 
 def _render_restore(result: Any) -> None:
