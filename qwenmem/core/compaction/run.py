@@ -45,7 +45,7 @@ from qwenmem.core.tokens import message_tokens
 from qwenmem.core.workspace import Workspace
 
 if TYPE_CHECKING:
-    from qwenmem.core.compaction.gen2.check import Check2Report
+    from qwenmem.core.compaction.gen2.check import Gen2CheckReport
 
 __all__ = ["CheckReport", "CompactOptions", "CompactReport", "CompactRun", "check_one", "check_session",
            "compact_sessions", "load_once"]
@@ -308,8 +308,8 @@ def load_once(ref: SessionRef) -> tuple[LoadedSession, bool]:
     return loaded, (guess == GEN2 if guess is not None else loaded.gen2_doc is not None)
 
 
-def check_one(run: CompactRun, ref: SessionRef) -> CheckReport | Check2Report:
-    """The `--check` report of one session of either generation (CheckReport or Check2Report), from one read.
+def check_one(run: CompactRun, ref: SessionRef) -> CheckReport | Gen2CheckReport:
+    """The `--check` report of one session of either generation (CheckReport or Gen2CheckReport), from one read.
     Raises WorkspaceError when it cannot be compacted."""
     loaded, gen2 = load_once(ref)
     try:

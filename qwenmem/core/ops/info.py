@@ -33,7 +33,7 @@ class InfoResult:
     files: dict[str, dict[str, Any]]
     settings: list[dict[str, Any]]
     derived: dict[str, int]
-    generation: dict[str, Any]  # 1.x / 2.x / mixed with file counts (settings2.GenerationSummary)
+    generation: dict[str, Any]  # 1.x / 2.x / mixed with file counts (settings.gen2.GenerationSummary)
     qwenpaw2: dict[str, Any]  # strategy, scroll settings, history.db state, ReMe 0.4 folders, provider context
     embedding_kernel: dict[str, Any]  # the kernel a bulk reindex with the default e5 model runs (core/index/e5_kernel)
 
@@ -65,7 +65,7 @@ class Qwenpaw2Info:
 def qwenpaw2_info(ws: Workspace, settings: Settings, env: Mapping[str, str] | None = None) -> Qwenpaw2Info:
     """`settings` is settings.load_settings(ws). For a 1.x workspace the rows stay as they are."""
     from qwenmem.core.history.state import history_state
-    from qwenmem.core.settings.gen2 import (count_file_generations, derived_limits, load_gen2_settings, rows_for_2x,
+    from qwenmem.core.settings.gen2 import (count_file_generations, derived_limits, load_gen2_settings, rows_for_gen2,
                                         workspace_generation)
 
     n1, n2 = count_file_generations(ws)
@@ -77,7 +77,7 @@ def qwenpaw2_info(ws: Workspace, settings: Settings, env: Mapping[str, str] | No
             for key, name in gen2.reme_dirs.items() if key in ("metadata_dir", "digest_dir", "session_dir")}
     rows = settings.as_rows()
     if is2:
-        rows = rows_for_2x(rows, gen2)
+        rows = rows_for_gen2(rows, gen2)
     return Qwenpaw2Info(generation, gen2, history, reme, rows, derived_limits(settings, gen2 if is2 else None))
 
 

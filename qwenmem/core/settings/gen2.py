@@ -173,21 +173,21 @@ def count_file_generations(ws: Workspace) -> tuple[int, int]:
 
 
 # 1.x settings 2.x removed (spec §1.4: "removed, ignored"), and 1.x defaults 2.x changed.
-REMOVED_IN_2X = ("compact_with_thinking_block", "summarize_when_compact", "recursive_file_watcher")
-DEFAULTS_2X = {"offload_retention_days": 30}
+REMOVED_IN_GEN2 = ("compact_with_thinking_block", "summarize_when_compact", "recursive_file_watcher")
+DEFAULTS_GEN2 = {"offload_retention_days": 30}
 
 
-def rows_for_2x(rows: list[tuple[str, Any, str]], gen2: Gen2Settings) -> list[tuple[str, Any, str]]:
+def rows_for_gen2(rows: list[tuple[str, Any, str]], gen2: Gen2Settings) -> list[tuple[str, Any, str]]:
     """settings.as_rows() as QwenPaw 2.x reads them: removed keys dropped, changed defaults applied, and the model
     limit taken from the provider (max_input_length in agent.json is vestigial in 2.x)."""
     out = []
     for name, value, source in rows:
-        if name in REMOVED_IN_2X:
+        if name in REMOVED_IN_GEN2:
             continue
         if name == "config_layout":  # 1.x key layouts mean nothing to 2.x
             continue
-        if name in DEFAULTS_2X and source == "default":
-            value, source = DEFAULTS_2X[name], "default (2.x)"
+        if name in DEFAULTS_GEN2 and source == "default":
+            value, source = DEFAULTS_GEN2[name], "default (2.x)"
         if name == "max_input_length" and gen2.provider is not None:
             value, source = gen2.provider.context_size, gen2.provider.context_source
         if name in ("active_provider", "active_model") and gen2.provider is not None and gen2.provider.provider_id:

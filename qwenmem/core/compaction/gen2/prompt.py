@@ -7,7 +7,7 @@ a blank line, in priority order (protected execution contract; the workspace's `
 the directory block; the scroll guidance under scroll; the environment block), then AgentScope's skill list and
 ReMe's memory guidance. Only the prompt files and the paths, ids and model name inside the directory and
 environment blocks depend on the workspace and the session: qwenmem rebuilds those, and takes the rest as the byte
-count `bench/peer/qwenpaw2_fixed_parts.py` measured from QwenPaw's own code (compaction2.qwenpaw_measured, with the
+count `bench/peer/qwenpaw2_fixed_parts.py` measured from QwenPaw's own code (gen2.qwenpaw_measured, with the
 versions named).
 
 Tool schemas: the built-ins agent.json's `tools.builtin_tools` enables (else the registry's default), less those a

@@ -3,13 +3,13 @@
 Under the workspace lock (taken by the caller), in this order, so that a crash anywhere loses nothing and a rerun
 duplicates nothing:
   1. read with a snapshot (once: the caller's read); refuse damaged files and lone surrogates (repair first);
-  2. AgentScope's decision and split (compaction2.native), the summary fields (LLM or offline extractive) rendered
+  2. AgentScope's decision and split (gen2.native), the summary fields (LLM or offline extractive) rendered
      with AgentScope's summary_template, plus QwenPaw's offload reminder naming the dialog file;
   3. the compressed messages appended to dialog/<date>.jsonl in the 2.0 Msg shape (de-duplicated);
   4. the session file: original bytes backed up, replaced atomically (mode 0600), refused if it changed since 1.
-Tier 1 (tool-result pruning, compaction2.prune) runs first for both strategies; its artifacts are written before
-the session names them. Scroll sessions: missing history.db rows are written first (compaction2.history_write), then
-compaction2.evict; only messages whose rows are in history.db leave the file, re-checked with SQL just before the
+Tier 1 (tool-result pruning, gen2.prune) runs first for both strategies; its artifacts are written before
+the session names them. Scroll sessions: missing history.db rows are written first (gen2.history_write), then
+gen2.evict; only messages whose rows are in history.db leave the file, re-checked with SQL just before the
 session is written. Steps 1-2 of a native session write nothing (the LLM is awaited there); a scroll session needs
 no LLM and does all its work in the commit step, since writing history.db rows is a write.
 """
@@ -29,7 +29,7 @@ from qwenmem.core.compaction.context import CompactRun
 from qwenmem.core.compaction.tiers import (Gen2Decision, LongtermDetail, NativeDetail, PruneDetail, ScrollDetail,
                                            TierReport)
 from qwenmem.core.compaction.gen2 import native
-from qwenmem.core.compaction.gen2.check import (NATIVE, Check2Report, FileStrategy, check_gen2, file_strategy, fixed_parts,
+from qwenmem.core.compaction.gen2.check import (NATIVE, Gen2CheckReport, FileStrategy, check_gen2, file_strategy, fixed_parts,
                                             reply_id_of, state_of)
 from qwenmem.core.compaction.gen2.dialog import DialogPlan, missing_from_dialog, plan_dialog, write_dialog
 from qwenmem.core.compaction.gen2.evict import HistoryIndex
@@ -57,7 +57,7 @@ def unusable_parts(doc: dict[str, Any] | None, corrupt: bool, problems: list[str
     return ""
 
 
-def unusable_2x(loaded: LoadedSession) -> str:
+def unusable_gen2(loaded: LoadedSession) -> str:
     return unusable_parts(loaded.gen2_doc, loaded.health == CORRUPT, loaded.problems)
 
 
@@ -74,7 +74,7 @@ class _Session2:
     ref: SessionRef
     loaded: LoadedSession
     report: CompactReport
-    check: Check2Report
+    check: Gen2CheckReport
     doc: dict[str, Any]
     state: dict[str, Any]
     context: list[Any]  # a copy of state.context (tier 1 cuts it in place)
@@ -87,7 +87,7 @@ class _Session2:
 
 def _start(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> _Session2 | CompactReport:
     report = CompactReport(ref.key, ref.rel, "unchanged")
-    problem = unusable_2x(loaded)
+    problem = unusable_gen2(loaded)
     if problem:
         report.status, report.error, report.error_kind = "skipped", problem, "damaged"
         return report
@@ -95,7 +95,7 @@ def _start(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> _Session2
     report.check = check
     doc: dict[str, Any] = copy_json(loaded.gen2_doc or {})
     state = state_of(doc)
-    assert state is not None  # unusable_2x checked it
+    assert state is not None  # unusable_gen2 checked it
     context = list(state.get("context") or [])
     report.context_tokens_before = report.context_tokens_after = check.terms.total
     report.kept_ids = list(check.kept_ids) if check.would_compact else [str(m.get("id")) for m in context]

@@ -38,7 +38,7 @@ def is_gen2_span(span: DocSpan) -> bool:
     return is_gen2_value(span_value(span))
 
 
-def _is_msg2(value: Any) -> bool:
+def _is_gen2_msg(value: Any) -> bool:
     """An AgentScope 2.0 Msg dict (1.x messages carry `timestamp`, not `created_at`)."""
     return (isinstance(value, dict) and value.get("role") in rules.ROLES and isinstance(value.get("content"), list)
             and "created_at" in value and "timestamp" not in value)
@@ -48,7 +48,7 @@ def _msg_list(value: Any) -> bool:
     """A list of mostly 2.x messages (damage may have broken some, or cut the last one short)."""
     if not isinstance(value, list) or not value:
         return False
-    good = sum(1 for m in value if _is_msg2(m))
+    good = sum(1 for m in value if _is_gen2_msg(m))
     return good >= 1 and good * 2 >= len(value)
 
 
@@ -135,7 +135,7 @@ def _resync_messages(text: str, stop: int, known: set[Any]) -> list[Any]:
             pos = m.end()
             continue
         mid = value.get("id") if isinstance(value, dict) else None
-        if _is_msg2(value) and not (isinstance(mid, str) and mid in known):
+        if _is_gen2_msg(value) and not (isinstance(mid, str) and mid in known):
             out.append(value)
             if isinstance(mid, str):
                 known.add(mid)
