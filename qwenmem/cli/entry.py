@@ -30,7 +30,12 @@ def main(argv: list[str] | None = None, noted: list[int] | None = None) -> None:
     """`noted`: signals `python -m qwenmem` (qwenmem/__main__.py) noted before this module was imported."""
     try:
         signals.install([*(noted or []), *_early])  # inside the try: a signal noted or held until now is raised here
-        from qwenmem.cli.app import main as app_main
+        from qwenmem.core.interrupts import deferred
+
+        # A signal during the command modules' imports is held to their end: raised inside a class body (a
+        # dataclass's __set_name__), Python 3.11 wraps it in a RuntimeError, a traceback instead of 130/143.
+        with deferred():
+            from qwenmem.cli.app import main as app_main
 
         app_main(argv)
     except KeyboardInterrupt as exc:  # arrived before (or outside) the runner's own error mapping

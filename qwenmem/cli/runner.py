@@ -154,13 +154,23 @@ def runs(fn: F) -> F:
 
             result = CommandResult.failure(as_domain_error(exc))
         except Exception as exc:  # noqa: BLE001 - one line (and one envelope), not a traceback; EOFError too,
-            if st.debug:  # which click would turn into Abort ("interrupted"): qwenmem never prompts
+            _reraise_signal(exc)  # which click would turn into Abort ("interrupted"): qwenmem never prompts
+            if st.debug:
                 raise
             result = CommandResult.internal(exc)
         if result is not None:
             emit(result)
 
     return wrapper  # type: ignore[return-value]  # it emits and returns None; Typer reads fn's signature (wraps)
+
+
+def _reraise_signal(exc: Exception) -> None:
+    """A Ctrl-C or SIGTERM raised inside a class body as a lazy import ran (a dataclass's __set_name__): Python 3.11
+    wraps it in a RuntimeError. It is still the signal, and ends the run as one (130/143), not as an error."""
+    from qwenmem.core.interrupts import Interrupted
+
+    if isinstance(exc, RuntimeError) and isinstance(exc.__cause__, Interrupted):
+        raise exc.__cause__ from None
 
 
 def emit(result: CommandResult) -> None:

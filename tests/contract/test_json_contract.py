@@ -19,6 +19,10 @@ from qwenmem.core.repair.run import FileReport
 from qwenmem.core.snapshot import CreateResult as SnapshotCreateResult
 from qwenmem.core.snapshot import RestoreResult as SnapshotRestoreResult
 from qwenmem.core.snapshot import SnapshotInfo
+from qwenmem.core.upgrade.run import DialogReport as UpgradeDialog
+from qwenmem.core.upgrade.run import SessionReport as UpgradeSession
+from qwenmem.core.upgrade.run import UpgradeResult
+from qwenmem.core.upgrade.undo import UndoResult as UpgradeUndo
 from qwenmem.core.ops import (compact, compact_check, dream, dream_list_backups, history_salvage, info, reindex, search,
                               sessions_list, sessions_repair, sessions_restore, sessions_show, snapshot, snapshot_list)
 
@@ -57,6 +61,10 @@ TYPES = {
     "snapshot info": (SnapshotInfo, NONE),
     "snapshot list": (snapshot_list.SnapshotListResult, NONE),
     "snapshot restore": (SnapshotRestoreResult, snapshot.OMITTED_FIELDS),
+    "upgrade": (UpgradeResult, NONE),
+    "upgrade session": (UpgradeSession, NONE),
+    "upgrade dialog": (UpgradeDialog, NONE),
+    "upgrade undo": (UpgradeUndo, NONE),
 }
 
 #: The public contract, written out: a change to a result type fails here until the pin (and qwenmem_json) moves.
@@ -124,6 +132,15 @@ PINS = {
     "snapshot list": {"count", "damaged", "directory", "snapshots"},
     "snapshot restore": {
         "created", "extra", "pruned", "removed", "replaced", "restored_from", "status", "unchanged", "undo_snapshot"},
+    "upgrade": {
+        "agent_id", "agent_json_keys_added", "created_history_db", "dialog", "history_db", "journal", "reme_leftovers",
+        "retention_days", "rows_added", "sessions", "snapshot", "status", "strategy", "warnings", "workspace"},
+    "upgrade session": {
+        "compressed", "first_turn_compacts", "key", "messages", "problem", "qwenpaw_keeps", "registered", "rows_to_add",
+        "session_id", "status", "summary_in", "tokens_after", "tokens_before", "trigger"},
+    "upgrade dialog": {"file", "messages", "rows_to_add", "session_id", "unreadable_lines"},
+    "upgrade undo": {
+        "dialog_cut", "journal", "left_changed", "removed_history_db", "restored", "rows_removed", "status", "workspace"},
 }
 
 
@@ -370,6 +387,11 @@ def _vocabularies() -> dict[str, tuple[object, set[str]]]:
     from qwenmem.core.settings import ConfigLayout
     from qwenmem.core.settings.gen2 import ContextStrategy, WorkspaceGeneration
     from qwenmem.core.snapshot import SnapshotCreateStatus, SnapshotRestoreStatus
+    from qwenmem.core.upgrade.run import SessionStatus as UpgradeSessionStatus
+    from qwenmem.core.upgrade.run import UpgradeStatus
+    from qwenmem.core.upgrade.shape import Strategy as UpgradeStrategy
+    from qwenmem.core.upgrade.shape import SummaryPlace
+    from qwenmem.core.upgrade.undo import UndoStatus
 
     return {
         "envelope status": (EnvelopeStatus, {"ok", "problems", "error"}),
@@ -417,6 +439,11 @@ def _vocabularies() -> dict[str, tuple[object, set[str]]]:
         "doctor history status": (AgentHistoryStatus, {
             "not_applicable", "ok", "missing", "corrupt", "locked", "unreadable", "not_history"}),
         "doctor temporaries status": (TemporariesStatus, {"not_checked", "ok", "found"}),
+        "upgrade status": (UpgradeStatus, {"upgraded", "dry-run", "unchanged"}),
+        "upgrade strategy": (UpgradeStrategy, {"scroll", "native"}),
+        "upgrade session status": (UpgradeSessionStatus, {"upgraded", "would upgrade", "already 2.x", "damaged"}),
+        "upgrade summary place": (SummaryPlace, {"continuation_summary", "state.summary", ""}),
+        "upgrade undo status": (UndoStatus, {"undone", "dry-run"}),
     }
 
 
@@ -537,3 +564,23 @@ def test_every_status_word_seen_on_a_2x_store_is_pinned(tmp_path):
     repaired = _doc(ws, "sessions", "repair", "--check")["result"]
     _within("sessions repair file status", [f["status"] for f in repaired["files"]])
     _within("session generation", [f["generation"] for f in repaired["files"]])
+
+
+def test_upgrade_documents_hold_their_keys_and_pinned_words(sample_ws):
+    """The 1.x sample upgraded for real: dry run, upgrade, rerun (nothing left to do), undo."""
+    ws = sample_ws
+    for args, status in ((("upgrade", "--dry-run"), "dry-run"), (("upgrade",), "upgraded"), (("upgrade",), "unchanged")):
+        doc = _doc(ws, *args)
+        result = doc["result"]
+        assert set(result) == keys("upgrade") and result["status"] == status, args
+        _within("upgrade status", result["status"])
+        _within("upgrade strategy", result["strategy"])
+        assert result["sessions"], args
+        for row in result["sessions"]:
+            assert set(row) == keys("upgrade session")
+            _within("upgrade session status", row["status"])
+            _within("upgrade summary place", row["summary_in"])
+        assert all(set(d) == keys("upgrade dialog") for d in result["dialog"])
+    undone = _doc(ws, "upgrade", "--undo")["result"]
+    assert set(undone) == keys("upgrade undo")
+    _within("upgrade undo status", undone["status"])

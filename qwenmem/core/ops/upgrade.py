@@ -4,16 +4,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from qwenmem.core.errors import UsageError
 from qwenmem.core.events import recording
 from qwenmem.core.ops.outcome import Outcome
-from qwenmem.core.upgrade.run import Settings, UpgradeResult, upgrade
-from qwenmem.core.upgrade.undo import UndoResult
 from qwenmem.core.workspace import Workspace
 
-Strategy = Literal["scroll", "native"]
+if TYPE_CHECKING:  # the upgrade itself loads when it runs: every command's start-up imports this module
+    from qwenmem.core.upgrade.shape import Strategy
+    from qwenmem.core.upgrade.run import UpgradeResult
+    from qwenmem.core.upgrade.undo import UndoResult
+
 UpgradeStatus = Literal["ok", "problems"]
 
 
@@ -35,6 +37,8 @@ class Options:
 
 def run(ws: Workspace, options: Options) -> Outcome[UpgradeResult]:
     """Upgrade: `problems` when a session could not be upgraded (damaged: repair it first)."""
+    from qwenmem.core.upgrade.run import Settings, upgrade
+
     with recording() as log:
         result = upgrade(ws, Settings(options.strategy, options.dry_run, options.retention_days))
     damaged = [f"{r.key}: {r.problem}" for r in result.sessions if r.status == "damaged"]
@@ -44,12 +48,12 @@ def run(ws: Workspace, options: Options) -> Outcome[UpgradeResult]:
 
 def run_undo(ws: Workspace, options: Options) -> Outcome[UndoResult]:
     """Undo: `problems` when a file changed since the upgrade and was left as it is."""
-    from qwenmem.core.upgrade.run import _history_db, _read_agent_json
+    from qwenmem.core.upgrade.run import history_db_path, read_agent_json
     from qwenmem.core.upgrade.undo import undo
 
     with recording() as log:
-        agent_doc, _ = _read_agent_json(ws)
-        result = undo(ws, _history_db(ws, agent_doc or {}), options.dry_run)
+        agent_doc, _ = read_agent_json(ws)
+        result = undo(ws, history_db_path(ws, agent_doc or {}), options.dry_run)
     warnings = tuple(f"{rel}: changed since the upgrade (QwenPaw saved it?); left as it is, its 1.x original is "
                      f"in {result.journal}/originals" for rel in result.left_changed)
     status: UpgradeStatus = "problems" if result.left_changed else "ok"

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from qwenmem.core.compaction.gen2.tokens import ZERO, Size
 from qwenmem.core.errors import BusyError, UsageError
@@ -32,15 +32,18 @@ Hook = Callable[[str], None]  # crash tests: called before each write with its n
 
 @dataclass(frozen=True)
 class Settings:
-    strategy: str = shape.SCROLL
+    strategy: shape.Strategy = shape.SCROLL
     dry_run: bool = False
     retention_days: int | None = None  # None: 0 (keep forever) when the record is older than QwenPaw's 30 days
 
 
+SessionStatus = Literal["upgraded", "would upgrade", "already 2.x", "damaged"]
+UpgradeStatus = Literal["upgraded", "dry-run", "unchanged"]
+
 @dataclass
 class SessionReport:
     key: str
-    status: str  # upgraded | would upgrade | already 2.x | damaged
+    status: SessionStatus
     session_id: str | None = None
     registered: bool = False
     messages: int = 0
@@ -51,7 +54,7 @@ class SessionReport:
     trigger: int = 0
     first_turn_compacts: bool = False
     qwenpaw_keeps: int = 0
-    summary_in: str = ""
+    summary_in: shape.SummaryPlace = ""
     problem: str = ""
 
 
@@ -67,8 +70,8 @@ class DialogReport:
 @dataclass
 class UpgradeResult:
     workspace: str
-    strategy: str
-    status: str  # upgraded | dry-run | unchanged
+    strategy: shape.Strategy
+    status: UpgradeStatus
     history_db: str
     agent_id: str
     sessions: list[SessionReport] = field(default_factory=list)
@@ -87,7 +90,7 @@ def _agent_id(ws: Workspace) -> str:
     return ws.agent_id or ws.path.name
 
 
-def _history_db(ws: Workspace, agent_doc: dict[str, Any]) -> Path:
+def history_db_path(ws: Workspace, agent_doc: dict[str, Any]) -> Path:
     from qwenmem.core.settings.gen2 import history_db_path
 
     name = (((agent_doc.get("running") or {}).get("light_context_config") or {}).get("scroll_config") or {}).get(
@@ -95,7 +98,7 @@ def _history_db(ws: Workspace, agent_doc: dict[str, Any]) -> Path:
     return history_db_path(ws.path, name if isinstance(name, str) and name else "history.db")
 
 
-def _read_agent_json(ws: Workspace) -> tuple[dict[str, Any] | None, bytes | None]:
+def read_agent_json(ws: Workspace) -> tuple[dict[str, Any] | None, bytes | None]:
     path = ws.path / "agent.json"
     if not path.is_file():
         return None, None
@@ -133,7 +136,7 @@ def _fixed_and_trigger(ws: Workspace, strategy: str) -> tuple[Size, float]:
     return ZERO, t * h
 
 
-def _reports(plans: list[plan.SessionPlan], others: list[source.SessionSource], verb: str) -> list[SessionReport]:
+def _reports(plans: list[plan.SessionPlan], others: list[source.SessionSource], verb: SessionStatus) -> list[SessionReport]:
     out = []
     for p in plans:
         assert p.shaped is not None
@@ -166,8 +169,8 @@ def upgrade(ws: Workspace, settings: Settings, hook: Hook | None = None) -> Upgr
 
 def _run(ws: Workspace, settings: Settings, hook: Hook | None) -> UpgradeResult:
     now = datetime.now()
-    agent_doc, agent_bytes = _read_agent_json(ws)
-    db = _history_db(ws, agent_doc or {})
+    agent_doc, agent_bytes = read_agent_json(ws)
+    db = history_db_path(ws, agent_doc or {})
     sources = source.read_sessions(ws)
     busy = busy_reason(ws, db, sources)
     if busy:

@@ -15,7 +15,7 @@ that this document fixed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Literal
 
 from qwenmem.core.compaction.gen2.evict import _BANNER, _END_INDEX, _HEADER, add_block, new_block
 from qwenmem.core.compaction.gen2.evict import render_index
@@ -23,7 +23,10 @@ from qwenmem.core.upgrade import summary1
 from qwenmem.core.upgrade.pairing import paired
 from qwenmem.core.upgrade.stable import convert_stable, stable_hex
 
-SCROLL, NATIVE = "scroll", "native"
+Strategy = Literal["scroll", "native"]  # the 2.x context strategy an upgrade shapes the live context for
+SummaryPlace = Literal["continuation_summary", "state.summary", ""]
+SCROLL: Final = "scroll"
+NATIVE: Final = "native"
 SCROLL_TAG = "scroll_memory"
 
 
@@ -46,7 +49,7 @@ class Converted:
 class Shaped:
     doc: dict[str, Any]
     evicted: int = 0
-    summary_in: str = ""  # where 1.x's summary went: continuation_summary | state.summary | ""
+    summary_in: SummaryPlace = ""  # where 1.x's summary went ("": it had none)
     dialog_messages: list[dict[str, Any]] = field(default_factory=list)  # native: to offload to dialog/
 
 

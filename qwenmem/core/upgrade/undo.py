@@ -15,6 +15,7 @@ import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from qwenmem.core.errors import NotFoundError
 from qwenmem.core.fsio import atomic_write_bytes, exclusive_lock, fsync_dir
@@ -24,11 +25,14 @@ from qwenmem.core.workspace import Workspace
 UNDONE = "undone.json"
 
 
+UndoStatus = Literal["undone", "dry-run"]
+
+
 @dataclass
 class UndoResult:
     workspace: str
     journal: str
-    status: str  # undone | dry-run | nothing to undo
+    status: UndoStatus
     restored: list[str] = field(default_factory=list)
     left_changed: list[str] = field(default_factory=list)  # changed since the upgrade: kept as they are
     rows_removed: int = 0
