@@ -115,7 +115,7 @@ def chat_filename(user_id: str, session_id: str) -> str:
     return f"{safe_uid}_{safe_sid}.json" if safe_uid else f"{safe_sid}.json"
 
 
-def chat_filename_2x(user_id: str, session_id: str) -> str:
+def chat_filename_gen2(user_id: str, session_id: str) -> str:
     """QwenPaw 2.x session_filename (spec qwenpaw2-workspace.md §2.1): the user part is also dropped when it equals
     the sanitised session id."""
     safe_uid, safe_sid = sanitize_filename(user_id), sanitize_filename(session_id)
@@ -226,7 +226,7 @@ def chats_index(ws: Workspace) -> dict[tuple[str | None, str], ChatSpec]:
     index: dict[tuple[str | None, str], ChatSpec] = {}
     for chat in load_chats(ws):
         for fname in dict.fromkeys((chat_filename(chat.user_id, chat.session_id),
-                                    chat_filename_2x(chat.user_id, chat.session_id))):
+                                    chat_filename_gen2(chat.user_id, chat.session_id))):
             index.setdefault((sanitize_filename(chat.channel), fname), chat)
     return index
 

@@ -133,7 +133,7 @@ def test_dry_run_writes_nothing_and_changed_underneath_is_refused(tmp_path, monk
     assert dry.code == 0 and dry.json()["result"]["sessions"][0]["status"] == "dry-run"
     assert path.read_bytes() == before and not (ws / "dialog").exists()
 
-    import qwenmem.core.compaction2.run as run_mod
+    import qwenmem.core.compaction.gen2.run as run_mod
 
     real = run_mod.write_dialog
 

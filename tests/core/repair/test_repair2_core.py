@@ -12,7 +12,7 @@ from helpers import invoke
 from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
 from validators import agentscope_python
 from qwenmem.core.repair.diagnose import diagnose
-from qwenmem.core.repair.gen2 import validation_problems
+from qwenmem.core.repair.gen2.diagnose import validation_problems
 
 
 def _session(ws: Path, rel: str, doc: dict) -> Path:
