@@ -65,8 +65,8 @@ class Qwenpaw2Info:
 def qwenpaw2_info(ws: Workspace, settings: Settings, env: Mapping[str, str] | None = None) -> Qwenpaw2Info:
     """`settings` is settings.load_settings(ws). For a 1.x workspace the rows stay as they are."""
     from qwenmem.core.history.state import history_state
-    from qwenmem.core.settings.gen2 import (count_file_generations, derived_limits, load_gen2_settings, rows_for_gen2,
-                                        workspace_generation)
+    from qwenmem.core.sessions import count_file_generations
+    from qwenmem.core.settings.gen2 import derived_limits, load_gen2_settings, rows_for_gen2, workspace_generation
 
     n1, n2 = count_file_generations(ws)
     generation = workspace_generation(ws, n1, n2)

@@ -167,7 +167,8 @@ def _no_checkpoint(step: str) -> None:
 
 
 def _is_gen2_workspace(ws: Workspace) -> bool:
-    from qwenmem.core.settings.gen2 import count_file_generations, workspace_generation
+    from qwenmem.core.sessions import count_file_generations
+    from qwenmem.core.settings.gen2 import workspace_generation
 
     return workspace_generation(ws, *count_file_generations(ws)).generation in ("2.x", "mixed")
 

@@ -157,21 +157,6 @@ def workspace_generation(ws: Workspace, files_1x: int, files_2x: int) -> Generat
     return GenerationSummary(gen, files_1x, files_2x, markers2 + markers1)
 
 
-def count_file_generations(ws: Workspace) -> tuple[int, int]:
-    """(1.x files, 2.x files) under sessions/, each from its first bytes (a full parse only when they are unusual).
-    Dot-files and CoPaw backups are not sessions; neither is anything detect.generation_of_file cannot tell safely
-    (a FIFO named like a session must not hang this, a link leaving the workspace, a file too large to sniff)."""
-    from qwenmem.core.session_model.detect import GEN1, GEN2, generation_of_file
-    from qwenmem.core.sessions import iter_session_files
-
-    n1 = n2 = 0
-    for path in iter_session_files(ws):
-        kind = generation_of_file(path)
-        n1 += kind == GEN1
-        n2 += kind == GEN2
-    return n1, n2
-
-
 # 1.x settings 2.x removed (spec §1.4: "removed, ignored"), and 1.x defaults 2.x changed.
 REMOVED_IN_GEN2 = ("compact_with_thinking_block", "summarize_when_compact", "recursive_file_watcher")
 DEFAULTS_GEN2 = {"offload_retention_days": 30}
