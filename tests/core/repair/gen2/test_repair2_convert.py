@@ -15,7 +15,7 @@ from qwenpaw2_support import copy_corpus, needs_gen2_corpus
 from validators import agentscope_python, optional_agentscope_python
 from qwenmem.core.repair.gen2.diagnose import validation_problems
 
-BENCH = Path(__file__).resolve().parents[3] / "bench" / "peer"
+BENCH = Path(__file__).resolve().parents[4] / "bench" / "peer"
 REAL = SHARED / "corpus" / "real"
 
 # a 1.x conversation in the shape the real files have, with what the converter must translate (spec §2.6)
