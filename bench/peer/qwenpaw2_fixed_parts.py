@@ -16,7 +16,7 @@ qwenmem can rebuild it for another workspace: the prompt files and the paths/ids
 blocks are the workspace's; everything else is a fixed number of bytes per QwenPaw version, strategy and language.
 
 Prints the JSON; `--write` regenerates qwenmem/core/compaction/gen2/qwenpaw_measured.py (data only, with the versions
-named). tests/core/compaction/gen2/test_compact2_fixed_parts.py pins that module against a fresh measurement when this venv exists.
+named). tests/core/compaction/gen2/test_gen2_fixed_parts.py pins that module against a fresh measurement when this venv exists.
 """
 
 from __future__ import annotations

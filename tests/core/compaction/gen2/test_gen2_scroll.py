@@ -13,7 +13,7 @@ from pathlib import Path
 
 from helpers import REPO, invoke
 from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
-from tests.core.compaction.gen2.test_compact2_check import conversation_of_bytes, scroll_ws, write_ws
+from tests.core.compaction.gen2.test_gen2_check import conversation_of_bytes, scroll_ws, write_ws
 from validators import optional_agentscope_python
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from helpers import REPO, invoke
 from qwenpaw2_support import builder, copy_corpus, name_agent_as_the_generator, needs_gen2_corpus
-from tests.core.compaction.gen2.test_compact2_check import _block, _msg, conversation_of_bytes, write_ws
+from tests.core.compaction.gen2.test_gen2_check import _block, _msg, conversation_of_bytes, write_ws
 from validators import agentscope_python
 
 # AgentScope's summary_template, copied from agentscope/agent/_config.py L119-135 @as2.0.10 (not from qwenmem)

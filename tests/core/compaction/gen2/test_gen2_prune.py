@@ -10,7 +10,7 @@ from pathlib import Path
 
 from helpers import invoke
 from qwenpaw2_support import GEN2_WS, builder, copy_corpus, needs_gen2_corpus
-from tests.core.compaction.gen2.test_compact2_check import _block, _msg, write_ws
+from tests.core.compaction.gen2.test_gen2_check import _block, _msg, write_ws
 
 ARTIFACT = "tool-result-d563ad694f0841d185771d597fabbf04.txt"
 
