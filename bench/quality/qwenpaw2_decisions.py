@@ -5,7 +5,7 @@
 
 The QwenPaw side runs in a venv with the qwenpaw 2.2.2.post1 wheel and its dependencies (see
 bench/peer/qwenpaw2_fixed_parts.py for how to make it). Per strategy, a copy of ../shared/corpus/generated/qwenpaw-2.2.2
-gets the strategy through QwenPaw's `save_agent_config`; τ-bench airline conversations (bench/quality/compact2_tau.py),
+gets the strategy through QwenPaw's `save_agent_config`; τ-bench airline conversations (bench/quality/compact_gen2_tau.py),
 cut to lengths around each C's trigger, become session files (named by QwenPaw's `session_filename`, registered
 through its `ChatManager`), beside the corpus's own alice (scroll) / bob (native) sessions. Then:
   * qwenmem: `compact --check --json --max-input-length C <file>` (the tool set and system prompt are qwenmem's own
@@ -159,7 +159,7 @@ def unique_tool_ids(context: list[dict], prefix: str) -> list[dict]:
 
 def build_cases(strategy: str, fixed_tokens: int) -> list[dict]:
     import builder  # tests/fixtures/qwenpaw2/builder.py
-    from bench.quality.compact2_tau import tau_sessions
+    from bench.quality.compact_gen2_tau import tau_sessions
 
     sessions = tau_sessions()
     cases = []

@@ -13,7 +13,7 @@ from qwenmem.cli.options import AgentOpt, JsonFlag, WorkspaceOpt
 from qwenmem.cli.result import CommandResult
 
 if TYPE_CHECKING:
-    from qwenmem.core.ops.info import Qwenpaw2Info
+    from qwenmem.core.ops.info import GenerationInfo
 
 
 def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt = None,
@@ -35,7 +35,7 @@ def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt
                             render=lambda: _render(ws, info.files, info.details, info.result.embedding_kernel))
 
 
-def _render(ws: Any, files: dict[str, Any], gen: Qwenpaw2Info, kernel: dict[str, Any]) -> None:
+def _render(ws: Any, files: dict[str, Any], gen: GenerationInfo, kernel: dict[str, Any]) -> None:
     from qwenmem.core.workspace import path_exists
 
     con = output.out()
@@ -67,7 +67,7 @@ class _Wrapped:
         output.para(markup, "    ", width=self.width)
 
 
-def _print_qwenpaw2(con: _Wrapped, gen: Qwenpaw2Info) -> None:
+def _print_qwenpaw2(con: _Wrapped, gen: GenerationInfo) -> None:
     g = gen.generation
     con.print(f"[bold]QwenPaw generation[/bold] {g.generation}  ({g.files_1x} 1.x and {g.files_2x} 2.x session files"
               + (f"; markers: {', '.join(g.markers)}" if g.markers else "") + ")")

@@ -44,7 +44,7 @@ class ReMeDirState(TypedDict):
 
 
 @dataclass
-class Qwenpaw2Info:
+class GenerationInfo:
     """Everything `info` shows about the 2.x side of a workspace."""
 
     generation: GenerationSummary
@@ -62,7 +62,7 @@ class Qwenpaw2Info:
                 "embedding_api_key": self.settings.embedding_api_key}
 
 
-def qwenpaw2_info(ws: Workspace, settings: Settings, env: Mapping[str, str] | None = None) -> Qwenpaw2Info:
+def generation_info(ws: Workspace, settings: Settings, env: Mapping[str, str] | None = None) -> GenerationInfo:
     """`settings` is settings.load_settings(ws). For a 1.x workspace the rows stay as they are."""
     from qwenmem.core.history.state import history_state
     from qwenmem.core.sessions import count_file_generations
@@ -78,7 +78,7 @@ def qwenpaw2_info(ws: Workspace, settings: Settings, env: Mapping[str, str] | No
     rows = settings.as_rows()
     if is2:
         rows = rows_for_gen2(rows, gen2)
-    return Qwenpaw2Info(generation, gen2, history, reme, rows, derived_limits(settings, gen2 if is2 else None))
+    return GenerationInfo(generation, gen2, history, reme, rows, derived_limits(settings, gen2 if is2 else None))
 
 
 @dataclass
@@ -87,7 +87,7 @@ class Info:
 
     result: InfoResult
     files: dict[str, Path]
-    details: Qwenpaw2Info
+    details: GenerationInfo
 
 
 def run(ws: Workspace, options: Options) -> Outcome[Info]:
@@ -96,7 +96,7 @@ def run(ws: Workspace, options: Options) -> Outcome[Info]:
     from qwenmem.core.workspace import path_exists
 
     with recording() as log:
-        gen = qwenpaw2_info(ws, load_settings(ws))
+        gen = generation_info(ws, load_settings(ws))
         files = {
             "agent.json": ws.path / "agent.json",
             "chats.json": ws.path / "chats.json",

@@ -4,7 +4,7 @@ Both strategies keep the live context 1.x had: the messages 1.x marked `compress
 out of `state.context`, where QwenPaw's own load would put them back (§2.6, §8.5).
   * scroll: they are evicted rows (history.db), named by one Tier-0 block of `scroll.index`; `state.context` is
     the `memory` placeholder + the live tail, and 1.x's summary is the continuation summary covering their seqs
-    (summary1). With nothing evicted, the summary stays in `state.summary`, where QwenPaw's migration puts it.
+    (gen1_summary). With nothing evicted, the summary stays in `state.summary`, where QwenPaw's migration puts it.
   * native: 1.x's summary is `state.summary` (AgentScope renders it before the context, §4.3); the compressed
     messages are offloaded to dialog/ in the 2.0 shape, as AgentScope's compression does.
 The state is a full `AgentState` dump (QwenPaw's keys and defaults, §2.2) whose generated values are stable: its
@@ -19,7 +19,7 @@ from typing import Any, Final, Literal
 
 from qwenmem.core.compaction.gen2.evict import _BANNER, _END_INDEX, _HEADER, add_block, new_block
 from qwenmem.core.compaction.gen2.evict import render_index
-from qwenmem.core.upgrade import summary1
+from qwenmem.core.upgrade import gen1_summary
 from qwenmem.core.upgrade.pairing import paired
 from qwenmem.core.upgrade.stable import convert_stable, stable_hex
 
@@ -81,7 +81,7 @@ def placeholder_text(index: dict[str, Any], continuation: dict[str, Any] | None)
     body = _HEADER + render_index(index) + "\n" + _END_INDEX
     if continuation is None:
         return body + _BANNER
-    return body.rstrip("\n") + "\n\n" + summary1.render_background(continuation) + "\n" + _BANNER
+    return body.rstrip("\n") + "\n\n" + gen1_summary.render_background(continuation) + "\n" + _BANNER
 
 
 def placeholder(session_id: str, text: str, stamp: str) -> dict[str, Any]:
@@ -145,7 +145,7 @@ def shape_scroll(conv: Converted, summary: str, session_id: str, agent_id: str, 
     lo, hi = min(evicted_seqs), max(evicted_seqs)
     index: dict[str, Any] = {"session_id": session_id, "agent_id": agent_id, "tiers": []}
     add_block(index, new_block(lo, hi, headlines))
-    continuation = summary1.continuation_summary(summary, (lo, hi))
+    continuation = gen1_summary.continuation_summary(summary, (lo, hi))
     stamp = str(hidden[-1].get("created_at") or "")
     marker = placeholder(session_id, placeholder_text(index, continuation), stamp)
     scroll.update(index=index, continuation_summary=continuation, synthetic_ids=[marker["id"]])

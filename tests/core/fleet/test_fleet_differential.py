@@ -35,6 +35,8 @@ COMMANDS = [
     "dream --dry-run --mode deterministic --promote all --no-embeddings",
     "reindex --embedder none --dry-run",
     "reindex --embedder none --dry-run --sources memory,dialog --verify",
+    "upgrade --dry-run",  # 1.x → 2.x: per session what it would add; a 2.x or damaged workspace says so
+    "upgrade --dry-run --strategy native --retention-days 7",
 ]
 
 

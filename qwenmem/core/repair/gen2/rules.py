@@ -2,7 +2,7 @@
 
 QwenPaw 2.2.2.post1 refuses a whole session when one field fails validation (spec qwenpaw2-workspace.md §2.6, §8.2),
 so the repair must know every rule. They are read off agentscope 2.0.10 (`state/_state.py`, `message/_base.py`,
-`message/_block.py`) and checked against the real model by bench/peer/agentscope2_validate.py (bench/quality/repair2_bench.py
+`message/_block.py`) and checked against the real model by bench/peer/agentscope2_validate.py (bench/quality/repair_gen2_bench.py
 runs both over the corruption corpus and records any disagreement in bench/RESULTS.md).
 
 Pydantic's lax mode is mirrored where it matters: a `str` field takes only a str, an `int` field an int or an

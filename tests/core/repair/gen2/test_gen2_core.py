@@ -432,7 +432,7 @@ def test_a_block_without_type_is_read_as_agentscope_reads_it():
     call = next(b for b in tool_msg["content"] if b["type"] == "tool_call")
     del call["type"]
     data = builder.dumps(doc).encode()
-    assert validation_problems(data) == []  # what AgentScope says (bench/quality/repair2_bench.py checks the agreement)
+    assert validation_problems(data) == []  # what AgentScope says (bench/quality/repair_gen2_bench.py checks the agreement)
     d = diagnose(data)
     assert d.classes == ["ok"] and d.new_bytes is None  # a valid file is left byte-identical
     ctx[0]["content"] = "a plain string"  # now something forces a rewrite: the block survives, its type explicit

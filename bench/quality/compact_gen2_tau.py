@@ -1,7 +1,7 @@
 """QwenPaw 2.x compaction on τ-bench airline transcripts turned into 2.x sessions (AgentScope 2.0 Msg shape).
 
 Writes the "compaction-2x" section of bench/RESULTS.md. Run from the repository root:
-    /work/main/.venv/bin/python bench/quality/compact2_tau.py [--agentscope-python /tmp/as2-venv/bin/python] [--make-venv]
+    /work/main/.venv/bin/python bench/quality/compact_gen2_tau.py [--agentscope-python /tmp/as2-venv/bin/python] [--make-venv]
 `--make-venv` first creates the AgentScope venv (python -m venv + pip install agentscope==2.0.10) at the path given
 by --agentscope-python's parent's parent. Offline: the extractive summarizer. Per session and context size C:
   * native: tokens before, the real `compact` (tier 2: split, summary, dialog/), tokens after, and checks (file
@@ -209,7 +209,7 @@ def main() -> int:
                    f"{r['trigger']:,.0f} | {r['reserve']:,.0f} | {'yes' if r['compacts'] else 'no'} | {r['removed']} | "
                    f"{r['kept']} | {r['after']:,} | {r['time']} | {r['checks']} |\n" for r in rows)
     md = ("## Compaction, QwenPaw 2.x (τ-bench airline as 2.x sessions)\n\n"
-          "Command: `nice /work/main/.venv/bin/python bench/quality/compact2_tau.py` (AgentScope 2.0.10 validation through "
+          "Command: `nice /work/main/.venv/bin/python bench/quality/compact_gen2_tau.py` (AgentScope 2.0.10 validation through "
           "`/tmp/as2-venv/bin/python bench/peer/agentscope2_check.py`). 67 customer conversations per session, one "
           "assistant message per reply (AgentScope 2.0 accumulation), the airline system prompt counted exactly "
           "(`--system-tokens`), tool schemas 0. Tokens are AgentScope's count. native: the real `compact` "

@@ -2,7 +2,7 @@
 converted by a real run, and checked against QwenPaw 2.2.2.post1's own load (agentscope 2.0.10 venv with the
 qwenpaw wheel, bench/peer/agentscope2_check.py --make-venv).
 
-    python bench/quality/repair2_convert_bench.py [--no-record]
+    python bench/quality/repair_gen2_convert_bench.py [--no-record]
 
 Sources: every 1.x session file of ../shared/corpus/real (sessions/*.json*, backups included), the 1.x fixtures
 of tests/fixtures/sessions/, and the 1.x files of the generated 2.x corpus (discord, telegram, orphan). Measured per
@@ -130,7 +130,7 @@ def markdown(rows: list[dict], summary: dict) -> str:
     def count(key: str) -> str:
         return f"{sum(1 for r in rows if r[key])}/{n}"
 
-    lines = ["Command: `python bench/quality/repair2_convert_bench.py`. Every 1.x session of the real corpus (backups "
+    lines = ["Command: `python bench/quality/repair_gen2_convert_bench.py`. Every 1.x session of the real corpus (backups "
              "included), the 1.x fixtures of tests/fixtures/sessions/ and the generated corpus's 1.x files, placed "
              "in a copy of the generated 2.x workspace and converted by `run_repair(convert_gen1=True)` (= `sessions "
              f"repair --all --convert-1x`) in {summary['seconds']} s. *Equal to QwenPaw* = QwenPaw 2.2.2.post1's "

@@ -1,7 +1,7 @@
 """2.x repair bench: a seeded corruption corpus of QwenPaw 2.x session files, repaired by a real `sessions repair`
 run, every result validated by AgentScope 2.0.10's own `AgentState` (in a separate venv).
 
-    python bench/quality/repair2_bench.py [--seed 7] [--per-class 12] [--no-record]
+    python bench/quality/repair_gen2_bench.py [--seed 7] [--per-class 12] [--no-record]
 
 Sources: the 2.x session files of the generated corpus (../shared/corpus/generated/qwenpaw-2.2.2, when present)
 and the self-written fixtures of tests/fixtures/qwenpaw2/builder.py. Each class (byte damage: truncated,
@@ -529,7 +529,7 @@ def _pct(a: int, b: int) -> str:
 
 
 def markdown(stats: dict, summary: dict, per_class: int) -> str:
-    lines = [f"Command: `python bench/quality/repair2_bench.py --seed {summary['seed']} --per-class {per_class}`. "
+    lines = [f"Command: `python bench/quality/repair_gen2_bench.py --seed {summary['seed']} --per-class {per_class}`. "
              f"{summary['files']} damaged 2.x files generated from {len(summary['sources'])} sources "
              f"({', '.join(summary['sources'])}), repaired in one workspace next to {summary['healthy']} healthy "
              f"copies by `run_repair(mode=repair)` in {summary['seconds']} s. *Recoverable* = messages complete in the "
