@@ -3,7 +3,8 @@
     python bench/quality/upgrade_bench.py            # prints the Markdown table of bench/RESULTS.md
 
 Per workspace (copies of every 1.x workspace of ../shared/corpus/real, and a generated long 1.x workspace: 120 turns
-90 days old, 30 of them offloaded to dialog/, 70 of the rest marked compressed, a registered chat and an orphan):
+90 days old, 30 of them offloaded to dialog/, 70 of the rest marked compressed, a registered chat and an orphan; and
+the same shape spread from 45 days ago to today, so QwenPaw's 30-day import window cuts through it):
 a real `qwenmem upgrade` run (scroll; the long one also native), then QwenPaw's own code in the agentscope 2.0.10 +
 qwenpaw venv (tests/fixtures/qwenpaw2/qwenpaw_upgrade_check.py, $QWENMEM_AS2_VENV):
   * "1.x record": the messages of the session files (compressed ones included) + the dialog/ lines;
@@ -80,7 +81,7 @@ def _one(tmp: Path, name: str, original: Path, strategy: str) -> dict:
 
 
 def main() -> None:
-    from upgrade_support import corpus_workspaces, long_workspace
+    from upgrade_support import corpus_workspaces, long_workspace, recent_workspace
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -91,6 +92,8 @@ def main() -> None:
         original = long_workspace(tmp / "long-original")
         for strategy in ("scroll", "native"):
             rows.append(_one(tmp, f"long-{strategy}", original, strategy) | {"name": "generated long 1.x"})
+        recent = recent_workspace(tmp / "recent-original")
+        rows.append(_one(tmp, "recent", recent, "scroll") | {"name": "generated recent 1.x (45 days → today)"})
     print("| workspace | strategy | sessions | 1.x messages (compressed) | dialog/ lines | QwenPaw import rows | "
           "upgrade rows (= QwenPaw's own rows) | first-turn tokens: lazy → upgrade | first turn compacts | "
           "loads unchanged | upgrade s |")

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from helpers import invoke
-from upgrade_support import REAL, copy_tree, corpus_workspaces, long_workspace
+from upgrade_support import REAL, copy_tree, corpus_workspaces, long_workspace, recent_workspace, session_timestamps
 from validators import agentscope_python
 
 DRIVER = Path(__file__).resolve().parents[2] / "fixtures" / "qwenpaw2" / "qwenpaw_upgrade_check.py"
@@ -85,3 +86,22 @@ def test_a_long_1x_session_keeps_its_record_and_its_context(tmp_path, strategy):
     assert result["rows_added"] == 360 + 4 + 120
     # QwenPaw's import on the upgraded workspace adds no message again (the scroll placeholder is its one row: §8.9)
     assert verdict["resync_rows"] <= (1 if strategy == "scroll" else 0)
+
+
+def test_a_recent_1x_workspace_keeps_every_message_where_qwenpaws_import_keeps_30_days(tmp_path):
+    """A registered 1.x chat whose messages run from 45 days ago to today, with compressed marks and dialog/
+    offloads: QwenPaw's startup import of the original (30-day retention) keeps the file's messages of the last 30
+    days and nothing of dialog/ or the orphan; the upgrade keeps every one of them."""
+    agentscope_python(qwenpaw=True)
+    original = recent_workspace(tmp_path / "original")
+    case, result = _case(tmp_path, "recent", original)
+    verdict = _judge([case])[0]
+    _assert_sessions(verdict)
+    stamps = session_timestamps(original)
+    window = datetime.now() - timedelta(days=30)
+    recent = sum(1 for t in stamps if t > window)
+    assert 0 < recent < len(stamps)
+    dialog = sum(1 for p in (original / "dialog").glob("*.jsonl") for line in p.open() if line.strip())
+    orphan = len(session_timestamps(original, "default_1775000000000.json"))
+    assert verdict["lazy_import_rows"] == recent
+    assert verdict["store_rows"] == result["rows_added"] == len(stamps) + dialog + orphan
