@@ -15,7 +15,8 @@ qwenpaw venv (tests/fixtures/qwenpaw2/qwenpaw_upgrade_check.py, $QWENMEM_AS2_VEN
   * tokens of the first turn's context: QwenPaw's lazy load (compressed messages back in) vs the upgraded file,
     counted by AgentScope's count_tokens (system prompt and tools aside), and whether QwenPaw's check compacts;
   * "loads unchanged": every session loads through QwenPawAgent.load_state_dict and dumps back to the same state,
-    and a turn's write-through + save loads back unchanged.
+    a turn's write-through + save loads back unchanged, and a real QwenPawAgent turn (its reply loop on a stand-in
+    model with a fixed reply) saves, and QwenPaw's load of that save saves back to the same bytes.
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ def _one(tmp: Path, name: str, original: Path, strategy: str) -> dict:
             "rows": sum(x["rows"] for x in s) + dialog_rows, "rows_equal": all(x["rows_equal"] for x in s),
             "lazy_tokens": sum(x["lazy_tokens"] for x in s), "tokens": sum(x["tokens"] for x in s),
             "compacts": sum(1 for x in s if x["compacted"]),
-            "unchanged": all(x["load_identical"] and x["second_load_identical"] for x in s), "seconds": seconds}
+            "unchanged": all(x["load_identical"] and x["second_load_identical"] and x.get("turn_replied")
+                                 and x.get("turn_reload_identical") for x in s), "seconds": seconds}
 
 
 def main() -> None:

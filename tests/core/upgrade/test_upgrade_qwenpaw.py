@@ -4,7 +4,9 @@ every 1.x workspace of the real corpus and on a generated long 1.x workspace (co
 a registered chat 90 days old): every session loads through QwenPawAgent.load_state_dict and dumps back to the same
 state and scroll bookkeeping; QwenPaw renders the same placeholder; history.db holds, column for column, the rows
 QwenPaw's msg_to_entries makes of every 1.x message (compressed ones included) and dialog/ lines; the first turn's
-context check does not compact; a turn is written through and saved, and loading the save changes nothing."""
+context check does not compact; a turn is written through and saved, and loading the save changes nothing; a real
+QwenPawAgent turn (its reply loop on a stand-in model with a fixed reply, no network) runs and saves on each upgraded
+session, and QwenPaw's load of that save saves back to the same bytes."""
 
 from __future__ import annotations
 
@@ -55,8 +57,14 @@ def _assert_sessions(verdict: dict) -> None:
         assert s["rows_equal"] and s["rows"] == s["expected_rows"], (where, s["rows_missing"], s["rows_differ"])
         assert not s["compacted"], where
         assert s["second_load_identical"], where
+        # QwenPaw's own agent replies (stand-in model), its scroll write-through stores the turn, SafeJSONSession
+        # saves, and QwenPaw's load of that save saves back to the same bytes
+        assert s["turn_replied"], (where, s.get("turn_error"))
+        assert s["turn_rows_added"] == (2 if s["turn_scroll"] else 0), where  # the user message and the reply
+        assert s["turn_reload_identical"], where
 
 
+@pytest.mark.slow  # about 25 s: QwenPaw's checks and a real turn on every session of 8 workspaces
 @pytest.mark.needs_shared(REAL)
 def test_every_real_1x_workspace_upgrades_as_qwenpaw_loads_it(tmp_path):
     agentscope_python(qwenpaw=True)
