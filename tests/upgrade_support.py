@@ -13,7 +13,7 @@ from typing import Any
 from helpers import SHARED
 
 REAL = SHARED / "corpus" / "real"
-SUMMARY_1X = ("## Goal\n- Plan the Lisbon trip in May\n\n## Constraints & Preferences\n- Budget under 2000 EUR\n\n"
+SUMMARY_GEN1 = ("## Goal\n- Plan the Lisbon trip in May\n\n## Constraints & Preferences\n- Budget under 2000 EUR\n\n"
               "## Progress\n### Done\n- [x] Booked the flight\n\n### In Progress\n- [ ] Choose a hotel\n\n"
               "### Blocked\n- (none)\n\n## Key Decisions\n- **Alfama district**: close to the old town\n\n"
               "## Next Steps\n1. Compare three hotels\n\n## Critical Context\n- The user prefers trains")
@@ -76,7 +76,7 @@ def _workspace(ws: Path, turn_times: list[datetime], compressed_turns: int, dial
         with open(ws / "dialog" / f"{day}.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps(m, ensure_ascii=False) + "\n")
     content = [[m, ["compressed"] if n < 4 * compressed_turns else []] for n, m in enumerate(kept)]
-    doc = {"agent": {"memory": {"content": content, "_compressed_summary": SUMMARY_1X},
+    doc = {"agent": {"memory": {"content": content, "_compressed_summary": SUMMARY_GEN1},
                      "toolkit": {"active_groups": []}, "name": "Friday", "_sys_prompt": "You are Friday."}}
     (ws / "sessions" / "alice_console--alice.json").write_text(json.dumps(doc, ensure_ascii=False),
                                                                encoding="utf-8")

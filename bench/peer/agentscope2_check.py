@@ -21,7 +21,7 @@ AGENTSCOPE = "agentscope==2.0.10"
 # QwenPaw itself, without its dependency tree: bench/peer/agentscope2_convert.py needs only its 1.x converter and loader
 QWENPAW = "qwenpaw==2.2.2.post1"
 # ... plus what QwenPaw's prompt contributor (qwenpaw.runtime.prompt_contributors) imports beyond agentscope, so
-# tests/core/compaction2/test_compact2_fixed_parts.py runs QwenPaw's own contributor in CI (its whole tree is ~1.5 GB)
+# tests/core/compaction/gen2/test_compact2_fixed_parts.py runs QwenPaw's own contributor in CI (its whole tree is ~1.5 GB)
 CONTRIBUTOR_DEPS = "apscheduler==3.11.3 google-genai==3.6.1 packaging==26.4 pillow==13.0.0"
 # the venv every validator test and bench uses (tests/validators.py; .ci/run builds a cached one and sets this)
 DEFAULT_VENV = os.environ.get("QWENMEM_AS2_VENV") or "/tmp/as2-venv"

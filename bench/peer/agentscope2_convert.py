@@ -1,7 +1,7 @@
 """Compare qwenmem's 1.x → 2.x conversion with QwenPaw 2.2.2.post1's own (run with the agentscope==2.0.10 venv,
 into which the qwenpaw wheel is installed with --no-deps: `python bench/peer/agentscope2_check.py --make-venv DIR`).
 
-    /tmp/as2-venv/bin/python bench/peer/agentscope2_convert.py ORIGINAL_1X CONVERTED_2X [ORIGINAL CONVERTED ...] > out.json
+    /tmp/as2-venv/bin/python bench/peer/agentscope2_convert.py ORIGINAL_GEN1 CONVERTED_GEN2 [ORIGINAL CONVERTED ...] > out.json
 
 For each pair: QwenPaw's load of the 1.x original (`react_agent.load_state_dict`'s 1.x branch: a fresh AgentState,
 context = `parse_legacy_memory_state` through QwenPaw's `Msg.from_dict` shim, summary = `_compressed_summary`) and

@@ -15,8 +15,8 @@ then cuts the system prompt into the parts QwenPaw's contributors make (each con
 qwenmem can rebuild it for another workspace: the prompt files and the paths/ids in the directory and environment
 blocks are the workspace's; everything else is a fixed number of bytes per QwenPaw version, strategy and language.
 
-Prints the JSON; `--write` regenerates qwenmem/core/compaction2/qwenpaw_measured.py (data only, with the versions
-named). tests/core/compaction2/test_compact2_fixed_parts.py pins that module against a fresh measurement when this venv exists.
+Prints the JSON; `--write` regenerates qwenmem/core/compaction/gen2/qwenpaw_measured.py (data only, with the versions
+named). tests/core/compaction/gen2/test_compact2_fixed_parts.py pins that module against a fresh measurement when this venv exists.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pprint import pformat
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO.parent / "shared" / "corpus" / "generated" / "qwenpaw-2.2.2"
-OUT = REPO / "qwenmem" / "core" / "compaction2" / "qwenpaw_measured.py"
+OUT = REPO / "qwenmem" / "core" / "compaction" / "gen2" / "qwenpaw_measured.py"
 SESSION = ("console:alice", "alice", "console")
 
 
@@ -216,7 +216,7 @@ def record(results: list[dict], vers: dict[str, str]) -> None:
           "`Workspace` bootstrap; `_prepare_model_input()`'s system message and tool schemas, counted as AgentScope "
           "counts (bytes/4). The prompt files are the workspace's AGENTS.md/SOUL.md/PROFILE.md (QwenPaw's "
           "`WorkspacePromptFilesContributor`); the rest is kept as data in "
-          "`qwenmem/core/compaction2/qwenpaw_measured.py`. No timing.\n\n"
+          "`qwenmem/core/compaction/gen2/qwenpaw_measured.py`. No timing.\n\n"
           "| strategy | language | system prompt tokens | of it, prompt files | tools | tool-schema tokens |\n"
           "|---|---|---:|---:|---:|---:|\n" + rows)
     update_section("qwenpaw2-fixed-parts", md)
@@ -238,7 +238,7 @@ def run_one(strategy: str, language: str) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--write", action="store_true", help="regenerate qwenmem/core/compaction2/qwenpaw_measured.py")
+    ap.add_argument("--write", action="store_true", help="regenerate qwenmem/core/compaction/gen2/qwenpaw_measured.py")
     ap.add_argument("--one", nargs=2, metavar=("STRATEGY", "LANGUAGE"), help=argparse.SUPPRESS)
     ap.add_argument("--render", type=Path, help="write the module from a saved JSON of this script (no measuring)")
     args = ap.parse_args()

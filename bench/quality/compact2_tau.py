@@ -33,10 +33,10 @@ import builder  # noqa: E402  (tests/fixtures/qwenpaw2/builder.py: agent.json, s
 from bench._results import update_section  # noqa: E402
 
 from qwenmem.core.compaction.run import CompactOptions, compact_sessions  # noqa: E402
-from qwenmem.core.compaction2.check import Check2Options, check_ref  # noqa: E402
+from qwenmem.core.compaction.gen2.check import Gen2CheckOptions, check_ref  # noqa: E402
 from qwenmem.core.sessions import iter_session_refs  # noqa: E402
 from qwenmem.core.settings import load_settings  # noqa: E402
-from qwenmem.core.settings2 import load_gen2_settings  # noqa: E402
+from qwenmem.core.settings.gen2 import load_gen2_settings  # noqa: E402
 from qwenmem.core.workspace import discover_workspace  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -135,7 +135,7 @@ def run(c: int, sessions: list, work: Path, as2: Path | None) -> tuple[list[dict
         settings, g2 = load_settings(ws), load_gen2_settings(ws)
         for ref in iter_session_refs(ws):
             name = ref.path.stem
-            opts2 = Check2Options(context_size=c, system_tokens=sys_tokens[name], tools_tokens=0)
+            opts2 = Gen2CheckOptions(context_size=c, system_tokens=sys_tokens[name], tools_tokens=0)
             check = check_ref(ws, ref, settings, opts2, g2)
             row = {"session": name, "strategy": strategy, "C": c, "msgs": check.message_count,
                    "before": check.terms.total, "trigger": check.trigger, "reserve": check.reserve,

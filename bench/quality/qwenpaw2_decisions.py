@@ -194,7 +194,7 @@ def run_strategy(strategy: str, qp: Path, tmp: Path) -> list[dict]:
     wsdir = copy_root(tmp / strategy)
     env = dict(os.environ, QWENPAW_WORKING_DIR=str(wsdir.parent.parent),
                QWENPAW_SECRET_DIR=str(wsdir.parent.parent.parent / "root.secret"))
-    from qwenmem.core.compaction2.qwenpaw_measured import MEASURED_TOTALS
+    from qwenmem.core.compaction.gen2.qwenpaw_measured import MEASURED_TOTALS
 
     cases = build_cases(strategy, sum(MEASURED_TOTALS[f"{strategy}/en"]))
     cases_file = tmp / f"{strategy}.json"

@@ -15,7 +15,7 @@ Measured per class: recoverable messages (complete in the damaged bytes and load
 repaired file; originals preserved (the quarantined copy is byte-identical to the damaged file); healthy files
 byte-identical; invented messages (ids in the result that were not in the damaged file); repaired files that pass
 `AgentState.model_validate` (bench/peer/agentscope2_validate.py under the agentscope venv, created if missing); and
-whether qwenmem's rules (repair/rules2.py) agree with AgentScope's verdict on each damaged file.
+whether qwenmem's rules (repair/gen2/rules.py) agree with AgentScope's verdict on each damaged file.
 """
 
 from __future__ import annotations
@@ -417,7 +417,7 @@ def _validate(python: Path, paths: list[Path]) -> dict[str, dict]:
 
 
 def run(seed: int, per_class: int) -> tuple[dict, dict]:
-    from qwenmem.core.repair.gen2 import validation_problems
+    from qwenmem.core.repair.gen2.diagnose import validation_problems
     from qwenmem.core.repair.run import REPAIR, run_repair
     from qwenmem.core.sessions import iter_session_refs
     from qwenmem.core.workspace import discover_workspace
@@ -552,7 +552,7 @@ def markdown(stats: dict, summary: dict, per_class: int) -> str:
     a = summary["agreement"]
     lines += ["", f"Healthy files byte-identical after the run: {_pct(summary['healthy_same'], summary['healthy'])}; "
               f"healthy files valid for AgentState: {_pct(summary['healthy_valid'], summary['healthy'])}.",
-              f"qwenmem's rules (repair/rules2.py) vs AgentState on the damaged files that parse strictly: "
+              f"qwenmem's rules (repair/gen2/rules.py) vs AgentState on the damaged files that parse strictly: "
               f"{a['agree']} agree, {a['disagree']} disagree" + (f" (e.g. {json.dumps(a['examples'][:2])})"
                                                                  if a["disagree"] else "") + "."]
     return "\n".join(lines)

@@ -22,7 +22,7 @@ class Tokenizer(StrEnum):  # core.tokens.TOKENIZERS
     CL100K = "cl100k"
 
 
-class Summarizer(StrEnum):  # core.compaction.run / compaction2.run
+class Summarizer(StrEnum):  # core.compaction.run / compaction.gen2.run
     AUTO = "auto"
     LLM = "llm"
     EXTRACTIVE = "extractive"

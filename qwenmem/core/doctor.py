@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any, Callable, Final, Literal, TypedDict
 from qwenmem.core.history.check import FtsVerdict
 from qwenmem.core.history.state import HistoryStatus
 from qwenmem.core.errors import QwenmemError
-from qwenmem.core.workspace import Workspace, discover_workspace
+from qwenmem.core.workspace import Workspace, discover_workspace, is_qwenpaw_root, root_agent_ids
 
 if TYPE_CHECKING:
     from qwenmem.core.settings import Settings
-    from qwenmem.core.settings2 import GenerationSummary, WorkspaceGeneration
+    from qwenmem.core.settings.gen2 import GenerationSummary, WorkspaceGeneration
 
 ATTENTION: Final = "attention"  # exit 1: something is wrong or will go wrong
 NOTE: Final = "note"  # worth knowing; nothing to do yet
@@ -165,15 +165,14 @@ class DoctorReport:
 
 def _targets(workspace: str | os.PathLike[str] | None, agent: str | None) -> tuple[Path, list[tuple[str, str | None]]]:
     """(root shown, [(path, agent) to open]). A root means every agent in it; an agent directory, or --agent, one."""
-    from qwenmem.core.fleet.targets import _is_root, agents_of_root
-
     if agent is not None:
         ws = discover_workspace(workspace, agent)
         return ws.root, [(str(ws.root), agent)]
     ws = discover_workspace(workspace, None)
     base = Path(workspace).expanduser() if workspace is not None else ws.root
-    if _is_root(base):
-        return base, [(t.path, t.agent) for t in agents_of_root(base)]
+    if is_qwenpaw_root(base):
+        agents: list[str | None] = [*root_agent_ids(base)]
+        return base, [(str(base), a) for a in agents or [None]]
     return ws.root, [(str(ws.path), None)]
 
 
@@ -215,7 +214,7 @@ def _sessions(ws: Workspace, settings: Settings, report: AgentReport) -> None:
     from qwenmem.core.listing import list_sessions
     from qwenmem.core.repair import CHECK, run_repair
     from qwenmem.core.sessions import iter_session_refs
-    from qwenmem.core.settings2 import workspace_generation
+    from qwenmem.core.settings.gen2 import workspace_generation
     from qwenmem.core.tokens import get_counter
 
     health = report.sessions
@@ -248,7 +247,7 @@ def _sessions(ws: Workspace, settings: Settings, report: AgentReport) -> None:
 
 def _threshold(ws: Workspace, settings: Settings, generation: str) -> int:
     """The compaction threshold `info` reports: in a 2.x workspace QwenPaw 2.x's, for its 1.x files too."""
-    from qwenmem.core.settings2 import derived_limits, load_gen2_settings
+    from qwenmem.core.settings.gen2 import derived_limits, load_gen2_settings
 
     if generation not in ("2.x", "mixed"):
         return settings.compact_threshold
@@ -425,7 +424,7 @@ def _schedule(settings: Settings, report: AgentReport) -> None:
 def _history(ws: Workspace, report: AgentReport) -> None:
     """`qwenmem history check` (integrity, full-text table, bad JSON, dangling pointers, retention), read-only."""
     from qwenmem.core.history.check import PROBLEM, check_history
-    from qwenmem.core.settings2 import load_gen2_settings
+    from qwenmem.core.settings.gen2 import load_gen2_settings
 
     h = report.history
     try:

@@ -16,7 +16,7 @@ from qwenmem.core.sessions import Health, IdentitySource, LoadedSession, Session
 from qwenmem.core.tokens import EstimateCounter, TokenCounter, get_counter, message_tokens
 from qwenmem.core.workspace import Workspace
 
-if TYPE_CHECKING:  # overview imports settings2 and the history reader: only when a listing is annotated
+if TYPE_CHECKING:  # overview imports settings.gen2 and the history reader: only when a listing is annotated
     from qwenmem.core.history.keys import RowsKeySource
     from qwenmem.core.history.overview import ListingHistory
 
@@ -87,7 +87,7 @@ def fold_backups(rows: list[SessionRow]) -> list[SessionRow]:
     return out
 
 
-def _row_2x(loaded: LoadedSession, gen2_doc: dict[str, Any], counter: TokenCounter) -> SessionRow:
+def _row_gen2(loaded: LoadedSession, gen2_doc: dict[str, Any], counter: TokenCounter) -> SessionRow:
     """A 2.x file: `messages` is the live tail (the scroll placeholder is not transcript); the model sees them all."""
     from qwenmem.core.session_model.gen2 import quick_stats
 
@@ -109,7 +109,7 @@ def _row_2x(loaded: LoadedSession, gen2_doc: dict[str, Any], counter: TokenCount
 
 def row_for(loaded: LoadedSession, counter: TokenCounter) -> SessionRow:
     if loaded.gen2_doc is not None:
-        return _row_2x(loaded, loaded.gen2_doc, counter)
+        return _row_gen2(loaded, loaded.gen2_doc, counter)
     ref, doc = loaded.ref, loaded.session
     messages = in_context = tokens = summary_tokens = 0
     first = last = None

@@ -21,7 +21,7 @@ from qwenmem.core.workspace import Workspace
 
 GEN1, GEN2 = "1.x", "2.x"
 DATED = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-# §7.2 rule 1. Kept in step with settings2.GEN2_MARKERS (a test checks), without importing the session layer.
+# §7.2 rule 1. Kept in step with settings.gen2.GEN2_MARKERS (a test checks), without importing the session layer.
 GEN2_MARKERS = ("history.db", "sessions/.synced.json", "mem_metadata", "mem_session")
 METADATA_DIR = "mem_metadata"  # ReMe 0.4's index: never read or written by qwenmem (like 1.x file_store/)
 

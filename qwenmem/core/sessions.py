@@ -115,7 +115,7 @@ def chat_filename(user_id: str, session_id: str) -> str:
     return f"{safe_uid}_{safe_sid}.json" if safe_uid else f"{safe_sid}.json"
 
 
-def chat_filename_2x(user_id: str, session_id: str) -> str:
+def chat_filename_gen2(user_id: str, session_id: str) -> str:
     """QwenPaw 2.x session_filename (spec qwenpaw2-workspace.md §2.1): the user part is also dropped when it equals
     the sanitised session id."""
     safe_uid, safe_sid = sanitize_filename(user_id), sanitize_filename(session_id)
@@ -226,7 +226,7 @@ def chats_index(ws: Workspace) -> dict[tuple[str | None, str], ChatSpec]:
     index: dict[tuple[str | None, str], ChatSpec] = {}
     for chat in load_chats(ws):
         for fname in dict.fromkeys((chat_filename(chat.user_id, chat.session_id),
-                                    chat_filename_2x(chat.user_id, chat.session_id))):
+                                    chat_filename_gen2(chat.user_id, chat.session_id))):
             index.setdefault((sanitize_filename(chat.channel), fname), chat)
     return index
 
@@ -468,3 +468,17 @@ def load_session(ref: SessionRef, keep_raw: bool = False) -> LoadedSession:
     salvaged = corrupt and (session is not None or parsed.gen2_doc is not None)
     return LoadedSession(ref, snap, len(data), mtime, session, health, problems, salvaged=salvaged,
                          raw=data if keep_raw else None, gen2_doc=parsed.gen2_doc)
+
+
+def count_file_generations(ws: Workspace) -> tuple[int, int]:
+    """(1.x files, 2.x files) under sessions/, each from its first bytes (a full parse only when they are unusual).
+    Dot-files and CoPaw backups are not sessions; neither is anything detect.generation_of_file cannot tell safely
+    (a FIFO named like a session must not hang this, a link leaving the workspace, a file too large to sniff)."""
+    from qwenmem.core.session_model.detect import generation_of_file
+
+    n1 = n2 = 0
+    for path in iter_session_files(ws):
+        kind = generation_of_file(path)
+        n1 += kind == GEN1
+        n2 += kind == GEN2
+    return n1, n2

@@ -160,8 +160,42 @@ def read_json_file(path: Path) -> object:
         raise ConfigError(path, "JSON nested too deeply to parse") from None
 
 
-def _looks_like_workspace(p: Path) -> bool:
+def looks_like_workspace(p: Path) -> bool:
+    """An agent's directory: one of the files or folders QwenPaw keeps there exists."""
     return any((p / marker).exists() for marker in WORKSPACE_MARKERS)
+
+
+def is_qwenpaw_root(p: Path) -> bool:
+    """A QwenPaw root (it has workspaces/, or a config.json that is no agent's), not one agent's directory."""
+    return (p / "workspaces").is_dir() or ((p / "config.json").is_file() and not (p / "agent.json").exists())
+
+
+def visible_subdirs(p: Path) -> list[str]:
+    """The names of p's directories, sorted, dot-folders left out; none for a directory that cannot be listed."""
+    try:
+        with os.scandir(p) as it:
+            return sorted(e.name for e in it if not e.name.startswith(".") and e.is_dir())
+    except OSError:
+        return []
+
+
+def _profile_agents(root: Path) -> list[str]:
+    try:
+        config = json.loads(confine.read_text(root / "config.json"))
+    except (OSError, ValueError, RecursionError):
+        return []  # each agent's own check reports a malformed config.json for the agents found under workspaces/
+    agents = config.get("agents") if isinstance(config, dict) else None
+    profiles = agents.get("profiles") if isinstance(agents, dict) else None
+    return [a for a in profiles if isinstance(a, str)] if isinstance(profiles, dict) else []
+
+
+def root_agent_ids(root: Path) -> list[str]:
+    """Every agent of a root, as `--agent` names it: config.json's profiles, then workspaces/<id>/ folders no
+    profile names. None: the legacy single-agent layout, which discover_workspace resolves without an id."""
+    seen: dict[str, None] = {}
+    for agent in [*_profile_agents(root), *visible_subdirs(root / "workspaces")]:
+        seen.setdefault(agent)
+    return list(seen)
 
 
 def _plain_id(agent: str) -> bool:
@@ -235,17 +269,16 @@ def discover_workspace(
         raise WorkspaceError(f"workspace {base} is not a directory (from {source})")
     if not os.access(base, os.R_OK | os.X_OK):
         raise WorkspaceError(f"workspace {base} is not readable (from {source})")
-    is_root = (base / "workspaces").is_dir() or ((base / "config.json").is_file() and not (base / "agent.json").exists())
-    if agent is None and _looks_like_workspace(base) and not (base / "workspaces").is_dir():
+    if agent is None and looks_like_workspace(base) and not (base / "workspaces").is_dir():
         return _direct_workspace(base, source)
-    if is_root or agent is not None:
+    if is_qwenpaw_root(base) or agent is not None:
         path, agent_id, notes = _select_agent(base, agent)
         if not is_dir(path):
             origin = next((n.split(" from ", 1)[1] for n in notes if " from config.json " in n), source)
             raise WorkspaceError(f"agent workspace {path} does not exist (from {origin})")
         return Workspace(path.resolve(), base.resolve(), agent_id, source, tuple(n.removeprefix(MOVED_ROOT) for n in notes),
                          tuple(n.removeprefix(MOVED_ROOT) for n in notes if n.startswith(MOVED_ROOT)))
-    if not _looks_like_workspace(base):
+    if not looks_like_workspace(base):
         raise WorkspaceError(
             f"{base} (from {source}) is not a QwenPaw workspace: none of {', '.join(WORKSPACE_MARKERS)} found"
         )

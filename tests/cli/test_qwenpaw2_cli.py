@@ -11,7 +11,7 @@ import pytest
 from helpers import invoke
 from qwenpaw2_support import builder, copy_corpus, corpus_session_files, needs_gen2_corpus
 
-REGISTERED_2X = ["console/alice_console--alice", "console/bob_console--bob"]
+REGISTERED_GEN2 = ["console/alice_console--alice", "console/bob_console--bob"]
 
 
 def raw_transcript_count(path) -> int:
@@ -60,7 +60,7 @@ def test_list_counts_equal_independent_counts(corpus_ws):
 
 
 @needs_gen2_corpus
-@pytest.mark.parametrize("key", REGISTERED_2X + ["telegram/7_telegram--7"])
+@pytest.mark.parametrize("key", REGISTERED_GEN2 + ["telegram/7_telegram--7"])
 def test_show_without_warnings(corpus_ws, key):
     run = invoke("-w", str(corpus_ws), "sessions", "show", key, "--json")
     assert run.code == 0 and run.stderr == ""

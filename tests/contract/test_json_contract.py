@@ -367,9 +367,9 @@ def test_history_and_snapshot_documents_have_the_keys_of_their_types(tmp_path):
 def _vocabularies() -> dict[str, tuple[object, set[str]]]:
     from qwenmem.cli.result import Status as EnvelopeStatus
     from qwenmem.core.compaction.check import CompactStatus
-    from qwenmem.core.compaction.prune import PruneKind
+    from qwenmem.core.compaction.gen1.prune import PruneKind
     from qwenmem.core.repair.quarantine import QuarantineKind
-    from qwenmem.core.compaction2.check import FileStrategy
+    from qwenmem.core.compaction.gen2.check import FileStrategy
     from qwenmem.core.doctor import AgentHistoryStatus, Area, IndexState, Level, TemporariesStatus
     from qwenmem.core.dream.changelog import ChangeAction, ChangelogKind, ChangelogMode, DreamMode
     from qwenmem.core.dream.run import DreamRestoreStatus, DreamStatus
@@ -385,7 +385,7 @@ def _vocabularies() -> dict[str, tuple[object, set[str]]]:
     from qwenmem.core.salvage_documents import SummaryState
     from qwenmem.core.sessions import Health, IdentitySource
     from qwenmem.core.settings import ConfigLayout
-    from qwenmem.core.settings2 import ContextStrategy, WorkspaceGeneration
+    from qwenmem.core.settings.gen2 import ContextStrategy, WorkspaceGeneration
     from qwenmem.core.snapshot import SnapshotCreateStatus, SnapshotRestoreStatus
     from qwenmem.core.upgrade.run import SessionStatus as UpgradeSessionStatus
     from qwenmem.core.upgrade.run import UpgradeStatus

@@ -8,7 +8,7 @@ import pytest
 
 from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
 from qwenmem.core.providers import DEFAULT_CONTEXT_WINDOW, effective_context_size, known_context_size
-from qwenmem.core.settings2 import load_gen2_settings
+from qwenmem.core.settings.gen2 import load_gen2_settings
 from qwenmem.core.workspace import discover_workspace
 
 

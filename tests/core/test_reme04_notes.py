@@ -193,6 +193,6 @@ def test_configured_folders_and_escapes(tmp_path):
 
 
 def test_markers_match_the_session_layer():
-    from qwenmem.core import settings2
+    from qwenmem.core.settings import gen2
 
-    assert GEN2_MARKERS == settings2.GEN2_MARKERS
+    assert GEN2_MARKERS == gen2.GEN2_MARKERS

@@ -119,3 +119,49 @@ def test_the_cycle_finder_finds_a_circle_through_a_lazy_import():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert find_cycles(graph) == [["a", "b", "c"]]
     assert find_cycles({"a": {"b"}, "b": set()}) == []
+
+
+CORE_PACKAGE = "qwenmem.core"
+
+
+def core_package_of(module: str) -> str | None:
+    """The top-level node of qwenmem.core a module belongs to: qwenmem.core.compaction.run -> qwenmem.core.compaction,
+    qwenmem.core.fsio -> itself; None for modules outside core and for core's own __init__."""
+    prefix = CORE_PACKAGE + "."
+    if not module.startswith(prefix):
+        return None
+    return prefix + module[len(prefix) :].split(".")[0]
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph collapsed to core's top-level modules and packages: an edge A -> B when any module in A
+    imports any module in B (lazy imports included, as import_graph counts them)."""
+    packages: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        source = core_package_of(module)
+        if source is None:
+            continue
+        edges = packages.setdefault(source, set())
+        for target in targets:
+            node = core_package_of(target)
+            if node is not None and node != source:
+                edges.add(node)
+    return packages
+
+
+def test_no_package_cycles_in_core():
+    packages = package_graph(import_graph())
+    assert "qwenmem.core.fsio" in packages["qwenmem.core.compaction"]
+    assert find_cycles(packages) == []
+
+
+def test_the_package_collapse_joins_modules_of_one_package():
+    graph = {
+        "qwenmem.core.a.x": {"qwenmem.core.b"},
+        "qwenmem.core.a.y": {"qwenmem.core.a.x", "qwenmem.cli.app"},
+        "qwenmem.core.b": {"qwenmem.core.a.y"},
+        "qwenmem.core": {"qwenmem.core.b"},
+    }
+    packages = package_graph(graph)
+    assert packages == {"qwenmem.core.a": {"qwenmem.core.b"}, "qwenmem.core.b": {"qwenmem.core.a"}}
+    assert find_cycles(packages) == [["qwenmem.core.a", "qwenmem.core.b"]]

@@ -12,8 +12,8 @@ from pathlib import Path
 from helpers import REPO
 
 # one real validator test of each kind: agentscope only, and agentscope + the qwenpaw wheel
-VALIDATOR_TESTS = ["tests/core/repair/test_repair2_core.py::test_repaired_files_pass_agentscopes_own_validation",
-                   "tests/core/repair/test_repair2_convert.py::test_the_conversion_equals_qwenpaws_own"]
+VALIDATOR_TESTS = ["tests/core/repair/gen2/test_repair2_core.py::test_repaired_files_pass_agentscopes_own_validation",
+                   "tests/core/repair/gen2/test_repair2_convert.py::test_the_conversion_equals_qwenpaws_own"]
 
 
 def _pytest(tmp_path, **env: str) -> subprocess.CompletedProcess:

@@ -13,7 +13,7 @@ from qwenmem.cli.options import AgentOpt, JsonFlag, WorkspaceOpt
 from qwenmem.cli.result import CommandResult
 
 if TYPE_CHECKING:
-    from qwenmem.core.settings2 import Qwenpaw2Info
+    from qwenmem.core.ops.info import Qwenpaw2Info
 
 
 def info(ctx: typer.Context, json_out: JsonFlag = False, workspace: WorkspaceOpt = None,

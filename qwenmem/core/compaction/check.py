@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from qwenmem.core.jsonsafe import copy_json
 from qwenmem.core.compaction.context import CompactRun
-from qwenmem.core.compaction.options import (Check2Options, CompactOptions, effective_numbers, prune_limits,
+from qwenmem.core.compaction.options import (Gen2CheckOptions, CompactOptions, effective_numbers, prune_limits,
                                              settings_dir, summary_budget)
-from qwenmem.core.compaction.prune import prune_tool_results
+from qwenmem.core.compaction.gen1.prune import prune_tool_results
 from qwenmem.core.compaction.threshold import Budget, Plan, compute_budget, plan_compaction
 from qwenmem.core.compaction.tiers import (Tier1Detail, Tier2Detail, Tier3Detail, TierReport, tier1_not_reported,
                                            tier2_not_reported, tier3_not_reported)
@@ -21,9 +21,9 @@ from qwenmem.core.tokens import message_tokens, tool_output_tokens
 from qwenmem.core.workspace import Workspace
 
 if TYPE_CHECKING:
-    from qwenmem.core.compaction2.check import Check2Report
+    from qwenmem.core.compaction.gen2.check import Gen2CheckReport
 
-__all__ = ["Check2Options", "CheckReport", "CompactOptions", "CompactReport", "TierReport", "Tokens",
+__all__ = ["Gen2CheckOptions", "CheckReport", "CompactOptions", "CompactReport", "TierReport", "Tokens",
            "check_loaded", "check_session", "effective_numbers", "in_context", "message_id", "plan_for",
            "prune_limits", "settings_dir", "summary_budget", "unusable_reason"]
 
@@ -76,7 +76,7 @@ class CompactReport:
     key: str
     path: str
     status: CompactStatus
-    check: CheckReport | Check2Report | None = None
+    check: CheckReport | Gen2CheckReport | None = None
     tier1: TierReport[Tier1Detail] = field(default_factory=tier1_not_reported)
     tier2: TierReport[Tier2Detail] = field(default_factory=tier2_not_reported)
     tier3: TierReport[Tier3Detail] = field(default_factory=tier3_not_reported)

@@ -14,20 +14,20 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qwenmem.core.compaction.options import (Check2Options, CompactOptions, check_summarizer_choice,
+from qwenmem.core.compaction.options import (Gen2CheckOptions, CompactOptions, check_summarizer_choice,
                                              effective_numbers, prune_limits, settings_dir, summary_budget)
-from qwenmem.core.compaction.prune import PruneLimits
-from qwenmem.core.compaction.summarize import ExtractiveSummarizer, LLMSummarizer
+from qwenmem.core.compaction.gen1.prune import PruneLimits
+from qwenmem.core.compaction.gen1.summarize import ExtractiveSummarizer, LLMSummarizer
 from qwenmem.core.fsio import timestamp_slug
 from qwenmem.core.settings import Settings, user_tz
 from qwenmem.core.tokens import TokenCounter, get_counter
 from qwenmem.core.workspace import Workspace
 
 if TYPE_CHECKING:
-    from qwenmem.core.compaction2.prompt import FixedPart, RequestValues
-    from qwenmem.core.compaction2.prune import Limits
+    from qwenmem.core.compaction.gen2.prompt import FixedPart, RequestValues
+    from qwenmem.core.compaction.gen2.prune import Limits
     from qwenmem.core.llm import ChatClient
-    from qwenmem.core.settings2 import Gen2Settings
+    from qwenmem.core.settings.gen2 import Gen2Settings
 
 
 #: the LLM's (async: it waits for the endpoint) or the offline one (plain functions)
@@ -101,29 +101,29 @@ class CompactRun:
     # ----------------------------------------------------------------------------------- 2.x
 
     @cached_property
-    def gen2_options(self) -> Check2Options:
+    def gen2_options(self) -> Gen2CheckOptions:
         o = self.opts
-        return o.gen2_check or Check2Options(o.max_input_length, o.threshold_ratio, o.reserve_ratio, force=o.force)
+        return o.gen2_check or Gen2CheckOptions(o.max_input_length, o.threshold_ratio, o.reserve_ratio, force=o.force)
 
     @cached_property
     def gen2_settings(self) -> Gen2Settings:
-        from qwenmem.core.settings2 import load_gen2_settings
+        from qwenmem.core.settings.gen2 import load_gen2_settings
 
         return load_gen2_settings(self.ws)
 
     @cached_property
     def gen2_agent_name(self) -> str:
         """The name QwenPaw's AgentBuilder gives the agent (agent.json `name`, else "QwenPaw"): its replies carry it."""
-        from qwenmem.core.settings2 import read_agent_json
+        from qwenmem.core.settings.gen2 import read_agent_json
 
         name = read_agent_json(self.ws).get("name")
         return name if isinstance(name, str) and name else "QwenPaw"
 
     def gen2_fixed_parts(self, strategy: str, request: RequestValues | None = None) -> tuple[FixedPart, FixedPart]:
         """(system prompt, tool schemas) QwenPaw sends under `strategy` for this request: not stored in 2.x files,
-        rebuilt from the workspace (compaction2.prompt), once per strategy and request."""
-        from qwenmem.core.compaction2.prompt import RequestValues, system_prompt_part, tool_schemas_part  # noqa: F811
-        from qwenmem.core.settings2 import read_agent_json
+        rebuilt from the workspace (gen2.prompt), once per strategy and request."""
+        from qwenmem.core.compaction.gen2.prompt import RequestValues, system_prompt_part, tool_schemas_part  # noqa: F811
+        from qwenmem.core.settings.gen2 import read_agent_json
 
         request = request or RequestValues()
         key = (strategy, request)
@@ -141,8 +141,8 @@ class CompactRun:
         a 2.x `--check` counts)."""
         key = (scroll_strategy, defaults)
         if key not in self._gen2_limits:
-            from qwenmem.core.compaction2.prune import prune_limits_2x
+            from qwenmem.core.compaction.gen2.prune import prune_limits_gen2
 
             opts = CompactOptions() if defaults else self.opts
-            self._gen2_limits[key] = prune_limits_2x(self.ws, self.settings, opts, scroll_strategy)
+            self._gen2_limits[key] = prune_limits_gen2(self.ws, self.settings, opts, scroll_strategy)
         return self._gen2_limits[key]

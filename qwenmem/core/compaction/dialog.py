@@ -7,7 +7,7 @@ it verbatim, so a hostile timestamp could name any path), and messages whose id 
 skipped (same id, role and timestamp), so a rerun after a crash never duplicates lines (QwenPaw weakness §8 item 8).
 
 The de-duplication machinery (`existing_keys`, `plan_appends`, `missing_from`) is shared with the 2.x offload
-(compaction2/dialog.py), which differs only in how a message is dated, sorted and keyed.
+(gen2/dialog.py), which differs only in how a message is dated, sorted and keyed.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qwenmem.core.compaction.prune import PruneLimits
+from qwenmem.core.compaction.gen1.prune import PruneLimits
 from qwenmem.core.errors import ConfigError, UnsafePathError, UsageError
 from qwenmem.core.settings import LEGACY, Settings
 from qwenmem.core.workspace import Workspace
@@ -19,7 +19,7 @@ SUMMARIZERS = ("auto", "llm", "extractive")
 
 
 @dataclass
-class Check2Options:
+class Gen2CheckOptions:
     """What a 2.x file's check needs beyond agent.json and the provider config."""
 
     context_size: int | None = None  # --max-input-length: overrides the provider's effective context
@@ -48,7 +48,7 @@ class CompactOptions:
     extra_instruction: str = ""
     llm: LLMConfig | None = None
     now: datetime | None = None
-    gen2_check: Check2Options | None = None  # 2.x files: C override, system/tools tokens
+    gen2_check: Gen2CheckOptions | None = None  # 2.x files: C override, system/tools tokens
     llm_concurrency: int = 4  # sessions summarized at once by a remote LLM (writes stay one session at a time)
 
 

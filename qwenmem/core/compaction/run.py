@@ -1,5 +1,5 @@
 """Orchestration of the three tiers for one 1.x session, and of a run over several sessions of either generation
-(the read-only --check lives in check.py, QwenPaw 2.x files in qwenmem.core.compaction2).
+(the read-only --check lives in check.py, QwenPaw 2.x files in qwenmem.core.compaction.gen2).
 
 Order of events for a real run (under the workspace lock):
   1. read each session once, with a snapshot; refuse corrupt files (repair them first) and lone surrogates;
@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from qwenmem.core.jsonsafe import copy_json
 from qwenmem.core.compaction import dialog as dialog_mod
-from qwenmem.core.compaction import longterm
-from qwenmem.core.compaction.longterm import DailyNote
+from qwenmem.core.compaction.gen1 import longterm
+from qwenmem.core.compaction.gen1.longterm import DailyNote
 from qwenmem.core.compaction.check import (CheckReport, CompactOptions, CompactReport, check_loaded, check_session,
                                            in_context, message_id, plan_for, unusable_reason)
 from qwenmem.core.compaction.context import CompactRun
-from qwenmem.core.compaction.prune import PruneResult, prune_tool_results
-from qwenmem.core.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, SummaryOutcome
+from qwenmem.core.compaction.gen1.prune import PruneResult, prune_tool_results
+from qwenmem.core.compaction.gen1.summarize import ExtractiveSummarizer, LLMSummarizer, SummaryOutcome
 from qwenmem.core.compaction.threshold import Budget, Plan, tool_ids_aligned
 from qwenmem.core.compaction.tiers import LongtermDetail, PruneDetail, SummaryDetail, TierReport
 from qwenmem.core.errors import (ChangedUnderneathError, LLMError, QwenmemError, ValidationError, WorkspaceError)
@@ -45,7 +45,7 @@ from qwenmem.core.tokens import message_tokens
 from qwenmem.core.workspace import Workspace
 
 if TYPE_CHECKING:
-    from qwenmem.core.compaction2.check import Check2Report
+    from qwenmem.core.compaction.gen2.check import Gen2CheckReport
 
 __all__ = ["CheckReport", "CompactOptions", "CompactReport", "CompactRun", "check_one", "check_session",
            "compact_sessions", "load_once"]
@@ -308,13 +308,13 @@ def load_once(ref: SessionRef) -> tuple[LoadedSession, bool]:
     return loaded, (guess == GEN2 if guess is not None else loaded.gen2_doc is not None)
 
 
-def check_one(run: CompactRun, ref: SessionRef) -> CheckReport | Check2Report:
-    """The `--check` report of one session of either generation (CheckReport or Check2Report), from one read.
+def check_one(run: CompactRun, ref: SessionRef) -> CheckReport | Gen2CheckReport:
+    """The `--check` report of one session of either generation (CheckReport or Gen2CheckReport), from one read.
     Raises WorkspaceError when it cannot be compacted."""
     loaded, gen2 = load_once(ref)
     try:
         if gen2 and loaded.gen2_doc is not None:
-            from qwenmem.core.compaction2.check import check_gen2_loaded
+            from qwenmem.core.compaction.gen2.check import check_gen2_loaded
 
             return check_gen2_loaded(run, ref, loaded)
         return check_loaded(run, ref, loaded)
@@ -324,8 +324,8 @@ def check_one(run: CompactRun, ref: SessionRef) -> CheckReport | Check2Report:
 
 async def _prepare(run: CompactRun, ref: SessionRef, refuse_damaged: bool) -> Commit:
     loaded, gen2 = load_once(ref)
-    if gen2:  # QwenPaw 2.x: its own math and writer (qwenmem.core.compaction2)
-        from qwenmem.core.compaction2.run import prepare_gen2
+    if gen2:  # QwenPaw 2.x: its own math and writer (qwenmem.core.compaction.gen2)
+        from qwenmem.core.compaction.gen2.run import prepare_gen2
 
         return await prepare_gen2(run, ref, loaded)
     problem = unusable_reason(loaded)

@@ -6,15 +6,12 @@ workspaces. A listing file holds one such path a line (`#` comments and blank li
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from qwenmem.core import confine
-from qwenmem.core.workspace import WORKSPACE_MARKERS
+from qwenmem.core.workspace import is_qwenpaw_root, looks_like_workspace, root_agent_ids, visible_subdirs
 
 
 @dataclass(frozen=True)
@@ -30,56 +27,28 @@ class Target:
         return f"{self.path}#{self.agent}" if self.agent else self.path
 
 
-def _is_root(p: Path) -> bool:
-    return (p / "workspaces").is_dir() or ((p / "config.json").is_file() and not (p / "agent.json").exists())
-
-
-def _is_workspace(p: Path) -> bool:
-    return any((p / marker).exists() for marker in WORKSPACE_MARKERS)
-
-
-def _profile_agents(root: Path) -> list[str]:
-    try:
-        config = json.loads(confine.read_text(root / "config.json"))
-    except (OSError, ValueError, RecursionError):
-        return []  # the worker reports a malformed config.json for each agent it finds under workspaces/
-    agents = config.get("agents") if isinstance(config, dict) else None
-    profiles = agents.get("profiles") if isinstance(agents, dict) else None
-    return [a for a in profiles if isinstance(a, str)] if isinstance(profiles, dict) else []
-
-
-def _sorted_dirs(p: Path) -> list[str]:
-    try:
-        with os.scandir(p) as it:
-            return sorted(e.name for e in it if not e.name.startswith(".") and e.is_dir())
-    except OSError:
-        return []
-
-
 def agents_of_root(root: Path) -> Iterator[Target]:
-    seen: set[str] = set()
-    for agent in [*_profile_agents(root), *_sorted_dirs(root / "workspaces")]:
-        if agent not in seen:
-            seen.add(agent)
-            yield Target(str(root), agent)
-    if not seen:  # a root with no agents: the legacy single-agent layout, resolved by discover_workspace
+    agents = root_agent_ids(root)
+    if not agents:  # a root with no agents: the legacy single-agent layout, resolved by discover_workspace
         yield Target(str(root))
+    for agent in agents:
+        yield Target(str(root), agent)
 
 
 def expand(path: Path) -> Iterator[Target]:
     """The workspaces one input names. A path that is none of the three is yielded as is: its worker reports it."""
-    if _is_root(path):
+    if is_qwenpaw_root(path):
         yield from agents_of_root(path)
-    elif _is_workspace(path) or not path.is_dir():
+    elif looks_like_workspace(path) or not path.is_dir():
         yield Target(str(path))
     else:
         found = False
-        for name in _sorted_dirs(path):
+        for name in visible_subdirs(path):
             child = path / name
-            if _is_root(child):
+            if is_qwenpaw_root(child):
                 found = True
                 yield from agents_of_root(child)
-            elif _is_workspace(child):
+            elif looks_like_workspace(child):
                 found = True
                 yield Target(str(child))
         if not found:

@@ -10,8 +10,8 @@ Those reading modules (and `record`, `overview`, `check`) never write the databa
 """
 
 from qwenmem.core.history.rows import HistoryRow, parse_timestamp, rows_to_messages
-from qwenmem.core.history.state import HistoryState, history_db_path, history_state
+from qwenmem.core.history.state import HistoryState, history_state
 from qwenmem.core.history.store import HistoryError, HistoryReader, open_history
 
-__all__ = ["HistoryError", "HistoryReader", "HistoryRow", "HistoryState", "history_db_path", "history_state",
+__all__ = ["HistoryError", "HistoryReader", "HistoryRow", "HistoryState", "history_state",
            "open_history", "parse_timestamp", "rows_to_messages"]

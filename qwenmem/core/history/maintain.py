@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
+from qwenmem.core.busy import writers_of
 from qwenmem.core.errors import BusyError, NotFoundError, QwenmemError, WorkspaceError
 from qwenmem.core.fsio import exclusive_lock, fsync_all, fsync_dir
 from qwenmem.core.history import salvage as sv
 from qwenmem.core.history.rows import COLUMNS
 from qwenmem.core.history.state import history_state
 from qwenmem.core.history.store import TABLE, confine_store
+from qwenmem.core.settings.gen2 import load_gen2_settings
 from qwenmem.core.workspace import Workspace
 
 SalvageAction = Literal["merged", "rebuilt", "created", "nothing to salvage"]
@@ -33,8 +35,6 @@ NOTHING: Final = "nothing to salvage"
 def live_history_path(ws: Workspace) -> Path:
     """The agent's history.db; one reached through a link that leaves the workspace is refused (UnsafeLinkError),
     as is an absolute `db_filename` outside it: qwenmem never writes outside the workspace."""
-    from qwenmem.core.settings2 import load_gen2_settings
-
     path = load_gen2_settings(ws).history_db
     path = path if path is not None else ws.path / "history.db"
     confine_store(path)  # first: a link out is exit 6 with the link named, as everywhere else
@@ -185,7 +185,6 @@ def _rebuild(ws: Workspace, live: Path, sources: list[Path], rows: list[sv.Row],
     """Build a new store from `rows` beside the live one and rename it into place, unless it would hold fewer
     rows than `floor` (the whole rows the damaged live file still has on its pages): then nothing is replaced."""
     from qwenmem.core.modes import adopt_file
-    from qwenmem.core.repair.busy import writers_of
 
     if live_corrupt:
         holders = writers_of(live)

@@ -10,16 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 from qwenmem.core.history.keys import CHATS_JSON, FILENAME, SCROLL_INDEX
 from qwenmem.core.history.rows import parse_timestamp
 from qwenmem.core.history.state import HistoryState, history_state, quarantined_siblings
 from qwenmem.core.history.store import HistoryError, open_history
+from qwenmem.core.settings.gen2 import (ContextStrategy, GenerationSummary, load_gen2_settings, read_agent_json,
+                                    workspace_generation)
 from qwenmem.core.workspace import Workspace
-
-if TYPE_CHECKING:  # settings2 imports the history reader
-    from qwenmem.core.settings2 import ContextStrategy
 
 CERTAIN = (CHATS_JSON, SCROLL_INDEX)
 UNREGISTERED = "unregistered in chats.json: QwenPaw 2.x never imports its turns into history.db"
@@ -36,7 +35,7 @@ class HistoryOnly:
 
 @dataclass
 class ListingHistory:
-    generation: Any  # settings2.GenerationSummary
+    generation: GenerationSummary
     strategy: ContextStrategy
     history: HistoryState
     history_only: list[HistoryOnly] = field(default_factory=list)
@@ -93,8 +92,6 @@ def annotate(ws: Workspace, rows: Iterable[Any], all_session_ids: set[str] | Non
     `all_session_ids`: the session ids of every file (also those a filter hid), so a filtered listing does not
     report them as history-only. `guesses`: per row path, the session ids its file name can come from
     (`history.keys.ref_candidates`), tried for a file neither chats.json nor a scroll index names."""
-    from qwenmem.core.settings2 import load_gen2_settings, read_agent_json, workspace_generation
-
     rows = list(rows)
     files_1x = sum(r.generation == "1.x" for r in rows)
     files_2x = sum(r.generation == "2.x" for r in rows)

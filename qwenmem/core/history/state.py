@@ -5,22 +5,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Mapping
 
 from qwenmem.core.history.store import CORRUPT, LOCKED, MISSING, HistoryError, HistoryProblem, confine_store, open_history
+from qwenmem.core.settings.gen2 import load_gen2_settings
+from qwenmem.core.workspace import Workspace
 
-DEFAULT_DB_FILENAME = "history.db"
 OK: Final = "ok"
 HistoryStatus = Literal["ok", HistoryProblem]
 _QUARANTINE = re.compile(r"\.corrupt-\d{8}T\d{6}$")
-
-
-def history_db_path(workspace_dir: Path, db_filename: str | None = None) -> Path:
-    """QwenPaw's resolve_history_db_path (config/history_path.py): relative names resolve under the workspace,
-    absolute ones are honoured, backslashes become slashes."""
-    name = (db_filename or DEFAULT_DB_FILENAME).replace("\\", "/")
-    p = Path(name).expanduser()
-    return p if p.is_absolute() else Path(workspace_dir) / p
 
 
 def quarantined_siblings(path: Path) -> list[Path]:
@@ -87,4 +80,12 @@ def history_state(path: Path, check: bool = True) -> HistoryState:
     return state
 
 
-__all__ = ["CORRUPT", "LOCKED", "HistoryState", "history_db_path", "history_state", "quarantined_siblings"]
+def workspace_history_state(ws: Workspace, check: bool = True, env: Mapping[str, str] | None = None
+                            ) -> HistoryState:
+    """The history.db summary of a workspace for `doctor`: path (from agent.json scroll_config.db_filename), size,
+    rows, sessions and `status` ok / corrupt / locked / unreadable / not_history / missing (see
+    history_state). Never raises for a damaged store; an unreadable agent.json raises ConfigError."""
+    return history_state(load_gen2_settings(ws, env=env).history_db_file(), check=check)
+
+
+__all__ = ["CORRUPT", "LOCKED", "HistoryState", "history_state", "quarantined_siblings", "workspace_history_state"]

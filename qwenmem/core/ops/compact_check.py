@@ -57,19 +57,19 @@ class CompactCheckResult:
 
     workspace: str
     config_layout: ConfigLayout  # agent.json key layout
-    sessions: list[Any]  # CheckReport (1.x) | Check2Report (2.x)
+    sessions: list[Any]  # CheckReport (1.x) | Gen2CheckReport (2.x)
 
 
 def compact_options(o: Options) -> Any:
     """The compaction run's options for these flags (qwenmem.core.compaction.options.CompactOptions)."""
-    from qwenmem.core.compaction.options import Check2Options, CompactOptions
+    from qwenmem.core.compaction.options import Gen2CheckOptions, CompactOptions
 
     return CompactOptions(max_input_length=o.max_input_length, threshold_ratio=o.threshold_ratio,
                           reserve_ratio=o.reserve_ratio, tokenizer=o.tokenizer, force=o.force, dry_run=o.dry_run,
                           prune=o.prune, summarize=not o.prune_only, longterm=o.longterm, summarizer=o.summarizer,
                           recent_n=o.recent_n, old_max_bytes=o.old_max_bytes, recent_max_bytes=o.recent_max_bytes,
                           extra_instruction=o.instruction,
-                          gen2_check=Check2Options(o.max_input_length, o.threshold_ratio, o.reserve_ratio,
+                          gen2_check=Gen2CheckOptions(o.max_input_length, o.threshold_ratio, o.reserve_ratio,
                                                    o.system_tokens, o.tools_tokens, o.force))
 
 

@@ -21,7 +21,7 @@ def run(ws: Workspace, options: Options) -> Outcome[HistoryCheck]:
     from qwenmem.core.history.check import check_history
     from qwenmem.core.history.maintain import live_history_path
     from qwenmem.core.session_rows import rows_locator
-    from qwenmem.core.settings2 import load_gen2_settings
+    from qwenmem.core.settings.gen2 import load_gen2_settings
 
     with recording() as log:
         retention = load_gen2_settings(ws).history_retention_days

@@ -11,7 +11,7 @@ from qwenmem.core.workspace import Workspace
 
 if TYPE_CHECKING:
     from qwenmem.core.listing import SessionRow
-    from qwenmem.core.settings2 import ContextStrategy
+    from qwenmem.core.settings.gen2 import ContextStrategy
 
 SortKey = Literal["modified", "name", "size", "messages", "tokens", "health"]  # qwenmem.core.listing.SORT_KEYS
 Tokenizer = Literal["estimate", "o200k", "cl100k"]  # qwenmem.core.tokens.TOKENIZERS

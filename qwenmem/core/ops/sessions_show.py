@@ -173,7 +173,7 @@ def _record(ws: Workspace, ref: SessionRef | None, loaded: LoadedSession | None,
     from qwenmem.core.history import HistoryError
     from qwenmem.core.history.keys import rows_key_in
     from qwenmem.core.history.record import full_record
-    from qwenmem.core.settings2 import load_gen2_settings
+    from qwenmem.core.settings.gen2 import load_gen2_settings
 
     model = loaded.as_model() if loaded is not None else None
     # the store's path, which load_gen2_settings always sets (history_db_file raises TypeError, not a user error,

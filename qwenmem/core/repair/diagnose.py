@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from qwenmem.core import sessions as S
-from qwenmem.core.repair import fixes, gen2
+from qwenmem.core.repair import fixes
+from qwenmem.core.repair.gen2 import diagnose as gen2
 from qwenmem.core.repair.documents import WS, WS_NUL, Salvaged, pick_best, salvage_document, split_documents
 from qwenmem.core.repair.encoding import decode_counting, replace_surrogates_noted
-from qwenmem.core.repair.strict import strict_load_bytes_problems
+from qwenmem.core.repair.gen1.strict import strict_load_bytes_problems
 from qwenmem.core.salvage_documents import SummaryState
 from qwenmem.core.session_model.model import Generation
 from qwenmem.core.repair.classes import (  # noqa: F401  (re-exported: the names callers import from here)

@@ -11,12 +11,12 @@ from typing import Any, Callable, Final, Literal
 from qwenmem.core.confine import read_bytes
 from qwenmem.core.errors import ChangedUnderneathError, UsageError, WorkspaceError
 from qwenmem.core.fsio import Snapshot, atomic_write_bytes, exclusive_lock, read_with_snapshot
-from qwenmem.core.repair import busy
+from qwenmem.core import busy
 from qwenmem.core.repair.classes import EMPTY, NOT_A_SESSION
 from qwenmem.core.repair.diagnose import Diagnosis, diagnose
 from qwenmem.core.repair.evidence import Evidence, best_usable, find_evidence
 from qwenmem.core.repair.quarantine import QuarantineRun, sha256
-from qwenmem.core.repair.strict import strict_load_bytes_problems
+from qwenmem.core.repair.gen1.strict import strict_load_bytes_problems
 from qwenmem.core.safety import replace_preserving
 from qwenmem.core.salvage_documents import SummaryState
 from qwenmem.core.session_model.model import Generation
@@ -167,15 +167,16 @@ def _no_checkpoint(step: str) -> None:
 
 
 def _is_gen2_workspace(ws: Workspace) -> bool:
-    from qwenmem.core.settings2 import count_file_generations, workspace_generation
+    from qwenmem.core.sessions import count_file_generations
+    from qwenmem.core.settings.gen2 import workspace_generation
 
     return workspace_generation(ws, *count_file_generations(ws)).generation in ("2.x", "mixed")
 
 
 def _link_history(ws: Workspace, ref: SessionRef, d: Diagnosis, data: bytes) -> None:
     """persisted_* of scroll only for messages whose history.db rows exist (spec §10)."""
-    from qwenmem.core.repair.history_link import PERSISTED_WITHOUT_ROWS, check_bytes_against_history
-    from qwenmem.core.settings2 import load_gen2_settings
+    from qwenmem.core.repair.gen2.history_link import PERSISTED_WITHOUT_ROWS, check_bytes_against_history
+    from qwenmem.core.settings.gen2 import load_gen2_settings
 
     try:
         db = load_gen2_settings(ws).history_db_file()
@@ -195,7 +196,7 @@ def _link_history(ws: Workspace, ref: SessionRef, d: Diagnosis, data: bytes) -> 
 def _explain_conversion(d: Diagnosis, session: SessionDoc) -> None:
     """A 1.x file in a 2.x workspace: say what QwenPaw 2.x will do with it (spec qwenpaw2-workspace.md §2.6, §8.5).
     The file itself is left to the 1.x rules: it is not converted here."""
-    from qwenmem.core.repair.gen2 import GEN1_IN_GEN2
+    from qwenmem.core.repair.gen2.diagnose import GEN1_IN_GEN2
 
     items = session.content
     compressed = sum(1 for i in items if isinstance(i, list) and len(i) == 2 and isinstance(i[1], list)
@@ -226,8 +227,8 @@ def _strict_document(data: bytes) -> dict[str, Any] | None:
 def _convert(d: Diagnosis, data: bytes) -> bool:
     """Plan the conversion of a 1.x file in a 2.x workspace (spec qwenpaw2-workspace.md §2.6, §8.5). False when
     QwenPaw 2.x's own load of it would fail: it is then only reported."""
-    from qwenmem.core.repair.convert1 import NotConvertible, convert_gen1
-    from qwenmem.core.repair.gen2 import GEN1_IN_GEN2, validation_problems
+    from qwenmem.core.repair.gen2.from_gen1 import NotConvertible, convert_gen1
+    from qwenmem.core.repair.gen2.diagnose import GEN1_IN_GEN2, validation_problems
     from qwenmem.core.session_model.codec import encode_document
 
     if d.unrecoverable or d.session is None or d.session.layout != "agent":

@@ -7,7 +7,7 @@ from typing import Any
 
 from qwenmem.core.session_model.model import (DATA, HINT, OTHER, TEXT, THINKING, TOOL_CALL, TOOL_RESULT, Block)
 
-_MEDIA_1X = ("image", "audio", "video", "file")
+_MEDIA_GEN1 = ("image", "audio", "video", "file")
 
 
 def flatten_output(output: Any) -> str:
@@ -70,7 +70,7 @@ def normalize_block(block: Any) -> Block:
     if kind == TOOL_RESULT:
         return Block(TOOL_RESULT, flatten_output(block.get("output")), tool_name=_str(block.get("name")),
                      tool_call_id=_str(block.get("id")), tool_state=_str(block.get("state")), raw=block)
-    if kind == DATA or kind in _MEDIA_1X:
+    if kind == DATA or kind in _MEDIA_GEN1:
         return Block(DATA, media_reference(block), original_type=kind, raw=block)
     return Block(OTHER, "", original_type=str(kind), raw=block)
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from qwenmem.core.compaction2.tokens import ZERO, Size, count_tokens
+from qwenmem.core.compaction.gen2.tokens import ZERO, Size, count_tokens
 from qwenmem.core.history.keys import CHATS_JSON, ref_candidates
 from qwenmem.core.history.rows import parse_timestamp
 from qwenmem.core.session_model import encode_document

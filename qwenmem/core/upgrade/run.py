@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-from qwenmem.core.compaction2.tokens import ZERO, Size
+from qwenmem.core.compaction.gen2.tokens import ZERO, Size
 from qwenmem.core.errors import BusyError, UsageError
 from qwenmem.core.fsio import atomic_write_bytes, copy_preserving, exclusive_lock, read_with_snapshot
 from qwenmem.core.upgrade import agentjson, journal, plan, shape, source, store
@@ -91,7 +91,7 @@ def _agent_id(ws: Workspace) -> str:
 
 
 def history_db_path(ws: Workspace, agent_doc: dict[str, Any]) -> Path:
-    from qwenmem.core.history.state import history_db_path
+    from qwenmem.core.settings.gen2 import history_db_path
 
     name = (((agent_doc.get("running") or {}).get("light_context_config") or {}).get("scroll_config") or {}).get(
         "db_filename")
@@ -113,7 +113,7 @@ def read_agent_json(ws: Workspace) -> tuple[dict[str, Any] | None, bytes | None]
 def busy_reason(ws: Workspace, db: Path, sessions: list[source.SessionSource]) -> str:
     """Why QwenPaw holds the workspace now ("" when it does not): a process with history.db, agent.json,
     chats.json or a session file open for writing."""
-    from qwenmem.core.repair.busy import writers_of
+    from qwenmem.core.busy import writers_of
 
     for path in [db, ws.path / "agent.json", ws.path / "chats.json", *(s.ref.path for s in sessions)]:
         holders = writers_of(path)
@@ -125,7 +125,7 @@ def busy_reason(ws: Workspace, db: Path, sessions: list[source.SessionSource]) -
 def _fixed_and_trigger(ws: Workspace, strategy: str) -> tuple[Size, float]:
     """What QwenPaw adds to every request (system prompt, tools: as `compact --check` estimates them) and its
     trigger, for this strategy's threshold math (spec §4.3, §4.4)."""
-    from qwenmem.core.settings2 import load_gen2_settings
+    from qwenmem.core.settings.gen2 import load_gen2_settings
 
     gen2 = load_gen2_settings(ws)
     h = gen2.provider.context_size if gen2.provider else 131072
@@ -302,8 +302,8 @@ def _apply(ws: Workspace, settings: Settings, result: UpgradeResult, plans: list
 
 
 def _write_session(ws: Workspace, j: journal.Journal, p: plan.SessionPlan, hook: Hook) -> None:
-    from qwenmem.core.compaction2.dialog import plan_dialog as plan_offload
-    from qwenmem.core.compaction2.dialog import write_dialog
+    from qwenmem.core.compaction.gen2.dialog import plan_dialog as plan_offload
+    from qwenmem.core.compaction.gen2.dialog import write_dialog
 
     assert p.shaped is not None and p.source.snap is not None
     change = j.file(p.source.ref.rel)

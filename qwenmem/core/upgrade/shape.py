@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from qwenmem.core.compaction2.evict import _BANNER, _END_INDEX, _HEADER, add_block, new_block
-from qwenmem.core.compaction2.evict import render_index
+from qwenmem.core.compaction.gen2.evict import _BANNER, _END_INDEX, _HEADER, add_block, new_block
+from qwenmem.core.compaction.gen2.evict import render_index
 from qwenmem.core.upgrade import summary1
 from qwenmem.core.upgrade.pairing import paired
 from qwenmem.core.upgrade.stable import convert_stable, stable_hex

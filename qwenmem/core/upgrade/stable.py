@@ -1,4 +1,4 @@
-"""The 1.x → 2.x message conversion of `sessions repair --convert-1x` (qwenmem.core.repair.convert1, QwenPaw's
+"""The 1.x → 2.x message conversion of `sessions repair --convert-1x` (qwenmem.core.repair.gen2.from_gen1, QwenPaw's
 `msg_from_dict`), with every value the converter generates made stable.
 
 QwenPaw generates a fresh uuid4 block id and `created_at` for every block on every load of a 1.x file (spec §2.6),
@@ -14,7 +14,7 @@ import hashlib
 from typing import Any
 from urllib.parse import quote
 
-from qwenmem.core.repair.convert1 import convert_message
+from qwenmem.core.repair.gen2.from_gen1 import convert_message
 
 _MEDIA = ("image", "audio", "video")
 

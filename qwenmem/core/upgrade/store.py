@@ -5,7 +5,7 @@ a kill during creation leaves either nothing or the whole schema and a rerun fin
 (`scroll/serialize.py L194-291`) and the import's dedup keys (`sync.py L352-371`: the message id, a result's
 tool_call_id, `<msg id>#anon<n>` for a result without one); JSON columns are `json.dumps(value, default=str)`,
 empty metadata NULL. One session's rows go in one `BEGIN IMMEDIATE` transaction with `ON CONFLICT DO NOTHING`
-(qwenmem.core.compaction2.history_write.write_rows, which keeps FTS in sync by hand), so a rerun adds nothing.
+(qwenmem.core.compaction.gen2.history_write.write_rows, which keeps FTS in sync by hand), so a rerun adds nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from qwenmem.core.compaction2.history_write import _HEADLINE, write_rows
+from qwenmem.core.compaction.gen2.history_write import _HEADLINE, write_rows
 
 SCHEMA_VERSION = 1
 _DDL = (

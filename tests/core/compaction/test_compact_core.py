@@ -13,7 +13,7 @@ import pytest
 from compact_fixtures import say, session_doc, user
 from helpers import CORPUS_REAL, invoke, needs_shared
 from qwenmem.core.compaction import dialog as dialog_mod
-from qwenmem.core.compaction.formatting import chunk_messages, format_message
+from qwenmem.core.compaction.gen1.formatting import chunk_messages, format_message
 from qwenmem.core.compaction.run import CompactOptions, compact_sessions
 from qwenmem.core.compaction.threshold import compute_budget, plan_compaction, tool_ids_aligned
 from qwenmem.core.llm import LLMConfig
@@ -242,7 +242,7 @@ def test_dialog_keeps_two_different_messages_that_share_an_id(tmp_path):
 
 
 def test_both_generations_share_one_bounded_dialog_scan(tmp_path):
-    from qwenmem.core.compaction2 import dialog as dialog2
+    from qwenmem.core.compaction.gen2 import dialog as dialog2
 
     msg1 = user(text="one", ts="2026-05-20 09:00:00.000")
     msg2 = {"id": "m2", "role": "user", "created_at": "2026-05-20T09:00:01", "content": [{"type": "text", "id": "b1"}]}

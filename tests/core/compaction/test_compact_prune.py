@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings as hsettings, strategies as st
 
 from compact_fixtures import call, result, say, user
-from qwenmem.core.compaction.prune import MARKER, PruneLimits, cut_utf8, prune_tool_results
+from qwenmem.core.compaction.gen1.prune import MARKER, PruneLimits, cut_utf8, prune_tool_results
 
 # QwenPaw's own re-truncation regexes (agents/tools/utils.py _legacy_truncation_metadata)
 QWENPAW_PATTERNS = {

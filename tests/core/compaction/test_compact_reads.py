@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers import invoke
-from tests.core.compaction2.test_compact2_check import conversation_of_bytes, write_ws
+from tests.core.compaction.gen2.test_compact2_check import conversation_of_bytes, write_ws
 
 KEY = "console/default_1764235442381"
 SAFETY = {"ensure_unchanged", "copy_preserving"}

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from compact_fixtures import say, session_doc, user
-from qwenmem.core.compaction.longterm import END_MARKER
+from qwenmem.core.compaction.gen1.longterm import END_MARKER
 from qwenmem.core.compaction.run import CompactOptions, compact_sessions
 from qwenmem.core.dream.consolidate import consolidate
 from qwenmem.core.dream.run import DreamOptions, dream

@@ -144,7 +144,7 @@ def test_a_file_name_guess_is_reported_never_acted_on(tmp_path):
     """No chats.json entry, no scroll index: the rows under the name's session id are a guess, so a persisted id
     without a row there is a note, and the file is left as it is."""
     from qwenmem.core.history.keys import rows_key
-    from qwenmem.core.repair.history_link import unpersist_missing
+    from qwenmem.core.repair.gen2.history_link import unpersist_missing
     from qwenmem.core.sessions import SessionRef
 
     db = tmp_path / "history.db"

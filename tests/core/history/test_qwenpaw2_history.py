@@ -187,7 +187,7 @@ def test_an_exclusive_lock_does_not_hide_the_committed_rows(tmp_path):
 
 
 def test_workspace_history_state_for_doctor(tmp_path):
-    from qwenmem.core.settings2 import workspace_history_state
+    from qwenmem.core.history.state import workspace_history_state
     from qwenmem.core.workspace import discover_workspace
 
     builder.agent_json(tmp_path, retention=7)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from qwenmem.core.repair import busy
+from qwenmem.core import busy
 from qwenmem.core.repair.run import REPAIR, run_repair
 from qwenmem.core.sessions import iter_session_refs
 from qwenmem.core.workspace import discover_workspace

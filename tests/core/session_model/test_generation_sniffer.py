@@ -15,10 +15,10 @@ import pytest
 from helpers import FIXTURE_SESSIONS
 from qwenpaw2_support import builder
 from qwenmem.core.events import recording
-from qwenmem.core.compaction2.check import is_gen2_file
+from qwenmem.core.compaction.gen2.check import is_gen2_file
 from qwenmem.core.session_model.detect import GEN1, GEN2, generation_of_file
 from qwenmem.core.sessions import iter_session_refs, load_session
-from qwenmem.core.settings2 import count_file_generations
+from qwenmem.core.sessions import count_file_generations
 from qwenmem.core.workspace import Workspace
 
 GEN1_BYTES = (FIXTURE_SESSIONS / "healthy_small.json").read_bytes()

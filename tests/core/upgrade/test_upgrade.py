@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import invoke
-from upgrade_support import SUMMARY_1X, long_workspace, tree_bytes
+from upgrade_support import SUMMARY_GEN1, long_workspace, tree_bytes
 
 ALICE = "sessions/alice_console--alice.json"
 
@@ -75,7 +75,7 @@ def test_upgrade_keeps_every_message_and_the_live_context(tmp_path):
     fts = sqlite3.connect(ws / "history.db").execute(
         "SELECT count(*) FROM conversation_history_fts WHERE conversation_history_fts MATCH 'azulejo'").fetchone()[0]
     assert fts == 121  # every tool result: offloaded, compressed, live, and the orphan session's one
-    assert SUMMARY_1X  # the fixture's summary is the one parsed above
+    assert SUMMARY_GEN1  # the fixture's summary is the one parsed above
 
 
 def test_rerun_changes_nothing_and_undo_puts_everything_back(tmp_path):
@@ -107,7 +107,7 @@ def test_native_strategy(tmp_path):
     doc = json.loads((ws / ALICE).read_text("utf-8"))
     assert "scroll" not in doc["agent"]
     state = doc["agent"]["state"]
-    assert state["summary"] == SUMMARY_1X and len(state["context"]) == 80
+    assert state["summary"] == SUMMARY_GEN1 and len(state["context"]) == 80
     offloaded = sum(1 for p in (ws / "dialog").iterdir() for _ in p.open(encoding="utf-8"))
     assert offloaded == 120 + 280  # 1.x's own offloads + the compressed messages, in the 2.0 shape
     assert len(_rows(ws)["console:alice"]) == 360

@@ -14,7 +14,7 @@ from qwenmem.core.compaction.tiers import (Gen2Decision, LongtermDetail, NativeD
 
 if TYPE_CHECKING:
     from qwenmem.core.compaction.check import CompactReport
-    from qwenmem.core.compaction2.check import Check2Report
+    from qwenmem.core.compaction.gen2.check import Gen2CheckReport
 
 CHECK2_COLUMNS = (Column("session", Kind.KEY), Column("strategy", Kind.LABEL, drop=5), Column("in ctx", Kind.NUMBER, "right"),
                   Column("system", Kind.NUMBER, "right", drop=2), Column("tools", Kind.NUMBER, "right", drop=2),
@@ -24,13 +24,13 @@ CHECK2_COLUMNS = (Column("session", Kind.KEY), Column("strategy", Kind.LABEL, dr
                   Column("compact?", Kind.LABEL), Column("keep", Kind.NUMBER, "right"))
 
 
-def _trigger_tokens(r: Check2Report) -> int:
+def _trigger_tokens(r: Gen2CheckReport) -> int:
     """The trigger as a whole token count with the same meaning: native compacts at total ≥ t·C, i.e. at total ≥
     ceil(t·C); scroll evicts at total > t·C, i.e. at total > floor(t·C) (a total is an integer)."""
     return math.floor(r.trigger) if r.strategy == "scroll" else math.ceil(r.trigger)
 
 
-def _check_gen2(reports: list[Check2Report], detailed: bool) -> None:
+def _check_gen2(reports: list[Gen2CheckReport], detailed: bool) -> None:
     con = output.out()
     render_table(CHECK2_COLUMNS, [
         [r.key, r.strategy, str(r.message_count), number(r.terms.system), number(r.terms.tools),
@@ -49,7 +49,7 @@ def _check_gen2(reports: list[Check2Report], detailed: bool) -> None:
     rebuilt = [r for r in reports if not (r.terms.system_source.startswith("--")
                                           and r.terms.tools_source.startswith("--"))]
     if rebuilt:
-        from qwenmem.core.compaction2.prompt import ASSUMES
+        from qwenmem.core.compaction.gen2.prompt import ASSUMES
 
         output.para(f"[dim]system and tools: what {ASSUMES} sends, rebuilt from this workspace (not stored in "
                     "the session file; --system-tokens/--tools-tokens override)[/dim]", width=con.width)

@@ -2,7 +2,7 @@
 §10 "Writing a 2.x session").
 
 A message may leave the file only when its rows (the message row and the rows of
-its tool results) are in history.db (compaction2.run writes the missing ones first, compaction2.history_write);
+its tool results) are in history.db (gen2.run writes the missing ones first, gen2.history_write);
 the decision (scroll.decide) stops before the first message still without rows. What an eviction changes in the file:
   * one Tier-0 block {seq_lo, seq_hi, lines} appended to scroll.index (lines: the headlined model turns of the span
     from history.db, else one `(no milestone)` line); a tier of 10 blocks carries its 9 older blocks, one line
@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
 
-from qwenmem.core.compaction2.tokens import blocks_of
+from qwenmem.core.compaction.gen2.tokens import blocks_of
 
 TIER_CAP = 10
 HEADLINE_CHARS = 400

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from qwenmem.core.jsonsafe import copy_json
-from qwenmem.core.repair.convert1 import ensure_url_scheme, file_as_text
+from qwenmem.core.repair.gen2.from_gen1 import ensure_url_scheme, file_as_text
 from qwenmem.core.repair.fixes import Removal
-from qwenmem.core.repair.rules2 import (ALLOWED_BY_ROLE, BLOCK_TYPES, FINISHED_REASONS, ROLES, TOOL_CALL_STATES,
+from qwenmem.core.repair.gen2.rules import (ALLOWED_BY_ROLE, BLOCK_TYPES, FINISHED_REASONS, ROLES, TOOL_CALL_STATES,
                                         TOOL_RESULT_STATES, _media_list_problems, _opt_str, _usage_ok, block_problems,
                                         effective_type, source_problems)
 
@@ -67,7 +67,7 @@ def _fix_source(block: dict[str, Any], fix: ContextFix, where: str) -> bool:
 
 
 def _legacy_block(block: dict[str, Any]) -> dict[str, Any] | None:
-    """1.x blocks as QwenPaw's msg_from_dict converts them (spec §2.6; repair/convert1.py), or None when the result
+    """1.x blocks as QwenPaw's msg_from_dict converts them (spec §2.6; repair/gen2/from_gen1.py), or None when the result
     would still not validate."""
     kind = block.get("type")
     converted: dict[str, Any] | None = None

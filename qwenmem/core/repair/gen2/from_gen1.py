@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from qwenmem.core.repair import rules2
+from qwenmem.core.repair.gen2 import rules
 
 _MODALITY_DEFAULT_MIME = {"image": "image/*", "audio": "audio/*", "video": "video/*"}
 # AgentScope 2.0 Msg fields, in model_dump order (message/_base.py); other top-level keys are dropped on load
@@ -160,7 +160,7 @@ def convert_message(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         payload["content"] = content
     role = payload.get("role")
     if isinstance(content, list) and role in ("system", "user"):
-        allowed = rules2.ALLOWED_BY_ROLE[role]
+        allowed = rules.ALLOWED_BY_ROLE[role]
         if any(isinstance(b, dict) and b.get("type") is not None and b["type"] not in allowed for b in content):
             payload["role"] = "assistant"
     dropped = [k for k in payload if k not in MSG_FIELDS]
@@ -195,7 +195,7 @@ def convert_gen1(doc: dict[str, Any]) -> Conversion:
         context.append(msg)
     summary = memory.get("_compressed_summary") or ""
     state = {"summary": summary, "context": context}
-    problems = rules2.state_violations(state)
+    problems = rules.state_violations(state)
     if problems:
         raise NotConvertible("QwenPaw 2.x cannot load it: " + "; ".join(map(str, problems[:3])))
     conv = Conversion({"agent": {"state": state, "mode_state": {}}}, len(context), compressed,

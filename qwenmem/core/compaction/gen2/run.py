@@ -3,13 +3,13 @@
 Under the workspace lock (taken by the caller), in this order, so that a crash anywhere loses nothing and a rerun
 duplicates nothing:
   1. read with a snapshot (once: the caller's read); refuse damaged files and lone surrogates (repair first);
-  2. AgentScope's decision and split (compaction2.native), the summary fields (LLM or offline extractive) rendered
+  2. AgentScope's decision and split (gen2.native), the summary fields (LLM or offline extractive) rendered
      with AgentScope's summary_template, plus QwenPaw's offload reminder naming the dialog file;
   3. the compressed messages appended to dialog/<date>.jsonl in the 2.0 Msg shape (de-duplicated);
   4. the session file: original bytes backed up, replaced atomically (mode 0600), refused if it changed since 1.
-Tier 1 (tool-result pruning, compaction2.prune) runs first for both strategies; its artifacts are written before
-the session names them. Scroll sessions: missing history.db rows are written first (compaction2.history_write), then
-compaction2.evict; only messages whose rows are in history.db leave the file, re-checked with SQL just before the
+Tier 1 (tool-result pruning, gen2.prune) runs first for both strategies; its artifacts are written before
+the session names them. Scroll sessions: missing history.db rows are written first (gen2.history_write), then
+gen2.evict; only messages whose rows are in history.db leave the file, re-checked with SQL just before the
 session is written. Steps 1-2 of a native session write nothing (the LLM is awaited there); a scroll session needs
 no LLM and does all its work in the commit step, since writing history.db rows is a write.
 """
@@ -28,14 +28,14 @@ from qwenmem.core.compaction.check import PARTIAL, CompactReport
 from qwenmem.core.compaction.context import CompactRun
 from qwenmem.core.compaction.tiers import (Gen2Decision, LongtermDetail, NativeDetail, PruneDetail, ScrollDetail,
                                            TierReport)
-from qwenmem.core.compaction2 import native
-from qwenmem.core.compaction2.check import (NATIVE, Check2Report, FileStrategy, check_gen2, file_strategy, fixed_parts,
+from qwenmem.core.compaction.gen2 import native
+from qwenmem.core.compaction.gen2.check import (NATIVE, Gen2CheckReport, FileStrategy, check_gen2, file_strategy, fixed_parts,
                                             reply_id_of, state_of)
-from qwenmem.core.compaction2.dialog import DialogPlan, missing_from_dialog, plan_dialog, write_dialog
-from qwenmem.core.compaction2.evict import HistoryIndex
-from qwenmem.core.compaction2.prune import PruneOutcome, prune
-from qwenmem.core.compaction2.summary import Fields, extractive_fields, llm_fields
-from qwenmem.core.compaction2.tokens import Size, count_tokens
+from qwenmem.core.compaction.gen2.dialog import DialogPlan, missing_from_dialog, plan_dialog, write_dialog
+from qwenmem.core.compaction.gen2.evict import HistoryIndex
+from qwenmem.core.compaction.gen2.prune import PruneOutcome, prune
+from qwenmem.core.compaction.gen2.summary import Fields, extractive_fields, llm_fields
+from qwenmem.core.compaction.gen2.tokens import Size, count_tokens
 from qwenmem.core.errors import ChangedUnderneathError
 from qwenmem.core.fsio import atomic_write_bytes, ensure_unchanged
 from qwenmem.core.safety import preserve_original
@@ -57,7 +57,7 @@ def unusable_parts(doc: dict[str, Any] | None, corrupt: bool, problems: list[str
     return ""
 
 
-def unusable_2x(loaded: LoadedSession) -> str:
+def unusable_gen2(loaded: LoadedSession) -> str:
     return unusable_parts(loaded.gen2_doc, loaded.health == CORRUPT, loaded.problems)
 
 
@@ -74,7 +74,7 @@ class _Session2:
     ref: SessionRef
     loaded: LoadedSession
     report: CompactReport
-    check: Check2Report
+    check: Gen2CheckReport
     doc: dict[str, Any]
     state: dict[str, Any]
     context: list[Any]  # a copy of state.context (tier 1 cuts it in place)
@@ -87,7 +87,7 @@ class _Session2:
 
 def _start(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> _Session2 | CompactReport:
     report = CompactReport(ref.key, ref.rel, "unchanged")
-    problem = unusable_2x(loaded)
+    problem = unusable_gen2(loaded)
     if problem:
         report.status, report.error, report.error_kind = "skipped", problem, "damaged"
         return report
@@ -95,7 +95,7 @@ def _start(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> _Session2
     report.check = check
     doc: dict[str, Any] = copy_json(loaded.gen2_doc or {})
     state = state_of(doc)
-    assert state is not None  # unusable_2x checked it
+    assert state is not None  # unusable_gen2 checked it
     context = list(state.get("context") or [])
     report.context_tokens_before = report.context_tokens_after = check.terms.total
     report.kept_ids = list(check.kept_ids) if check.would_compact else [str(m.get("id")) for m in context]
@@ -246,8 +246,8 @@ def tier2_scroll(run: CompactRun, s: _Session2) -> CompactReport:
 
 
 def _tier2_scroll(run: CompactRun, s: _Session2) -> CompactReport:
-    from qwenmem.core.compaction2 import scroll
-    from qwenmem.core.compaction2.evict import evict, read_history_index
+    from qwenmem.core.compaction.gen2 import scroll
+    from qwenmem.core.compaction.gen2.evict import evict, read_history_index
     from qwenmem.core.history.keys import rows_key_in
 
     report, opts = s.report, run.opts
@@ -312,7 +312,7 @@ def _persist_live(run: CompactRun, s: _Session2, db: Path, sid: str, context: li
     """QwenPaw's step 1: every live message has its history.db rows before anything is evicted. Returns (the rows
     now there, the messages that had none, rows written). A dry run writes nothing and shows the eviction the rows
     would allow."""
-    from qwenmem.core.compaction2.evict import read_history_index
+    from qwenmem.core.compaction.gen2.evict import read_history_index
 
     hist = read_history_index(db, sid)
     unpersisted = [m for m, syn in zip(context, synthetic) if not syn and not hist.has_rows(m)]
@@ -320,7 +320,7 @@ def _persist_live(run: CompactRun, s: _Session2, db: Path, sid: str, context: li
         return _as_if_persisted(hist, unpersisted), unpersisted, 0
     rows_written = 0
     if unpersisted:
-        from qwenmem.core.compaction2.history_write import rows_for_message, write_rows
+        from qwenmem.core.compaction.gen2.history_write import rows_for_message, write_rows
 
         agent_id = hist.agent_id or run.ws.path.name
         rows = [row for m in unpersisted for row in rows_for_message(m, sid, agent_id)]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from helpers import invoke
 from qwenpaw2_support import GEN2_WS, builder, copy_corpus, needs_gen2_corpus
-from tests.core.compaction2.test_compact2_check import _block, _msg, write_ws
+from tests.core.compaction.gen2.test_compact2_check import _block, _msg, write_ws
 
 ARTIFACT = "tool-result-d563ad694f0841d185771d597fabbf04.txt"
 
@@ -30,7 +30,7 @@ def _result_block(text: str) -> dict:
 
 
 def _prune_one(text: str, max_bytes: int, cache: Path) -> dict:
-    from qwenmem.core.compaction2.prune import Limits, prune
+    from qwenmem.core.compaction.gen2.prune import Limits, prune
 
     msg = _msg("assistant", [{"type": "tool_call", "id": "call_1", "name": "lookup_notes", "input": "{}",
                               "state": "finished", "suggested_rules": [], "created_at": None, "finished_at": None},
@@ -55,7 +55,7 @@ def test_cut_reproduces_qwenpaw_output_and_metadata(tmp_path):
     assert our_meta["notice"].replace(our_path, their_meta["file_path"]) == their_meta["notice"]
     # QwenPaw cut this result at 8000 bytes when it was recent and re-cut it at 3000 later: same text
     recent = _prune_one(full, 8000, tmp_path)
-    from qwenmem.core.compaction2.prune import Limits, prune
+    from qwenmem.core.compaction.gen2.prune import Limits, prune
 
     msg = _msg("assistant", [recent], 1)
     prune([msg], Limits(recent_n=1, old_max_bytes=3000, recent_max_bytes=3000, cache_dir=tmp_path))

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from qwenmem.core.compaction2.tokens import blocks_of
+from qwenmem.core.compaction.gen2.tokens import blocks_of
 
 MARKER = "<<<TRUNCATED>>>"
 _START_RE = re.compile(r"starts at line (\d+)")
@@ -206,7 +206,7 @@ def resolve_artifact(path: str, cache_dir: Path) -> Path | None:
     return local if p.name and local.is_file() else None
 
 
-def prune_limits_2x(ws: Any, settings: Any, opts: Any, scroll_strategy: bool) -> Limits:
+def prune_limits_gen2(ws: Any, settings: Any, opts: Any, scroll_strategy: bool) -> Limits:
     """The limits from agent.json (`settings`) and the command's overrides (`opts`, a CompactOptions)."""
     from qwenmem.core.compaction.options import settings_dir
 

@@ -20,7 +20,7 @@ from helpers import invoke
 from qwenpaw2_support import builder
 from validators import agentscope_python, python_importing
 
-DRIVER = Path(__file__).resolve().parents[2] / "fixtures" / "qwenpaw2" / "qwenpaw_scroll_compress.py"
+DRIVER = Path(__file__).resolve().parents[3] / "fixtures" / "qwenpaw2" / "qwenpaw_scroll_compress.py"
 C = 10_000  # trigger 8,000; reserve max(1,000, min(10,000, 1,000)) = 1,000
 
 

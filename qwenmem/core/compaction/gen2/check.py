@@ -11,20 +11,20 @@ from typing import Any, Final, Literal
 
 from qwenmem.core.jsonsafe import copy_json
 from qwenmem.core.compaction.context import CompactRun
-from qwenmem.core.compaction.options import Check2Options, settings_dir
-from qwenmem.core.compaction2 import native, scroll
-from qwenmem.core.compaction2.evict import HistoryIndex, read_history_index
-from qwenmem.core.compaction2.prompt import FixedPart, RequestValues, not_known_notice
-from qwenmem.core.compaction2.tokens import ZERO, Size, message_size, summary_size, tokens_of
+from qwenmem.core.compaction.options import Gen2CheckOptions, settings_dir
+from qwenmem.core.compaction.gen2 import native, scroll
+from qwenmem.core.compaction.gen2.evict import HistoryIndex, read_history_index
+from qwenmem.core.compaction.gen2.prompt import FixedPart, RequestValues, not_known_notice
+from qwenmem.core.compaction.gen2.tokens import ZERO, Size, message_size, summary_size, tokens_of
 from qwenmem.core.errors import UsageError, WorkspaceError
 from qwenmem.core.session_model import gen2
 from qwenmem.core.session_model.model import Generation
 from qwenmem.core.sessions import CORRUPT, LoadedSession, SessionRef
 from qwenmem.core.settings import Settings
-from qwenmem.core.settings2 import Gen2Settings
+from qwenmem.core.settings.gen2 import Gen2Settings
 from qwenmem.core.workspace import Workspace
 
-__all__ = ["NATIVE", "SCROLL", "Check2Options", "Check2Report", "Terms", "check_gen2", "check_gen2_loaded",
+__all__ = ["NATIVE", "SCROLL", "Gen2CheckOptions", "Gen2CheckReport", "Terms", "check_gen2", "check_gen2_loaded",
            "check_ref", "file_strategy", "history_index", "is_gen2_file", "reply_id_of", "state_of"]
 
 FileStrategy = Literal["scroll", "native"]  # how a 2.x session file was compacted (spec §4.1)
@@ -47,7 +47,7 @@ class Terms:
 
 
 @dataclass
-class Check2Report:
+class Gen2CheckReport:
     key: str
     path: str
     generation: Generation  # always 2.x here
@@ -119,7 +119,7 @@ def history_index(db_path: Path | None, session_id: Any) -> tuple[HistoryIndex |
         return None, str(exc)
 
 
-def _ratios(settings: Settings, opts: Check2Options) -> tuple[float, float]:
+def _ratios(settings: Settings, opts: Gen2CheckOptions) -> tuple[float, float]:
     t = opts.trigger_ratio if opts.trigger_ratio is not None else settings.compact_threshold_ratio
     r = opts.reserve_ratio if opts.reserve_ratio is not None else settings.reserve_threshold_ratio
     if not 0 < t <= 1 or not 0 <= r < 1:
@@ -210,7 +210,7 @@ def _scroll_verdict(x: _Inputs, ref: SessionRef, doc: dict[str, Any], history_db
                     notices=notices + d.notes)
 
 
-def check_gen2_loaded(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Check2Report:
+def check_gen2_loaded(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Gen2CheckReport:
     """The check of a 2.x session already read (raises WorkspaceError when it is damaged)."""
     if loaded.health == CORRUPT:
         raise WorkspaceError(f"{ref.rel}: damaged ({'; '.join(loaded.problems[:2])}); run `qwenmem sessions repair` "
@@ -218,7 +218,7 @@ def check_gen2_loaded(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -
     return check_gen2(run, ref, loaded)
 
 
-def check_gen2(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Check2Report:
+def check_gen2(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Gen2CheckReport:
     doc = loaded.gen2_doc or {}
     state = state_of(doc)
     if state is None:
@@ -247,7 +247,7 @@ def check_gen2(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Check
                   tokens_of(x.fixed + summary_size(summary) + msgs_size))
     notice = not_known_notice(system, tools)
     notices = ([notice] if notice else []) + v.notices
-    report = Check2Report(ref.key, ref.rel, "2.x", strategy, strategy_source, c, c_source, v.trigger_ratio,
+    report = Gen2CheckReport(ref.key, ref.rel, "2.x", strategy, strategy_source, c, c_source, v.trigger_ratio,
                           v.reserve_ratio, v.trigger, v.reserve, v.hard_limit, terms,
                           sum(1 for s in synthetic if not s), v.would_compact, v.reason, v.kept, v.removed,
                           v.boundary_id, v.boundary_blocks, v.keep_tokens, v.not_in_history, notices)
@@ -257,7 +257,7 @@ def check_gen2(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Check
 
 def _retention_days(ws: Workspace) -> int:
     """offload_retention_days: 30 in 2.x (1.x's default was 5), unless agent.json sets it."""
-    from qwenmem.core.settings2 import read_agent_json
+    from qwenmem.core.settings.gen2 import read_agent_json
 
     doc = read_agent_json(ws)
     value = (((doc.get("running") or {}).get("light_context_config") or {}).get("tool_result_pruning_config")
@@ -266,10 +266,10 @@ def _retention_days(ws: Workspace) -> int:
 
 
 def _tool_results(run: CompactRun, context: list[Any], scroll_strategy: bool, fixed: Size, summary: Any,
-                  report: Check2Report) -> None:
+                  report: Gen2CheckReport) -> None:
     import time
 
-    from qwenmem.core.compaction2.prune import notice_paths, prune, resolve_artifact
+    from qwenmem.core.compaction.gen2.prune import notice_paths, prune, resolve_artifact
 
     work = copy_json(context)
     outcome = prune(work, run.gen2_prune_limits(scroll_strategy, defaults=True))
@@ -302,8 +302,8 @@ def is_gen2_file(path: str | os.PathLike[str]) -> bool:
     return generation_of_file(os.fspath(path), max_bytes=MAX_SNIFF_BYTES) == GEN2
 
 
-def check_ref(ws: Workspace, ref: SessionRef, settings: Settings, opts: Check2Options,
-              gen2_settings: Gen2Settings | None = None) -> Check2Report | None:
+def check_ref(ws: Workspace, ref: SessionRef, settings: Settings, opts: Gen2CheckOptions,
+              gen2_settings: Gen2Settings | None = None) -> Gen2CheckReport | None:
     """The 2.x check of `ref` on its own, or None when the file is not a 2.x session (the 1.x check applies).
     A run over several sessions uses compaction.run.check_one instead (one read per session, shared settings)."""
     if not is_gen2_file(ref.path):

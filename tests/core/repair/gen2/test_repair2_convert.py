@@ -13,9 +13,9 @@ from pathlib import Path
 from helpers import SHARED, invoke
 from qwenpaw2_support import copy_corpus, needs_gen2_corpus
 from validators import agentscope_python, optional_agentscope_python
-from qwenmem.core.repair.gen2 import validation_problems
+from qwenmem.core.repair.gen2.diagnose import validation_problems
 
-BENCH = Path(__file__).resolve().parents[3] / "bench" / "peer"
+BENCH = Path(__file__).resolve().parents[4] / "bench" / "peer"
 REAL = SHARED / "corpus" / "real"
 
 # a 1.x conversation in the shape the real files have, with what the converter must translate (spec §2.6)
@@ -38,7 +38,7 @@ GEN1 = {"agent": {"memory": {"content": [
     "_sys_prompt": "..."}}
 
 
-def _healthy_for_1x() -> dict:
+def _healthy_for_gen1() -> dict:
     """GEN1 with nothing the 1.x rules would repair (its last message has no name: 1.x's loader refuses it)."""
     doc = json.loads(json.dumps(GEN1))
     doc["agent"]["memory"]["content"][3][0]["name"] = "QwenPaw"
@@ -115,7 +115,7 @@ def test_convert_writes_what_qwenpaw_loads_and_keeps_the_original(tmp_path):
 
 
 def test_without_the_flag_the_file_is_only_reported(tmp_path):
-    ws = _workspace(tmp_path, {"discord/old.json": _healthy_for_1x()})
+    ws = _workspace(tmp_path, {"discord/old.json": _healthy_for_gen1()})
     before = (ws / "sessions" / "discord" / "old.json").read_bytes()
     f = _repair(ws, "--all").json()["result"]["files"][0]
     assert f["status"] == "warning" and "left as it is" in " ".join(f["notes"])
@@ -123,7 +123,7 @@ def test_without_the_flag_the_file_is_only_reported(tmp_path):
 
 
 def test_a_file_qwenpaw_cannot_convert_is_left_alone_with_the_reason(tmp_path):
-    doc = _healthy_for_1x()
+    doc = _healthy_for_gen1()
     doc["agent"]["memory"]["content"][0][0]["content"].append({"type": "audio", "source": {"type": "ftp"}})
     ws = _workspace(tmp_path, {"discord/odd.json": doc})
     before = (ws / "sessions" / "discord" / "odd.json").read_bytes()
@@ -137,7 +137,7 @@ def test_the_flag_changes_nothing_in_a_1x_workspace(tmp_path):
     ws = tmp_path / "ws1"
     path = ws / "sessions" / "old.json"
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(_healthy_for_1x()))
+    path.write_text(json.dumps(_healthy_for_gen1()))
     before = path.read_bytes()
     f = _repair(ws, "--all", "--convert-1x").json()["result"]["files"][0]
     assert f["status"] == "ok" and path.read_bytes() == before

@@ -1,6 +1,6 @@
 """`compact --check` on 2.x counts the system prompt and the tool schemas QwenPaw 2.2.2 sends (issue 23 §3).
 
-The data (qwenmem/core/compaction2/qwenpaw_measured.py) comes from bench/peer/qwenpaw2_fixed_parts.py, which builds the
+The data (qwenmem/core/compaction/gen2/qwenpaw_measured.py) comes from bench/peer/qwenpaw2_fixed_parts.py, which builds the
 corpus's agent with QwenPaw's own AgentBuilder; these tests pin qwenmem's rebuild against those measured figures,
 and against QwenPaw's own prompt contributor on workspaces made here, in the validator venv (tests/validators.py;
 it holds what the contributor imports).
@@ -16,8 +16,8 @@ import pytest
 from helpers import invoke
 from validators import python_importing
 from qwenpaw2_support import GEN2_WS, copy_corpus, needs_gen2_corpus
-from qwenmem.core.compaction2 import qwenpaw_measured as measured
-from qwenmem.core.compaction2.prompt import enabled_tools, prompt_files_text, tool_schemas_part
+from qwenmem.core.compaction.gen2 import qwenpaw_measured as measured
+from qwenmem.core.compaction.gen2.prompt import enabled_tools, prompt_files_text, tool_schemas_part
 from qwenmem.core.workspace import discover_workspace
 
 
@@ -137,7 +137,7 @@ def test_the_data_module_is_what_the_bench_measured():
     from bench.peer.qwenpaw2_fixed_parts import render_module
 
     saved = json.loads((REPO / "bench" / "data" / "qwenpaw2_fixed_parts.json").read_text(encoding="utf-8"))
-    module = (REPO / "qwenmem" / "core" / "compaction2" / "qwenpaw_measured.py").read_text(encoding="utf-8")
+    module = (REPO / "qwenmem" / "core" / "compaction" / "gen2" / "qwenpaw_measured.py").read_text(encoding="utf-8")
     assert module == render_module(saved["results"], saved["versions"])
     scroll_en = next(m for m in saved["results"] if (m["strategy"], m["language"]) == ("scroll", "en"))
     assert measured.TOOL_BYTES["scroll"] == scroll_en["tools"]

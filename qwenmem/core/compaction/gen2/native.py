@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Sequence
 
 from qwenmem.core.jsonsafe import copy_json
-from qwenmem.core.compaction2.tokens import ZERO, Size, block_size, blocks_of, message_size, summary_size, tokens_of
+from qwenmem.core.compaction.gen2.tokens import ZERO, Size, block_size, blocks_of, message_size, summary_size, tokens_of
 
 # AgentScope ContextConfig.summary_template (agentscope/agent/_config.py L119-135 @as2.0.10)
 SUMMARY_TEMPLATE = ("<system-info>Here is a summary of your previous work\n"

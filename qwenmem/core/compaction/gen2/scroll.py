@@ -1,11 +1,11 @@
 """The scroll strategy's numbers and eviction split (agents/context/scroll/manager.py L435-750 @2.2.2.post1;
-spec qwenpaw2-workspace.md §4.4): the decision, which compaction2.evict carries out.
+spec qwenpaw2-workspace.md §4.4): the decision, which gen2.evict carries out.
 
     output_reserve = min(4096, max(1, int(0.05·H)))      hard_limit = H − output_reserve
     trigger        = t·H (compacts only when tokens > trigger)
     reserve        = min(40000, max(r·H, min(10000, 0.1·H)))      pressure = max(trigger, reserve)
 
-Pre-fold (compress step 3, compaction2.scroll_fold): over the trigger and not forced, every eligible completed-turn
+Pre-fold (compress step 3, gen2.scroll_fold): over the trigger and not forced, every eligible completed-turn
 tool result is first replaced by a recovery pointer; at or under the trigger after that, nothing is evicted.
 
 Split (on the folded context): AgentScope's splitter at `reserve`, whole messages restored to the tail, the whole active turn (from the
@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from qwenmem.core.compaction2.native import split_context
-from qwenmem.core.compaction2.scroll_fold import Fold, fold_candidates, folded
-from qwenmem.core.compaction2.tokens import ZERO, Size, message_size, tokens_of
+from qwenmem.core.compaction.gen2.native import split_context
+from qwenmem.core.compaction.gen2.scroll_fold import Fold, fold_candidates, folded
+from qwenmem.core.compaction.gen2.tokens import ZERO, Size, message_size, tokens_of
 
 # runtime stubs that do not start a turn (spec §2.3 qwenpaw_tag values)
 CONTINUATION_TAGS = ("auto_continue", "loop_continuation", "rubric_evaluation")

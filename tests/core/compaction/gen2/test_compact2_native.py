@@ -12,7 +12,7 @@ from pathlib import Path
 
 from helpers import REPO, invoke
 from qwenpaw2_support import builder, copy_corpus, name_agent_as_the_generator, needs_gen2_corpus
-from tests.core.compaction2.test_compact2_check import _block, _msg, conversation_of_bytes, write_ws
+from tests.core.compaction.gen2.test_compact2_check import _block, _msg, conversation_of_bytes, write_ws
 from validators import agentscope_python
 
 # AgentScope's summary_template, copied from agentscope/agent/_config.py L119-135 @as2.0.10 (not from qwenmem)
@@ -133,7 +133,7 @@ def test_dry_run_writes_nothing_and_changed_underneath_is_refused(tmp_path, monk
     assert dry.code == 0 and dry.json()["result"]["sessions"][0]["status"] == "dry-run"
     assert path.read_bytes() == before and not (ws / "dialog").exists()
 
-    import qwenmem.core.compaction2.run as run_mod
+    import qwenmem.core.compaction.gen2.run as run_mod
 
     real = run_mod.write_dialog
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from qwenmem.core.compaction.prune import MARKER
+from qwenmem.core.compaction.gen1.prune import MARKER
 from qwenmem.core.tokens import TokenCounter
 
 BLOCK_CHARS = 1000

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Sequence
 
-from qwenmem.core.compaction2.native import SUMMARY_FIELDS
-from qwenmem.core.compaction2.tokens import blocks_of
+from qwenmem.core.compaction.gen2.native import SUMMARY_FIELDS
+from qwenmem.core.compaction.gen2.tokens import blocks_of
 from qwenmem.core.errors import LLMError
 
 COMPRESSION_PROMPT = (

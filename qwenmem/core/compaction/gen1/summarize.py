@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from qwenmem.core.compaction import prompts
-from qwenmem.core.compaction.formatting import chunk_messages
-from qwenmem.core.compaction.prune import MARKER
+from qwenmem.core.compaction.gen1 import prompts
+from qwenmem.core.compaction.gen1.formatting import chunk_messages
+from qwenmem.core.compaction.gen1.prune import MARKER
 from qwenmem.core.errors import LLMError, ValidationError
 from qwenmem.core.tokens import TokenCounter
 

@@ -7,7 +7,7 @@ a blank line, in priority order (protected execution contract; the workspace's `
 the directory block; the scroll guidance under scroll; the environment block), then AgentScope's skill list and
 ReMe's memory guidance. Only the prompt files and the paths, ids and model name inside the directory and
 environment blocks depend on the workspace and the session: qwenmem rebuilds those, and takes the rest as the byte
-count `bench/peer/qwenpaw2_fixed_parts.py` measured from QwenPaw's own code (compaction2.qwenpaw_measured, with the
+count `bench/peer/qwenpaw2_fixed_parts.py` measured from QwenPaw's own code (gen2.qwenpaw_measured, with the
 versions named).
 
 Tool schemas: the built-ins agent.json's `tools.builtin_tools` enables (else the registry's default), less those a
@@ -26,8 +26,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from qwenmem.core import confine
-from qwenmem.core.compaction2 import qwenpaw_measured as measured
-from qwenmem.core.compaction2.tokens import ZERO, Size, text_bytes
+from qwenmem.core.compaction.gen2 import qwenpaw_measured as measured
+from qwenmem.core.compaction.gen2.tokens import ZERO, Size, text_bytes
 from qwenmem.core.workspace import Workspace, read_json_file
 
 DEFAULT_PROMPT_FILES = ("AGENTS.md", "SOUL.md", "PROFILE.md")  # prompt_contributors.py L37 @2.2.2.post1

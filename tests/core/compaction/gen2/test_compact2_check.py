@@ -155,7 +155,7 @@ def test_scroll_evicts_only_above_the_trigger(tmp_path, delta, evicts):
 
 @pytest.mark.parametrize("h,ratio", [(9000, 0.1), (50_000, 0.05), (1_000_000, 0.1), (64, 0.1), (200_000, 0.3)])
 def test_scroll_reserve_and_hard_limit_formulas(h, ratio):
-    from qwenmem.core.compaction2 import scroll
+    from qwenmem.core.compaction.gen2 import scroll
 
     # written out by cases instead of min/max chains
     floor = 10_000 if 0.1 * h > 10_000 else 0.1 * h

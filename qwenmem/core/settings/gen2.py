@@ -10,9 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, Mapping, TypedDict
+from typing import Any, Final, Literal, Mapping
 
-from qwenmem.core.history.state import HistoryState, history_db_path
 from qwenmem.core.providers import ProviderModel, resolve_provider_model
 from qwenmem.core.settings import Settings
 from qwenmem.core.workspace import Workspace, read_json_file
@@ -25,8 +24,9 @@ WorkspaceGeneration = Literal["1.x", "2.x", "mixed", "unknown"]
 _LC = ("running", "light_context_config")
 _SC = _LC + ("scroll_config",)
 _RM = ("running", "reme_light_memory_config")
-SCROLL_DEFAULTS: dict[str, Any] = {"db_filename": "history.db", "history_retention_days": 30, "repl_timeout_s": 300,
-                                   "allow_unsandboxed": False, "offload_dialog": False}
+DEFAULT_DB_FILENAME = "history.db"
+SCROLL_DEFAULTS: dict[str, Any] = {"db_filename": DEFAULT_DB_FILENAME, "history_retention_days": 30,
+                                   "repl_timeout_s": 300, "allow_unsandboxed": False, "offload_dialog": False}
 REME_DIR_DEFAULTS = {"metadata_dir": "mem_metadata", "session_dir": "mem_session", "mem_session_dir": "mem_agent",
                      "resource_dir": "resource", "daily_dir": "memory", "digest_dir": "digest"}
 GEN2_MARKERS = ("history.db", "sessions/.synced.json", "mem_metadata", "mem_session")
@@ -45,6 +45,14 @@ def _same_type(default: Any, value: Any) -> bool:
     if isinstance(default, bool) or isinstance(value, bool):
         return isinstance(default, bool) and isinstance(value, bool)
     return isinstance(value, type(default))
+
+
+def history_db_path(workspace_dir: Path, db_filename: str | None = None) -> Path:
+    """QwenPaw's resolve_history_db_path (config/history_path.py): relative names resolve under the workspace,
+    absolute ones are honoured, backslashes become slashes."""
+    name = (db_filename or DEFAULT_DB_FILENAME).replace("\\", "/")
+    p = Path(name).expanduser()
+    return p if p.is_absolute() else Path(workspace_dir) / p
 
 
 def mask_secret(value: str) -> str:
@@ -149,37 +157,22 @@ def workspace_generation(ws: Workspace, files_1x: int, files_2x: int) -> Generat
     return GenerationSummary(gen, files_1x, files_2x, markers2 + markers1)
 
 
-def count_file_generations(ws: Workspace) -> tuple[int, int]:
-    """(1.x files, 2.x files) under sessions/, each from its first bytes (a full parse only when they are unusual).
-    Dot-files and CoPaw backups are not sessions; neither is anything detect.generation_of_file cannot tell safely
-    (a FIFO named like a session must not hang this, a link leaving the workspace, a file too large to sniff)."""
-    from qwenmem.core.session_model.detect import GEN1, GEN2, generation_of_file
-    from qwenmem.core.sessions import iter_session_files
-
-    n1 = n2 = 0
-    for path in iter_session_files(ws):
-        kind = generation_of_file(path)
-        n1 += kind == GEN1
-        n2 += kind == GEN2
-    return n1, n2
-
-
 # 1.x settings 2.x removed (spec §1.4: "removed, ignored"), and 1.x defaults 2.x changed.
-REMOVED_IN_2X = ("compact_with_thinking_block", "summarize_when_compact", "recursive_file_watcher")
-DEFAULTS_2X = {"offload_retention_days": 30}
+REMOVED_IN_GEN2 = ("compact_with_thinking_block", "summarize_when_compact", "recursive_file_watcher")
+DEFAULTS_GEN2 = {"offload_retention_days": 30}
 
 
-def rows_for_2x(rows: list[tuple[str, Any, str]], gen2: Gen2Settings) -> list[tuple[str, Any, str]]:
+def rows_for_gen2(rows: list[tuple[str, Any, str]], gen2: Gen2Settings) -> list[tuple[str, Any, str]]:
     """settings.as_rows() as QwenPaw 2.x reads them: removed keys dropped, changed defaults applied, and the model
     limit taken from the provider (max_input_length in agent.json is vestigial in 2.x)."""
     out = []
     for name, value, source in rows:
-        if name in REMOVED_IN_2X:
+        if name in REMOVED_IN_GEN2:
             continue
         if name == "config_layout":  # 1.x key layouts mean nothing to 2.x
             continue
-        if name in DEFAULTS_2X and source == "default":
-            value, source = DEFAULTS_2X[name], "default (2.x)"
+        if name in DEFAULTS_GEN2 and source == "default":
+            value, source = DEFAULTS_GEN2[name], "default (2.x)"
         if name == "max_input_length" and gen2.provider is not None:
             value, source = gen2.provider.context_size, gen2.provider.context_source
         if name in ("active_provider", "active_model") and gen2.provider is not None and gen2.provider.provider_id:
@@ -189,47 +182,6 @@ def rows_for_2x(rows: list[tuple[str, Any, str]], gen2: Gen2Settings) -> list[tu
             value = gen2.embedding_api_key
         out.append((name, value, source))
     return out
-
-
-class ReMeDirState(TypedDict):
-    path: str
-    exists: bool
-
-
-@dataclass
-class Qwenpaw2Info:
-    """Everything `info` shows about the 2.x side of a workspace."""
-
-    generation: GenerationSummary
-    settings: Gen2Settings
-    history: HistoryState
-    reme_dirs: dict[str, ReMeDirState]
-    rows: list[tuple[str, Any, str]]
-    derived: dict[str, int]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"strategy": self.settings.strategy, "strategy_source": self.settings.strategy_source,
-                "scroll": dict(self.settings.scroll), "history_retention_days": self.settings.history_retention_days,
-                "history": self.history.to_json(), "reme_dirs": self.reme_dirs,
-                "provider": self.settings.provider.to_json() if self.settings.provider else None,
-                "embedding_api_key": self.settings.embedding_api_key}
-
-
-def qwenpaw2_info(ws: Workspace, settings: Settings, env: Mapping[str, str] | None = None) -> Qwenpaw2Info:
-    """`settings` is settings.load_settings(ws). For a 1.x workspace the rows stay as they are."""
-    from qwenmem.core.history.state import history_state
-
-    n1, n2 = count_file_generations(ws)
-    generation = workspace_generation(ws, n1, n2)
-    is2 = generation.generation in ("2.x", "mixed")
-    gen2 = load_gen2_settings(ws, env=env, legacy_agent_json=settings.config_layout == "legacy" and not is2)
-    history = history_state(gen2.history_db_file(), check=is2)
-    reme = {key: ReMeDirState(path=str(ws.path / name), exists=(ws.path / name).is_dir())
-            for key, name in gen2.reme_dirs.items() if key in ("metadata_dir", "digest_dir", "session_dir")}
-    rows = settings.as_rows()
-    if is2:
-        rows = rows_for_2x(rows, gen2)
-    return Qwenpaw2Info(generation, gen2, history, reme, rows, derived_limits(settings, gen2 if is2 else None))
 
 
 def derived_limits(settings: Settings, gen2: Gen2Settings | None) -> dict[str, int]:
@@ -243,13 +195,3 @@ def derived_limits(settings: Settings, gen2: Gen2Settings | None) -> dict[str, i
     if gen2.strategy == SCROLL:  # scroll's bounded reserve (spec §4.4)
         reserve = min(40_000, max(reserve, min(10_000, 0.1 * size)))
     return {"compact_threshold": int(size * settings.compact_threshold_ratio), "reserve_tokens": int(reserve)}
-
-
-def workspace_history_state(ws: Workspace, check: bool = True, env: Mapping[str, str] | None = None
-                            ) -> HistoryState:
-    """The history.db summary of a workspace for `doctor`: path (from agent.json scroll_config.db_filename), size,
-    rows, sessions and `status` ok / corrupt / locked / unreadable / not_history / missing (see
-    history.state.history_state). Never raises for a damaged store; an unreadable agent.json raises ConfigError."""
-    from qwenmem.core.history.state import history_state
-
-    return history_state(load_gen2_settings(ws, env=env).history_db_file(), check=check)

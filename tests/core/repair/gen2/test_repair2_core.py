@@ -12,7 +12,7 @@ from helpers import invoke
 from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
 from validators import agentscope_python
 from qwenmem.core.repair.diagnose import diagnose
-from qwenmem.core.repair.gen2 import validation_problems
+from qwenmem.core.repair.gen2.diagnose import validation_problems
 
 
 def _session(ws: Path, rel: str, doc: dict) -> Path:
@@ -283,7 +283,7 @@ def test_repaired_files_pass_agentscopes_own_validation(tmp_path):
     doc["agent"]["state"]["context"][0]["content"].append({"type": "data", "source": {"type": "url",
                                                                                        "url": "https://x.test/a.png"}})
     path = _session(ws, "console/a.json", doc)
-    script = Path(__file__).resolve().parents[3] / "bench" / "peer" / "agentscope2_validate.py"
+    script = Path(__file__).resolve().parents[4] / "bench" / "peer" / "agentscope2_validate.py"
     before = subprocess.run([str(as2_python), str(script), str(path)], capture_output=True, text=True)
     assert before.returncode == 1 and not json.loads(before.stdout)["files"][0]["ok"]
     assert _repair(ws, "--all").code == 0

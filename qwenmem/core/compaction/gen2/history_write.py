@@ -17,7 +17,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Sequence
 
-from qwenmem.core.compaction2.tokens import blocks_of
+from qwenmem.core.compaction.gen2.tokens import blocks_of
 from qwenmem.core.session_model._blocks import flatten_output, media_reference
 
 RECALL_TOOLS = ("recall_history_python", "recall_history")  # stored but kept out of FTS (history.py L54-65)

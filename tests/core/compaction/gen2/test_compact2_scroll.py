@@ -13,7 +13,7 @@ from pathlib import Path
 
 from helpers import REPO, invoke
 from qwenpaw2_support import builder, copy_corpus, needs_gen2_corpus
-from tests.core.compaction2.test_compact2_check import conversation_of_bytes, scroll_ws, write_ws
+from tests.core.compaction.gen2.test_compact2_check import conversation_of_bytes, scroll_ws, write_ws
 from validators import optional_agentscope_python
 
 
@@ -135,7 +135,7 @@ def test_a_locked_history_db_with_nothing_written_is_busy(tmp_path):
 # file is rewritten
 KILLED_AFTER_HISTORY_COMMIT = """
 import os, signal, sys
-from qwenmem.core.compaction2 import history_write
+from qwenmem.core.compaction.gen2 import history_write
 
 real_write_rows = history_write.write_rows
 
@@ -202,7 +202,7 @@ def test_dry_run_and_below_trigger_write_nothing(tmp_path):
 
 
 def test_a_full_tier_carries_its_older_blocks_one_tier_up():
-    from qwenmem.core.compaction2.evict import add_block, new_block
+    from qwenmem.core.compaction.gen2.evict import add_block, new_block
 
     index: dict = {"session_id": "s", "agent_id": "default", "tiers": []}
     for k in range(10):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from qwenmem.core.jsonsafe import copy_json
-from qwenmem.core.compaction2.tokens import blocks_of
+from qwenmem.core.compaction.gen2.tokens import blocks_of
 
 FOLD_MARK = "[scroll folded]"
 RECALL_FOLD_MARK = "[scroll recall folded]"

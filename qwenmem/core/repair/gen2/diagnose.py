@@ -2,7 +2,7 @@
 
 The byte-level damage (BOM, invalid UTF-8, truncation, trailing garbage, concatenated documents, lone surrogates)
 is found as for 1.x (diagnose.py does the decoding and the split); this module salvages the 2.x document and makes
-its state pass AgentScope 2.0's validation (rules2.py, fix2.py). Pure: no file system access.
+its state pass AgentScope 2.0's validation (rules.py, fix.py). Pure: no file system access.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from qwenmem.core.repair import fix2, rules2
+from qwenmem.core.repair.gen2 import fix, rules
 from qwenmem.core.repair.classes import (CONCATENATED, NOT_A_SESSION, OK, TRAILING_GARBAGE,
                                          DAMAGED, TRUNCATED, alternative)
 from qwenmem.core.repair.documents import DocSpan, Split
@@ -38,9 +38,9 @@ def is_gen2_span(span: DocSpan) -> bool:
     return is_gen2_value(span_value(span))
 
 
-def _is_msg2(value: Any) -> bool:
+def _is_gen2_msg(value: Any) -> bool:
     """An AgentScope 2.0 Msg dict (1.x messages carry `timestamp`, not `created_at`)."""
-    return (isinstance(value, dict) and value.get("role") in rules2.ROLES and isinstance(value.get("content"), list)
+    return (isinstance(value, dict) and value.get("role") in rules.ROLES and isinstance(value.get("content"), list)
             and "created_at" in value and "timestamp" not in value)
 
 
@@ -48,7 +48,7 @@ def _msg_list(value: Any) -> bool:
     """A list of mostly 2.x messages (damage may have broken some, or cut the last one short)."""
     if not isinstance(value, list) or not value:
         return False
-    good = sum(1 for m in value if _is_msg2(m))
+    good = sum(1 for m in value if _is_gen2_msg(m))
     return good >= 1 and good * 2 >= len(value)
 
 
@@ -110,7 +110,7 @@ def validation_problems(data: bytes) -> list[str]:
         return [f"not strict UTF-8 JSON: {exc}"]
     if not is_gen2_value(doc):
         return ["not a 2.x session document"]
-    return [str(v) for v in rules2.state_violations(doc["agent"]["state"])]
+    return [str(v) for v in rules.state_violations(doc["agent"]["state"])]
 
 
 # A serialised Msg starts with its name then its content (spec §2.3 key order); quotes inside strings are escaped,
@@ -135,7 +135,7 @@ def _resync_messages(text: str, stop: int, known: set[Any]) -> list[Any]:
             pos = m.end()
             continue
         mid = value.get("id") if isinstance(value, dict) else None
-        if _is_msg2(value) and not (isinstance(mid, str) and mid in known):
+        if _is_gen2_msg(value) and not (isinstance(mid, str) and mid in known):
             out.append(value)
             if isinstance(mid, str):
                 known.add(mid)
@@ -259,7 +259,7 @@ def _without_surrogates(d: Any, doc: Any) -> tuple[Any, bool]:
     return replace_surrogates_noted(d, doc, "QwenPaw 2.x cannot save this session: its atomic write fails on them")
 
 
-def _report_violations(d: Any, before: list[rules2.Violation]) -> None:
+def _report_violations(d: Any, before: list[rules.Violation]) -> None:
     d.add(SCHEMA_INVALID)
     if any(v.rule.split("-holds-")[0] in ("user", "system") and "-holds-" in v.rule for v in before):
         d.add(MISPLACED_BLOCKS)
@@ -271,7 +271,7 @@ def _report_violations(d: Any, before: list[rules2.Violation]) -> None:
                    "it fails and nothing is saved")
 
 
-def _apply_context_fix(d: Any, state: dict[str, Any], result: fix2.ContextFix) -> None:
+def _apply_context_fix(d: Any, state: dict[str, Any], result: fix.ContextFix) -> None:
     state["context"] = result.context
     d.removed.extend(result.removed)
     d.actions.extend(result.actions[:30])
@@ -285,7 +285,7 @@ def _apply_context_fix(d: Any, state: dict[str, Any], result: fix2.ContextFix) -
         d.actions.append(f"move {blocks_out} invalid or misplaced block(s) into the quarantine record")
 
 
-def _gone_ids(d: Any, result: fix2.ContextFix, agent: dict[str, Any], state: dict[str, Any]) -> set[Any]:
+def _gone_ids(d: Any, result: fix.ContextFix, agent: dict[str, Any], state: dict[str, Any]) -> set[Any]:
     """Ids of messages no longer in the context, for the scroll bookkeeping."""
     gone = set(result.removed_ids)
     if isinstance(d.removed_cut, dict) and isinstance(d.removed_cut.get("id"), str):
@@ -325,7 +325,7 @@ def diagnose_gen2(d: Any, text: str, split: Split, changed: bool) -> Any:
         d.unrecoverable = True
         d.notes.append("agent.state is not an object: nothing in it can be recovered")
         return d
-    before = rules2.state_violations(state)
+    before = rules.state_violations(state)
     context = state.get("context", [])
     if not isinstance(context, list):
         d.removed.append(_removal(-1, "state.context is not a list", context))
@@ -334,13 +334,13 @@ def diagnose_gen2(d: Any, text: str, split: Split, changed: bool) -> Any:
     d.messages_found = len(context) + d.messages_lost
     if before:
         _report_violations(d, before)
-    result = fix2.fix_context(context)
+    result = fix.fix_context(context)
     if result.changed:
         _apply_context_fix(d, state, result)
         changed = True
     gone = _gone_ids(d, result, agent, state)
     if gone:
-        d.actions.extend(fix2.prune_scroll(agent, state.get("context", []), gone))
+        d.actions.extend(fix.prune_scroll(agent, state.get("context", []), gone))
     _fix_state_fields(state, d)
     changed = d.state_reset or changed
     d.messages_removed = result.removed_messages
@@ -365,7 +365,7 @@ _STATE_DEFAULTS: dict[str, dict[str, Any]] = {"reply_context": {}, "permission_c
 def _fix_state_fields(state: dict[str, Any], d: Any) -> None:
     """State-level fields that fail validation are reset to AgentScope's default; the old value is quarantined."""
     done = set()
-    for v in rules2.state_violations({k: v for k, v in state.items() if k != "context"}):
+    for v in rules.state_violations({k: v for k, v in state.items() if k != "context"}):
         key = {"session_id-not-string": "session_id", "summary-invalid": "summary"}.get(v.rule)
         key = key or next((k for k in _STATE_DEFAULTS if v.rule.startswith(k)), None)
         key = key or {"reply_id-not-string": "reply_context", "cur_iter-not-int": "reply_context",
