@@ -44,11 +44,32 @@ def _turn(i: int, t: datetime) -> list[dict[str, Any]]:
 def long_workspace(dest: Path, turns: int = 120, compressed_turns: int = 70, dialog_turns: int = 30) -> Path:
     """A 1.x workspace: dialog/ holds the first `dialog_turns` turns (1.x removed them from the file), the session
     file the rest, of which the first `compressed_turns` are marked compressed; 90 days old."""
-    ws = dest
+    start = datetime.combine(datetime.now().date(), datetime.min.time()) - timedelta(days=90)  # same all day
+    return _workspace(dest, [start + timedelta(minutes=i) for i in range(turns)], compressed_turns, dialog_turns)
+
+
+def recent_workspace(dest: Path, turns: int = 120, compressed_turns: int = 70, dialog_turns: int = 30) -> Path:
+    """long_workspace's shape, its turns spread from 45 days ago to today: half older than 32 days, half younger
+    than 28, so QwenPaw's 30-day import window falls between them whatever the timezone (its cutoff is UTC, 1.x
+    timestamps are naive local time)."""
+    now = datetime.now().replace(microsecond=0) - timedelta(minutes=10)
+    old, young = turns // 2, turns - turns // 2
+    offsets = [45 - 13 * i / max(old - 1, 1) for i in range(old)] + [28 - 28 * i / max(young - 1, 1)
+                                                                      for i in range(young)]
+    return _workspace(dest, [now - timedelta(days=d) for d in offsets], compressed_turns, dialog_turns)
+
+
+def session_timestamps(ws: Path, name: str = "alice_console--alice.json") -> list[datetime]:
+    """The 1.x timestamps of every message of a session file, compressed ones included."""
+    content = json.loads((ws / "sessions" / name).read_text(encoding="utf-8"))["agent"]["memory"]["content"]
+    return [datetime.strptime(m["timestamp"], "%Y-%m-%d %H:%M:%S.%f") for m, _marks in content]
+
+
+def _workspace(ws: Path, turn_times: list[datetime], compressed_turns: int, dialog_turns: int) -> Path:
     (ws / "sessions").mkdir(parents=True)
     (ws / "dialog").mkdir()
-    start = datetime.combine(datetime.now().date(), datetime.min.time()) - timedelta(days=90)  # same all day
-    msgs = [m for i in range(turns) for m in _turn(i, start + timedelta(minutes=i))]
+    start = turn_times[0]
+    msgs = [m for i, t in enumerate(turn_times) for m in _turn(i, t)]
     offloaded, kept = msgs[:4 * dialog_turns], msgs[4 * dialog_turns:]
     for m in offloaded:
         day = m["timestamp"].split()[0]

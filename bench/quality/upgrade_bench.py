@@ -3,7 +3,8 @@
     python bench/quality/upgrade_bench.py            # prints the Markdown table of bench/RESULTS.md
 
 Per workspace (copies of every 1.x workspace of ../shared/corpus/real, and a generated long 1.x workspace: 120 turns
-90 days old, 30 of them offloaded to dialog/, 70 of the rest marked compressed, a registered chat and an orphan):
+90 days old, 30 of them offloaded to dialog/, 70 of the rest marked compressed, a registered chat and an orphan; and
+the same shape spread from 45 days ago to today, so QwenPaw's 30-day import window cuts through it):
 a real `qwenmem upgrade` run (scroll; the long one also native), then QwenPaw's own code in the agentscope 2.0.10 +
 qwenpaw venv (tests/fixtures/qwenpaw2/qwenpaw_upgrade_check.py, $QWENMEM_AS2_VENV):
   * "1.x record": the messages of the session files (compressed ones included) + the dialog/ lines;
@@ -14,7 +15,8 @@ qwenpaw venv (tests/fixtures/qwenpaw2/qwenpaw_upgrade_check.py, $QWENMEM_AS2_VEN
   * tokens of the first turn's context: QwenPaw's lazy load (compressed messages back in) vs the upgraded file,
     counted by AgentScope's count_tokens (system prompt and tools aside), and whether QwenPaw's check compacts;
   * "loads unchanged": every session loads through QwenPawAgent.load_state_dict and dumps back to the same state,
-    and a turn's write-through + save loads back unchanged.
+    a turn's write-through + save loads back unchanged, and a real QwenPawAgent turn (its reply loop on a stand-in
+    model with a fixed reply) saves, and QwenPaw's load of that save saves back to the same bytes.
 """
 
 from __future__ import annotations
@@ -76,11 +78,12 @@ def _one(tmp: Path, name: str, original: Path, strategy: str) -> dict:
             "rows": sum(x["rows"] for x in s) + dialog_rows, "rows_equal": all(x["rows_equal"] for x in s),
             "lazy_tokens": sum(x["lazy_tokens"] for x in s), "tokens": sum(x["tokens"] for x in s),
             "compacts": sum(1 for x in s if x["compacted"]),
-            "unchanged": all(x["load_identical"] and x["second_load_identical"] for x in s), "seconds": seconds}
+            "unchanged": all(x["load_identical"] and x["second_load_identical"] and x.get("turn_replied")
+                                 and x.get("turn_reload_identical") for x in s), "seconds": seconds}
 
 
 def main() -> None:
-    from upgrade_support import corpus_workspaces, long_workspace
+    from upgrade_support import corpus_workspaces, long_workspace, recent_workspace
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -91,6 +94,8 @@ def main() -> None:
         original = long_workspace(tmp / "long-original")
         for strategy in ("scroll", "native"):
             rows.append(_one(tmp, f"long-{strategy}", original, strategy) | {"name": "generated long 1.x"})
+        recent = recent_workspace(tmp / "recent-original")
+        rows.append(_one(tmp, "recent", recent, "scroll") | {"name": "generated recent 1.x (45 days → today)"})
     print("| workspace | strategy | sessions | 1.x messages (compressed) | dialog/ lines | QwenPaw import rows | "
           "upgrade rows (= QwenPaw's own rows) | first-turn tokens: lazy → upgrade | first turn compacts | "
           "loads unchanged | upgrade s |")
