@@ -216,11 +216,15 @@ def _copy_and_open(path: Path) -> HistoryReader:
         for _ in range(_REOPENS):  # a copy is only a state of the store if nothing changed while it was taken
             before = _files_of(path)
             shutil.copyfile(path, copy)
+            vanished = False
             for side in ("-wal", "-journal"):
                 Path(f"{copy}{side}").unlink(missing_ok=True)
                 if Path(f"{path}{side}").is_file():
-                    shutil.copyfile(Path(f"{path}{side}"), Path(f"{copy}{side}"))
-            if _files_of(path) == before:
+                    try:
+                        shutil.copyfile(Path(f"{path}{side}"), Path(f"{copy}{side}"))
+                    except FileNotFoundError:  # the writer's last close removed it as we copied: take it again
+                        vanished = True
+            if not vanished and _files_of(path) == before:
                 break
         conn = sqlite3.connect(str(copy), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         conn.text_factory = _lenient_text

@@ -178,3 +178,36 @@ def test_the_opening_mode_follows_the_sidecars(tmp_path):
     assert opening_mode(db) == READ_ONLY
     (tmp_path / "history.db-journal").write_bytes(b"")
     assert opening_mode(db) == COPY  # a rollback journal may be hot: never read the main file without it
+
+
+def test_a_wal_removed_while_it_is_copied_is_taken_again(tmp_path, monkeypatch):
+    """A writer that closes as qwenmem copies the store removes its -wal between our look and our copy: the copy is
+    taken again (it was `unreadable`, seen once under load in tests above)."""
+    import shutil
+
+    from qwenmem.core.history import store
+
+    db = tmp_path / "history.db"
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE conversation_history (seq INTEGER PRIMARY KEY, session_id TEXT)")
+    conn.execute("INSERT INTO conversation_history (session_id) VALUES ('a')")
+    conn.commit()
+    wal = Path(f"{db}-wal")
+    assert wal.is_file()
+    real_copy = shutil.copyfile
+    removed = []
+
+    def copy_while_the_writer_closes(src, dst, *args, **kwargs):
+        if Path(src) == wal and not removed:
+            conn.close()  # the last close checkpoints into history.db and removes the -wal
+            removed.append(True)
+            assert not wal.exists()
+        return real_copy(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(store.shutil, "copyfile", copy_while_the_writer_closes)
+    reader = store._copy_and_open(db)
+    try:
+        assert removed and reader.counts_by_session() == {"a": 1}
+    finally:
+        reader.close()
