@@ -216,7 +216,8 @@ def search(ws: Any, settings: Any, query: str, *, mode: str = "hybrid", fusion: 
     docs = fulltext.stored_docs(gen / "fulltext", [cid for cid, _ in ranked])
     hits = _hits(ranked, docs, set(query_terms(query)[0]), text_scores, vector_scores, mode,
                  has_vectors=cos_all is not None, files=manifest.files, match_scores=absolute)
-    return SearchResult(query, known_mode, known_fusion, hits, embedder_id, gen.name, notices, reindexed)
+    # the mode that answered: full text when vector mode found no usable vectors (the notice says so)
+    return SearchResult(query, _MODE_WORDS[mode], known_fusion, hits, embedder_id, gen.name, notices, reindexed)
 
 
 def ranking_scores(order: list[str], fused: dict[str, float], absolute: dict[str, float],
