@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from qwenmem.core.compaction.gen2.history_write import rows_for_message
 from qwenmem.core.compaction.gen2.tokens import ZERO, Size, count_tokens
 from qwenmem.core.history.keys import CHATS_JSON, ref_candidates
 from qwenmem.core.history.rows import parse_timestamp
@@ -90,7 +91,7 @@ def plan_session(src: SessionSource, agent_id: str, db: Path) -> SessionPlan:
     assert src.kind == GEN1
     sid, registered = session_id_of(src)
     conv = shape.convert_items(src.items, src.ref.rel, _stamp_of(src.ref.path))
-    rows = [row for m in conv.messages for row in store.entries(m, sid, agent_id)]
+    rows = [row for m in conv.messages for row in rows_for_message(m, sid, agent_id)]
     return SessionPlan(src, sid, registered, conv, rows, store.existing_keys(db, sid))
 
 
@@ -102,7 +103,7 @@ def plan_dialog(src: DialogSource, agent_id: str, db: Path, exclude: set[str]) -
         msg = convert_stable(payload, rel, pos, previous)
         previous = str(msg.get("created_at") or previous)
         msgs.append(msg)
-    rows = [row for m in msgs for row in store.entries(m, src.session_id, agent_id) if str(row[-1]) not in exclude]
+    rows = [row for m in msgs for row in rows_for_message(m, src.session_id, agent_id) if str(row[-1]) not in exclude]
     return DialogPlan(src, rows, store.existing_keys(db, src.session_id))
 
 

@@ -1,7 +1,8 @@
 """history.db for the upgrade: QwenPaw 2.2.2.post1's schema, its rows, its dedup keys, its FTS upkeep.
 
 Schema: `HistoryStore._init_schema` / `_init_fts` (spec §3.2), created in one transaction with `IF NOT EXISTS`, so
-a kill during creation leaves either nothing or the whole schema and a rerun finishes it. Rows: `msg_to_entries`
+a kill during creation leaves either nothing or the whole schema and a rerun finishes it. Rows (`rows_for_message`
+of qwenmem.core.compaction.gen2.history_write, which compaction writes with too): `msg_to_entries`
 (`scroll/serialize.py L194-291`) and the import's dedup keys (`sync.py L352-371`: the message id, a result's
 tool_call_id, `<msg id>#anon<n>` for a result without one); JSON columns are `json.dumps(value, default=str)`,
 empty metadata NULL. One session's rows go in one `BEGIN IMMEDIATE` transaction with `ON CONFLICT DO NOTHING`
@@ -15,7 +16,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from qwenmem.core.compaction.gen2.history_write import _HEADLINE, write_rows
+from qwenmem.core.compaction.gen2.history_write import write_rows
 
 SCHEMA_VERSION = 1
 _DDL = (
@@ -65,68 +66,6 @@ def ensure_store(db: Path) -> bool:
     finally:
         conn.close()
     return created
-
-
-def media_ref(block: dict[str, Any]) -> str | None:
-    """`tool_message_utils.media_ref`: a data block as `[image: name — url]` (a base64 payload never inlined)."""
-    if block.get("type") != "data":
-        return None
-    raw = block.get("source")
-    src: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    media_type = str(src.get("media_type") or "")
-    kind = media_type.split("/", 1)[0] if "/" in media_type else "file"
-    kind = kind if kind in ("image", "audio", "video") else "file"
-    ref = src.get("url") if src.get("type") == "url" else f"<{media_type or 'binary'}>"
-    name = block.get("name")
-    return f"[{kind}: {name} — {ref}]" if name and ref else f"[{kind}: {name or ref or '?'}]"
-
-
-def flatten_output(output: Any) -> str | None:
-    """`tool_message_utils.flatten_output`."""
-    if output is None or isinstance(output, str):
-        return output
-    parts = []
-    for b in output if isinstance(output, list) else []:
-        if not isinstance(b, dict):
-            continue
-        ref = b.get("text") or media_ref(b)
-        if ref:
-            parts.append(str(ref))
-    return "\n".join(parts) if parts else None
-
-
-def _text(blocks: list[dict[str, Any]]) -> str:
-    return "\n".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text")
-
-
-def entries(msg: dict[str, Any], session_id: str, agent_id: str | None) -> list[tuple[Any, ...]]:
-    """The rows `msg_to_entries` + the import's dedup keys make of one 2.x message (INSERT column order)."""
-    content = [b for b in (msg.get("content") or []) if isinstance(b, dict)]
-    non_result = [b for b in content if b.get("type") != "tool_result"]
-    results = [b for b in content if b.get("type") == "tool_result"]
-    role, created, mid = msg.get("role"), msg.get("created_at"), str(msg.get("id"))
-    rows: list[tuple[Any, ...]] = []
-    if non_result or not results:
-        calls = [b for b in non_result if b.get("type") == "tool_call"]
-        last = calls[-1] if calls else None
-        text = _text(content)
-        found = _HEADLINE.search(text) if role == "assistant" else None
-        media = [r for r in (media_ref(b) for b in non_result) if r]
-        if media:
-            text = (text + "\n" + "\n".join(media)).strip() if text else "\n".join(media)
-        meta = msg.get("metadata")
-        tag = meta.get("qwenpaw_tag") if isinstance(meta, dict) else None
-        rows.append((session_id, agent_id, "model_turn" if role == "assistant" else "context_msg", role,
-                     last.get("name") if last else None, text, last.get("id") if last else None,
-                     last.get("input") if last else None, None, found.group(1)[:2000] if found else None,
-                     _dump(non_result or None), _dump({"qwenpaw_tag": str(tag)} if tag else None), created, mid))
-    for n, b in enumerate(results):
-        key = b.get("id") or f"{mid}#anon{n}"
-        md = b.get("metadata")
-        rows.append((session_id, agent_id, "tool_result", role, b.get("name"), flatten_output(b.get("output")),
-                     b.get("id"), None, b.get("state"), None, _dump([b]), _dump(dict(md) if isinstance(md, dict)
-                                                                               and md else None), created, str(key)))
-    return rows
 
 
 def insert(db: Path, rows: list[tuple[Any, ...]]) -> int:

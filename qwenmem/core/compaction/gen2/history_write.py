@@ -15,13 +15,20 @@ import json
 import re
 import sqlite3
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from qwenmem.core.compaction.gen2.tokens import blocks_of
-from qwenmem.core.session_model._blocks import flatten_output, media_reference
 
 RECALL_TOOLS = ("recall_history_python", "recall_history")  # stored but kept out of FTS (history.py L54-65)
-_HEADLINE = re.compile(r"[⟦〚]\s*(.*?)\s*[⟧〛]", re.S)
+# serialize.py L32-37: a headline is a line of its own, `⟦ … ⟧` (or wrapped in an HTML comment), one line inside
+_HEADLINE = re.compile(r"^[ \t]*(?:<!--)?[ \t]*[⟦〚][ \t]*(.+?)[ \t]*[⟧〛][ \t]*(?:-->)?[ \t]*$", re.MULTILINE)
+_HEADLINE_MAX = 2000
+
+
+def extract_headline(text: str | None) -> str | None:
+    """`serialize.extract_headline`: the message's retrieval headline, or None."""
+    found = _HEADLINE.search(text) if text else None
+    return found.group(1).strip()[:_HEADLINE_MAX] if found and found.group(1).strip() else None
 INSERT = ("INSERT INTO conversation_history (session_id, agent_id, kind, role, name, content, tool_call_id, "
           "tool_input, tool_state, headline, blocks, metadata, created_at, dedup_key) "
           "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING")
@@ -31,40 +38,68 @@ def _dump(value: Any) -> str | None:
     return None if value is None else json.dumps(value, default=str)
 
 
-def _text_of(blocks: Sequence[Any], media: bool) -> str:
+def media_ref(block: dict[str, Any]) -> str | None:
+    """`tool_message_utils.media_ref`: a data block as `[image: name — url]` (a base64 payload never inlined)."""
+    if block.get("type") != "data":
+        return None
+    raw = block.get("source")
+    src: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    media_type = str(src.get("media_type") or "")
+    kind = media_type.split("/", 1)[0] if "/" in media_type else "file"
+    kind = kind if kind in ("image", "audio", "video") else "file"
+    ref = src.get("url") if src.get("type") == "url" else f"<{media_type or 'binary'}>"
+    name = block.get("name")
+    return f"[{kind}: {name} — {ref}]" if name and ref else f"[{kind}: {name or ref or '?'}]"
+
+
+def flatten_output(output: Any) -> str | None:
+    """`tool_message_utils.flatten_output`: a tool result's `content` column (None when it has no text)."""
+    if output is None or isinstance(output, str):
+        return output
     parts = []
-    for b in blocks:
-        if isinstance(b, dict) and b.get("type") == "text":
-            parts.append(str(b.get("text") or ""))
-        elif media and isinstance(b, dict) and b.get("type") == "data":
-            parts.append(media_reference(b))
-    return "\n".join(parts)
+    for b in output if isinstance(output, list) else []:
+        if not isinstance(b, dict):
+            continue
+        ref = b.get("text") or media_ref(b)
+        if ref:
+            parts.append(str(ref))
+    return "\n".join(parts) if parts else None
+
+
+def _text(blocks: list[dict[str, Any]]) -> str:
+    return "\n".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text")
 
 
 def rows_for_message(msg: dict[str, Any], session_id: str, agent_id: str | None) -> list[tuple[Any, ...]]:
-    blocks = [b for b in blocks_of(msg) if isinstance(b, dict)]
-    meta = msg.get("metadata")
-    tag = meta.get("qwenpaw_tag") if isinstance(meta, dict) else None
-    kept_meta = {"qwenpaw_tag": tag} if tag else None
-    created = msg.get("created_at")
-    mid = str(msg.get("id"))
-    if msg.get("role") != "assistant":
-        return [(session_id, agent_id, "context_msg", msg.get("role"), None, _text_of(blocks, True), None, None, None,
-                 None, _dump(blocks), _dump(kept_meta), created, mid)]
-    others = [b for b in blocks if b.get("type") != "tool_result"]
-    calls = [b for b in others if b.get("type") == "tool_call"]
-    last = calls[-1] if calls else None
-    text = _text_of(others, False)
-    found = _HEADLINE.search(text)
-    headline = found.group(1)[:2000] if found else None
-    rows = [(session_id, agent_id, "model_turn", "assistant", last and last.get("name"), text, last and last.get("id"),
-             last and last.get("input"), None, headline, _dump(others), _dump(kept_meta), created, mid)]
-    for b in blocks:
-        if b.get("type") == "tool_result":
-            md = b.get("metadata") or None
-            rows.append((session_id, agent_id, "tool_result", "assistant", b.get("name"),
-                         flatten_output(b.get("output")), b.get("id"), None, b.get("state"), None, _dump([b]),
-                         _dump(md), created, str(b.get("id"))))
+    """The rows QwenPaw's `msg_to_entries` and its import's dedup keys make of one 2.x message, in INSERT column
+    order: checked column for column against QwenPaw's own code (tests/core/upgrade/test_upgrade_qwenpaw.py). No
+    model_turn row for a message of tool results only; an empty block list is NULL; media references go after the
+    text; a result without an id is keyed `<message id>#anon<n>`."""
+    content = [b for b in blocks_of(msg) if isinstance(b, dict)]
+    non_result = [b for b in content if b.get("type") != "tool_result"]
+    results = [b for b in content if b.get("type") == "tool_result"]
+    role, created, mid = msg.get("role"), msg.get("created_at"), str(msg.get("id"))
+    rows: list[tuple[Any, ...]] = []
+    if non_result or not results:
+        calls = [b for b in non_result if b.get("type") == "tool_call"]
+        last = calls[-1] if calls else None
+        text = _text(content)
+        headline = extract_headline(text) if role == "assistant" else None
+        media = [r for r in (media_ref(b) for b in non_result) if r]
+        if media:
+            text = (text + "\n" + "\n".join(media)).strip() if text else "\n".join(media)
+        meta = msg.get("metadata")
+        tag = meta.get("qwenpaw_tag") if isinstance(meta, dict) else None
+        rows.append((session_id, agent_id, "model_turn" if role == "assistant" else "context_msg", role,
+                     last.get("name") if last else None, text, last.get("id") if last else None,
+                     last.get("input") if last else None, None, headline,
+                     _dump(non_result or None), _dump({"qwenpaw_tag": str(tag)} if tag else None), created, mid))
+    for n, b in enumerate(results):
+        key = b.get("id") or f"{mid}#anon{n}"
+        md = b.get("metadata")
+        rows.append((session_id, agent_id, "tool_result", role, b.get("name"), flatten_output(b.get("output")),
+                     b.get("id"), None, b.get("state"), None, _dump([b]), _dump(dict(md) if isinstance(md, dict)
+                                                                               and md else None), created, str(key)))
     return rows
 
 
