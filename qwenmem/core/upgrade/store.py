@@ -11,7 +11,6 @@ empty metadata NULL. One session's rows go in one `BEGIN IMMEDIATE` transaction 
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -31,10 +30,6 @@ _DDL = (
 )
 _FTS = ("CREATE VIRTUAL TABLE IF NOT EXISTS conversation_history_fts USING fts5(content, "
         "content='conversation_history', content_rowid='seq', tokenize='porter unicode61')")
-
-
-def _dump(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, default=str)
 
 
 def ensure_store(db: Path) -> bool:
