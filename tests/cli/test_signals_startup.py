@@ -56,12 +56,18 @@ def _env() -> dict:
     return dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), NO_COLOR="1")
 
 
+def _sigint_as_a_terminal_gives_it() -> None:
+    """In the child, before exec: a suite started in the background (`cmd &` in a script) ignores SIGINT, and
+    qwenmem rightly keeps an ignored SIGINT, so the Ctrl-C cases would see 0 instead of 130."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("module", EARLY_MODULES)
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_while_the_entry_point_imports_is_one_line(ws, module, signum, code):
     proc = subprocess.run([sys.executable, "-c", SIGNAL_AT_IMPORT, module, str(int(signum)), "-w", str(ws),
                            "history", "salvage"], capture_output=True, text=True, env=_env(), timeout=120,
-                          stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL, preexec_fn=_sigint_as_a_terminal_gives_it)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == code, (proc.returncode, proc.stderr)
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
@@ -76,6 +82,7 @@ def _spawn_held(args: list[str]) -> subprocess.Popen:
     """As a launcher that holds SIGINT until the program is ready (so the interpreter's own start-up, which no
     Python program can handle, is out of the picture): every later instant is qwenmem's."""
     def prepare() -> None:
+        _sigint_as_a_terminal_gives_it()
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
     return subprocess.Popen([sys.executable, "-m", "qwenmem", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
