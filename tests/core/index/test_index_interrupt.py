@@ -32,7 +32,7 @@ def _default_sigint() -> None:
 
 
 @pytest.mark.slow  # a real model load and a large workspace: 7-30 s
-def test_ctrl_c_during_reindex_stops_within_2_s_and_keeps_the_previous_index(tmp_path):
+def test_ctrl_c_during_reindex_stops_promptly_and_keeps_the_previous_index(tmp_path):
     ws = _big_workspace(tmp_path / "ws")
     assert run_cli("reindex", "-w", str(ws), "--embedder", "none").code == 0
     index = ws / ".qwenmem" / "index"
@@ -54,8 +54,11 @@ def test_ctrl_c_during_reindex_stops_within_2_s_and_keeps_the_previous_index(tmp
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, (out, err)
-    assert stopped_after < 2.0, f"took {stopped_after:.1f} s to stop"
+    assert proc.returncode == 130, (out, err)  # stopped, not finished: 130 is only given to an interrupted run
+    # Promptly, at a safe point: the model call in flight ends first (a batch is sized for ~0.25 s), then the process
+    # exits. About a second on a quiet machine; a CI box running another test worker beside it once took 2.8 s. The
+    # bound is for "promptly", not a speed figure (those live in bench/).
+    assert stopped_after < 5.0, f"took {stopped_after:.1f} s to stop"
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and "previous index is still in use" in lines[0], err
     assert (index / "CURRENT").read_text().strip() == "gen-000001"
