@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.project.test_architecture import import_graph
+from tests.project.test_architecture import CORE_PACKAGE, import_graph, package_graph
 
 REPO = Path(__file__).resolve().parents[2]
 CORE = REPO / "qwenmem" / "core"
@@ -31,26 +31,10 @@ def declared_layers(text: str) -> dict[str, int]:
     return layers
 
 
-def core_unit(module: str) -> str | None:
-    parts = module.split(".")
-    if parts[:2] != ["qwenmem", "core"] or len(parts) < 3:
-        return None
-    return parts[2]
-
-
 def unit_graph() -> dict[str, set[str]]:
-    """The module graph collapsed to core's units: an edge a -> b when a module of a imports one of b."""
-    units: dict[str, set[str]] = {}
-    for module, targets in import_graph().items():
-        source = core_unit(module)
-        if source is None:
-            continue
-        edges = units.setdefault(source, set())
-        for target in targets:
-            unit = core_unit(target)
-            if unit is not None and unit != source:
-                edges.add(unit)
-    return units
+    """test_architecture's package graph of core, by unit name (qwenmem.core.fsio -> fsio)."""
+    short = len(CORE_PACKAGE) + 1
+    return {a[short:]: {b[short:] for b in targets} for a, targets in package_graph(import_graph()).items()}
 
 
 def test_every_core_unit_is_in_exactly_one_declared_layer():
