@@ -28,13 +28,13 @@ class Summarizer(StrEnum):  # core.compaction.run / compaction.gen2.run
     EXTRACTIVE = "extractive"
 
 
-class SearchMode(StrEnum):  # core.index.search.MODES
+class SearchMode(StrEnum):  # core.index.vocabulary.MODES
     HYBRID = "hybrid"
     TEXT = "text"
     VECTOR = "vector"
 
 
-class Fusion(StrEnum):  # core.index.search.FUSIONS
+class Fusion(StrEnum):  # core.index.vocabulary.FUSIONS
     WEIGHTED = "weighted"
     RRF = "rrf"
     REME = "reme"

@@ -377,7 +377,7 @@ def _vocabularies() -> dict[str, tuple[object, set[str]]]:
     from qwenmem.core.history.keys import RowsKeySource
     from qwenmem.core.history.maintain import SalvageAction
     from qwenmem.core.history.state import HistoryStatus
-    from qwenmem.core.index.search import Fusion, SearchMode
+    from qwenmem.core.index.vocabulary import Fusion, SearchMode
     from qwenmem.core.repair.evidence import EvidenceKind
     from qwenmem.core.repair.restore import RestoredStatus
     from qwenmem.core.repair.run import RepairFileStatus, RepairMode

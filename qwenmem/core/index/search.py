@@ -28,18 +28,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import Any, Iterator, Literal
+from typing import Any, Iterator
 
 from qwenmem.core.errors import BusyError, UsageError
 from qwenmem.core.index import fulltext, store
 from qwenmem.core.index.analysis import IS_CJK, query_terms, spans
 from qwenmem.core.surrogates import without_surrogates
 from qwenmem.core.index.sources import discover, file_date
+from qwenmem.core.index.vocabulary import FUSIONS, MODES, Fusion, SearchMode
 
-SearchMode = Literal["hybrid", "text", "vector"]
-Fusion = Literal["weighted", "rrf", "reme"]
-MODES: tuple[SearchMode, ...] = ("hybrid", "text", "vector")
-FUSIONS: tuple[Fusion, ...] = ("weighted", "rrf", "reme")
 _MODE_WORDS: dict[str, SearchMode] = {m: m for m in MODES}  # a checked argument, as its word
 _FUSION_WORDS: dict[str, Fusion] = {f: f for f in FUSIONS}
 RRF_K = 60

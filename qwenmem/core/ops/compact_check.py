@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from qwenmem.core.errors import UsageError
 from qwenmem.core.events import recording
-from qwenmem.core.settings import ConfigLayout
 from qwenmem.core.ops.outcome import Outcome
 from qwenmem.core.workspace import Workspace
+
+if TYPE_CHECKING:  # a name for the result's field only: every command's start-up imports this module
+    from qwenmem.core.settings import ConfigLayout
 
 TokenizerName = Literal["estimate", "o200k", "cl100k"]  # qwenmem.core.tokens.TOKENIZERS
 Summarizer = Literal["auto", "llm", "extractive"]  # qwenmem.core.compaction.options.SUMMARIZERS

@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from qwenmem.core.errors import UsageError
 from qwenmem.core.events import recording
-from qwenmem.core.index.search import Fusion as Fusion  # re-exported: the options name their words
-from qwenmem.core.index.search import SearchMode
+from qwenmem.core.index.vocabulary import Fusion as Fusion  # re-exported: the options name their words
+from qwenmem.core.index.vocabulary import SearchMode
 from qwenmem.core.ops.outcome import Outcome
 from qwenmem.core.workspace import Workspace
 
