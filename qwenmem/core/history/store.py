@@ -157,7 +157,10 @@ class HistoryReader:
                                                   "it); run again")
 
     def _reopen(self) -> None:
-        fresh = _open_reader(self.path)
+        # An immutable reading a writer overtook is read again from a copy, as _open_reader does when a checkpoint
+        # runs under the header read: the sidecars of a writer that opens and closes per request come and go, so
+        # choosing afresh could pick immutable again on every try and end in `locked`.
+        fresh = _copy_and_open(self.path) if self.mode == IMMUTABLE else _open_reader(self.path)
         self.close()
         self.conn, self.via_copy, self._tmpdir = fresh.conn, fresh.via_copy, fresh._tmpdir
         self.mode, self._opened_as = fresh.mode, fresh._opened_as

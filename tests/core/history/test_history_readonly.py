@@ -211,3 +211,26 @@ def test_a_wal_removed_while_it_is_copied_is_taken_again(tmp_path, monkeypatch):
         assert removed and reader.counts_by_session() == {"a": 1}
     finally:
         reader.close()
+
+
+def test_an_immutable_reading_a_writer_overtook_is_read_again_from_a_copy(tmp_path):
+    """A writer that opens and closes per request leaves no sidecar between requests, so a fresh choice would open
+    immutable again and again, each overtaken, until the read gave up as `locked` (seen under load): the reading is
+    taken again from a copy, a state of the store that cannot change under it."""
+    from qwenmem.core.history.store import COPY, IMMUTABLE, open_history
+
+    db = tmp_path / "history.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE conversation_history (seq INTEGER PRIMARY KEY, session_id TEXT)")
+    conn.execute("INSERT INTO conversation_history (session_id) VALUES ('a')")
+    conn.commit()
+    reader = open_history(db)
+    try:
+        assert reader.mode == IMMUTABLE
+        conn.execute("INSERT INTO conversation_history (session_id) VALUES ('a')")  # a request, then its close
+        conn.commit()
+        conn.close()
+        assert reader.counts_by_session() == {"a": 2}
+        assert reader.mode == COPY
+    finally:
+        reader.close()
