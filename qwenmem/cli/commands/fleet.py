@@ -189,7 +189,7 @@ def _execute(targets: Iterable[Target], command: Command, engine_options: Engine
              backoff: float, skip: frozenset[str], quiet: bool) -> CommandResult:
     from qwenmem.core.fleet import RetryPolicy, run_fleet
 
-    engine = engine_options.start()
+    engine = engine_options.start(command.name)
     failures: list[str] = []
 
     def on_record(target: Target, record: dict[str, Any], attempts: int) -> None:

