@@ -12,9 +12,11 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from qwenmem.core.fleet.plain import to_plain
+from qwenmem.core.fleet.targets import Target
 from qwenmem.core.ops.outcome import Outcome
 from qwenmem.core.workspace import Workspace
 
@@ -40,6 +42,12 @@ class Operation:
     #: the modules its first task would import (the ops modules import theirs lazily, for the CLI's start-up):
     #: a fleet worker imports them before its first task, outside the task's timeout (tests/core/fleet pins them)
     warm: tuple[str, ...] = ()
+    #: for a command that takes a place rather than a workspace (doctor): run on the target as the fleet names it
+    at: Callable[[Target, Any], Plain] | None = None
+
+    def run_for(self, target: Target, ws: Workspace, options: Any) -> Plain:
+        """A fleet task's run: on the place the target names where the operation takes one, else the workspace."""
+        return self.at(target, options) if self.at is not None else self.run(ws, options)
 
 
 @dataclass(frozen=True)
@@ -81,10 +89,22 @@ def _repair(ws: Workspace, options: Any) -> Plain:
 
 def _doctor(ws: Workspace, options: Any) -> Plain:
     """The command's own operation, on the workspace's path (doctor takes a place: a root, or one agent's)."""
+    return _doctor_on(ws.path, options)
+
+
+def _doctor_at(target: Target, options: Any) -> Plain:
+    """Where a fleet names a root's agent, doctor is given that place as `qwenmem -w ROOT --agent ID doctor`
+    is, so the root's own findings (a moved root's note) are in the record as they are in the single command's."""
+    from dataclasses import replace
+
+    return _doctor_on(target.path, replace(options, agent=target.agent))
+
+
+def _doctor_on(where: str | Path, options: Any) -> Plain:
     from qwenmem.core.doctor import to_json
     from qwenmem.core.ops import doctor
 
-    outcome = doctor.run(ws.path, options)
+    outcome = doctor.run(where, options)
     return outcome.with_data(to_json(outcome.data))
 
 
@@ -101,7 +121,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation("doctor", "doctor", _doctor, (
             "qwenmem.core.ops.doctor", "qwenmem.core.doctor", "qwenmem.core.listing", "qwenmem.core.repair",
             "qwenmem.core.history.overview", "qwenmem.core.index.store", "qwenmem.core.index.search",
-            "qwenmem.core.dream.changelog", "qwenmem.core.leftovers")),
+            "qwenmem.core.dream.changelog", "qwenmem.core.leftovers"), _doctor_at),
         Operation("sessions repair", "sessions repair --check | --all | --dry-run [--fix-tool-pairs] "
                                      "[--from-backup] [--convert-1x]", _repair, ("qwenmem.core.repair",)),
         Operation("compact", "compact --check | --all | SESSION [every flag of compact]", ops("compact", "compact_check"),

@@ -19,19 +19,18 @@ from helpers import REPO, SAMPLE
 # that stops answering: a FIFO no longer hangs anything, it is refused unopened) and takes PAUSE seconds on the
 # others, so a test can interrupt it mid-run.
 DRIVER = textwrap.dedent("""
-    import dataclasses, os, runpy, sys, time
-    from qwenmem.core.fleet import operations
+    import os, runpy, sys, time
+    from qwenmem.core.fleet.operations import Operation
 
-    def patched(real):
-        def run(ws, options):
-            if (ws.path / "HANG").exists():
-                time.sleep(600)
-            time.sleep(float(os.environ.get("PAUSE", "0")))
-            return real.run(ws, options)
-        return dataclasses.replace(real, run=run)
+    real_run_for = Operation.run_for
 
-    for name in ("doctor", "sessions repair"):
-        operations.OPERATIONS[name] = patched(operations.OPERATIONS[name])
+    def hang_or_pause(self, target, ws, options):
+        if (ws.path / "HANG").exists():
+            time.sleep(600)
+        time.sleep(float(os.environ.get("PAUSE", "0")))
+        return real_run_for(self, target, ws, options)
+
+    Operation.run_for = hang_or_pause
     sys.argv = ["qwenmem", *sys.argv[1:]]
     runpy.run_module("qwenmem", run_name="__main__")
 """)

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO, SAMPLE, run_cli
+from qwenpaw2_support import GEN2_CORPUS
 
 from qwenmem.core.fleet.operations import OPERATIONS
 
-CORPUS_ROOT = Path(os.environ.get("QWENMEM_SHARED", "/work/shared")) / "corpus/generated/qwenpaw-2.2.2/root"
+CORPUS_ROOT = GEN2_CORPUS / "root"
 COMMANDS = {"doctor": ["doctor"], "sessions repair": ["sessions", "repair", "--check"],
             "compact": ["compact", "--check"], "reindex": ["reindex"], "dream": ["dream", "--mode", "deterministic"],
             "history check": ["history", "check"], "upgrade": ["upgrade", "--dry-run"]}
@@ -85,20 +86,20 @@ def test_a_warmed_worker_imports_nothing_more_for_its_first_task(name, generatio
 # A real `qwenmem fleet` process whose doctor hangs on the workspace named "hang" (a stand-in for a mount that
 # stops answering) and notes, per task, whether the worker had the operation's modules before the task began.
 HANGING_DRIVER = textwrap.dedent("""
-    import dataclasses, pathlib, runpy, sys, time
-    from qwenmem.core.fleet import operations
+    import pathlib, runpy, sys, time
+    from qwenmem.core.fleet.operations import Operation
 
-    real = operations.OPERATIONS["doctor"]
+    real_run_for = Operation.run_for
     marks = pathlib.Path(sys.argv[1])
 
-    def hang_or_run(ws, options):
+    def hang_or_run(self, target, ws, options):
         warm = "qwenmem.core.doctor" in sys.modules
         (marks / ws.path.name).write_text("warm" if warm else "cold")
         if ws.path.name == "hang":
             time.sleep(600)
-        return real.run(ws, options)
+        return real_run_for(self, target, ws, options)
 
-    operations.OPERATIONS["doctor"] = dataclasses.replace(real, run=hang_or_run)
+    Operation.run_for = hang_or_run
     sys.argv = ["qwenmem", *sys.argv[2:]]
     runpy.run_module("qwenmem", run_name="__main__")
 """)
