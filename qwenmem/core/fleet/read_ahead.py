@@ -1,7 +1,7 @@
 """Discovery in the background: workspaces are found by a thread while the first ones already run, so a run knows
 its total (for the ETA) as soon as the walk ends, not when the last task is submitted.
 
-The read-ahead holds targets only (a path and an agent id, some 200 bytes each) and at most `limit` of them: past
+The read-ahead holds targets only (a path and an agent id, some 300 bytes each) and at most `limit` of them: past
 that the walk waits for the driver, so the driver's memory stays bounded whatever the deployment's size.
 """
 
@@ -14,9 +14,9 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-#: targets found ahead of the driver at most: 100,000 of them are ~20 MB, and the total of a deployment that size
-#: is still known before its end
-READ_AHEAD = 100_000
+#: targets found ahead of the driver at most: 20,000 of them are some 6 MB (bench/RESULTS.md, fleet-discovery: the
+#: driver's peak grew 3 MiB from 1,000 to 10,000 workspaces), and a deployment that size knows its total early
+READ_AHEAD = 20_000
 
 
 class ReadAhead(Generic[T]):
