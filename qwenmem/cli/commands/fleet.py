@@ -3,7 +3,7 @@
 stdout gets one JSON Lines record per workspace as it finishes (format pinned by tests/core/fleet/test_fleet.py):
   {"qwenmem_fleet": 1, "workspace": str, "agent": str|null, "command": str, "status": str, "exit_code": int,
    "attempts": int, "seconds": float, "result": object|null, "warnings": [str], "error": {"code", "message"}|null}
-stderr gets the progress and the final summary.
+stderr gets the progress (qwenmem/cli/fleet_progress.py) and the final summary.
 """
 
 from __future__ import annotations
@@ -70,7 +70,8 @@ def fleet(
     Inputs are QwenPaw roots (every agent in each), agent workspaces, directories holding them, or a list
     (--from). Commands: doctor, sessions repair, compact, reindex, dream, history check and upgrade, called through the core library operations called in-process, not a qwenmem process per workspace.
     A busy workspace is retried with backoff; a failing one never stops the rest. Exit 1 if any workspace had
-    problems.
+    problems. Records go to stdout; progress (a live bar on a terminal, else a line every --progress-every
+    seconds) and the summary to stderr. --resume skips what an earlier run ended and runs again what failed.
 
     Examples:
 
