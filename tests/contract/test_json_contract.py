@@ -384,7 +384,7 @@ def _vocabularies() -> dict[str, tuple[object, set[str]]]:
     from qwenmem.core.session_model.model import Generation
     from qwenmem.core.salvage_documents import SummaryState
     from qwenmem.core.sessions import Health, IdentitySource
-    from qwenmem.core.settings import ConfigLayout
+    from qwenmem.core.settings.gen1 import ConfigLayout
     from qwenmem.core.settings.gen2 import ContextStrategy, WorkspaceGeneration
     from qwenmem.core.snapshot import SnapshotCreateStatus, SnapshotRestoreStatus
     from qwenmem.core.upgrade.run import SessionStatus as UpgradeSessionStatus

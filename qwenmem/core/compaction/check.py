@@ -14,7 +14,7 @@ from qwenmem.core.compaction.threshold import Budget, Plan, compute_budget, plan
 from qwenmem.core.compaction.tiers import (Tier1Detail, Tier2Detail, Tier3Detail, TierReport, tier1_not_reported,
                                            tier2_not_reported, tier3_not_reported)
 from qwenmem.core.errors import WorkspaceError
-from qwenmem.core.settings import ConfigLayout
+from qwenmem.core.settings.gen1 import ConfigLayout
 from qwenmem.core.sessions import CORRUPT, Health, LoadedSession, SessionDoc, Entry, SessionRef, load_session
 from qwenmem.core.settings import Settings
 from qwenmem.core.tokens import message_tokens, tool_output_tokens

@@ -11,7 +11,7 @@ from qwenmem.core.ops.outcome import Outcome
 from qwenmem.core.workspace import Workspace
 
 if TYPE_CHECKING:  # a name for the result's field only: every command's start-up imports this module
-    from qwenmem.core.settings import ConfigLayout
+    from qwenmem.core.settings.gen1 import ConfigLayout
 
 TokenizerName = Literal["estimate", "o200k", "cl100k"]  # qwenmem.core.tokens.TOKENIZERS
 Summarizer = Literal["auto", "llm", "extractive"]  # qwenmem.core.compaction.options.SUMMARIZERS

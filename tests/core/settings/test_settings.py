@@ -6,7 +6,8 @@ import pytest
 
 from helpers import invoke
 from qwenmem.core.errors import ConfigError
-from qwenmem.core.settings import CURRENT, LEGACY, load_settings
+from qwenmem.core.settings import load_settings
+from qwenmem.core.settings.gen1 import CURRENT, LEGACY
 from qwenmem.core.workspace import discover_workspace
 
 
