@@ -4,7 +4,8 @@ needs a version bump; a status word, at least a CHANGELOG line."""
 from dataclasses import fields
 
 from helpers import invoke
-from qwenmem.core.compaction.check import CheckReport, CompactReport
+from qwenmem.core.compaction.check import CompactReport
+from qwenmem.core.compaction.gen1.check import CheckReport
 from qwenmem.core.dream.changelog import Change
 from qwenmem.core.dream.run import DreamResult
 from qwenmem.core.dream.run import RestoreResult as DreamRestoreResult

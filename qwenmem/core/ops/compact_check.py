@@ -78,7 +78,8 @@ def compact_options(o: Options) -> Any:
 def run(ws: Workspace, options: Options) -> Outcome[CompactCheckResult]:
     """Check one named session (a failure raises: its exit code says why) or every session (a session that cannot
     be checked is a warning)."""
-    from qwenmem.core.compaction.run import CompactRun, check_one
+    from qwenmem.core.compaction.context import CompactRun
+    from qwenmem.core.compaction.run import check_one
     from qwenmem.core.errors import WorkspaceError
     from qwenmem.core.sessions import find_session, iter_session_refs
     from qwenmem.core.settings import load_settings
