@@ -2,10 +2,11 @@
 (QwenPaw 1.x: qwenmem.core.compaction.gen1.run, 2.x: qwenmem.core.compaction.gen2.run), and the order of the work
 (the read-only --check of one file is `check_one`).
 
-Each generation's `prepare_*` reads nothing more and writes nothing: it does the work in memory (an LLM is awaited
-there) and returns the step that writes it. With a remote LLM, up to `CompactOptions.llm_concurrency` sessions are
-being prepared at once; the writing steps run one session at a time, in the order the sessions were given, so the
-files written do not depend on which LLM reply came first. A real run holds the workspace lock throughout.
+Each generation's `prepare_*` reads nothing more and writes nothing: it does what needs no write (an LLM is awaited
+there) and returns the step that writes (a 2.x scroll session does all its work in that step: history.db rows are
+writes). With a remote LLM, up to `CompactOptions.llm_concurrency` sessions are being prepared at once; the writing
+steps run one session at a time, in the order the sessions were given, so the files written do not depend on which
+LLM reply came first. A real run holds the workspace lock throughout.
 """
 
 from __future__ import annotations
