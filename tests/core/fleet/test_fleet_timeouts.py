@@ -140,3 +140,13 @@ def test_fifo_agent_json_among_healthy_workspaces_times_none_out(tmp_path):
     records = _records(run.stdout)
     assert len(records) == 7
     assert [r["workspace"] for r in records if r["status"] == "timeout"] == []
+
+
+def test_every_qwenmem_module_of_a_warm_up_exists():
+    """An optional dependency may be absent (its import is skipped); a module of qwenmem that moved must not be."""
+    import importlib.util
+
+    from qwenmem.core.fleet.operations import COMMON_WARM
+
+    names = {m for op in OPERATIONS.values() for m in (*COMMON_WARM, *op.warm) if m.startswith("qwenmem.")}
+    assert [m for m in sorted(names) if importlib.util.find_spec(m) is None] == []
