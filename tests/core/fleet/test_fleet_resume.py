@@ -116,3 +116,45 @@ def test_sigint_mid_run_then_resume_runs_each_ended_workspace_once(tmp_path):
     for path in paths:  # each repaired exactly once: its damaged session's original is quarantined once
         originals = [p for p in (path / ".qwenmem").rglob("77_telegram--77.json*") if p.is_file()]
         assert len(originals) == 1, (path.name, originals)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:  # the field after the state is the parent's pid
+            found.append(int(stat_file.parent.name))
+    return found
+
+
+def test_a_worker_killed_mid_task_costs_that_workspace_and_resume_reruns_it(tmp_path):
+    """SIGKILL one local worker from outside while it runs a task: that workspace is `crashed`, a new worker
+    takes the rest, and `--resume` runs the crashed one again, to its end."""
+    count = 8
+    _workspaces(tmp_path / "fleet", count)
+    log = tmp_path / "run.jsonl"
+    proc = _fleet(str(tmp_path / "fleet"), "-j", "2", "--", "doctor", stdout_to=log, pause=1.5)
+    deadline = time.monotonic() + 60
+    workers: list[int] = []
+    while len(workers) < 2 and time.monotonic() < deadline:
+        workers = _children(proc.pid)
+        time.sleep(0.05)
+    while not _records(log) and time.monotonic() < deadline:  # the workers are warm and busy with tasks
+        time.sleep(0.05)
+    victim = _children(proc.pid)[0]
+    os.kill(victim, signal.SIGKILL)
+    code, err = _finish(proc)
+    records = _records(log)
+    statuses = [r["status"] for r in records]
+    assert len(records) == count and statuses.count("crashed") == 1, err
+    crashed = next(r for r in records if r["status"] == "crashed")
+    assert crashed["error"]["code"] == "worker_died" and code == 1
+    assert set(statuses) == {"problems", "crashed"}  # the sample's damaged session: doctor says problems
+
+    code, err = _finish(_fleet(str(tmp_path / "fleet"), "--resume", str(log), "--", "doctor", stdout_to=log))
+    rerun = _records(log)[count:]
+    assert [(r["workspace"], r["status"]) for r in rerun] == [(crashed["workspace"], "problems")], err
+    assert f"{count - 1} recorded workspace(s) skipped, 1 that failed" in err
