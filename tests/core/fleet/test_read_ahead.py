@@ -72,3 +72,11 @@ def test_the_first_task_runs_before_discovery_has_ended(tmp_path):
     summary = run_fleet(walk(), fleet_command(["doctor"]), LocalEngine(1, None, "doctor"), on_record)
     assert [p for p, _ in got] == [str(tmp_path / "first"), str(tmp_path / "second")]
     assert summary.total == 2
+
+
+def test_an_unreadable_listing_is_a_usage_error_of_the_run(tmp_path):
+    from helpers import run_cli
+
+    run = run_cli("fleet", "--from", str(tmp_path / "absent.txt"), "-j", "1", "--", "doctor")
+    assert run.code == 2 and "--from" in run.stderr and "No such file" in run.stderr
+    assert "Traceback" not in run.stderr and run.stdout == ""
