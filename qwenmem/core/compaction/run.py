@@ -37,8 +37,9 @@ from qwenmem.core.errors import (ChangedUnderneathError, LLMError, QwenmemError,
 from qwenmem.core.fsio import ensure_unchanged, exclusive_lock
 from qwenmem.core.fsio import atomic_write_bytes
 from qwenmem.core.safety import replace_preserving
+from qwenmem.core.session_model import gen1
 from qwenmem.core.session_model.detect import GEN2, HEAD_BYTES, sniff_generation
-from qwenmem.core.sessions import Entry, LoadedSession, SessionDoc, SessionRef, encode_session, load_session
+from qwenmem.core.sessions import Entry, LoadedSession, SessionDoc, SessionRef, load_session
 from qwenmem.core.sessions import parse_any_session
 from qwenmem.core.settings import Settings
 from qwenmem.core.tokens import message_tokens
@@ -239,7 +240,7 @@ def write_session(run: CompactRun, s: _Session1) -> CompactReport:
     if not changed:
         return report
     assert s.loaded.snapshot is not None  # a usable session was read with one
-    data = encode_session(s.work.doc)  # before any write: an unencodable document must stop us while nothing changed
+    data = gen1.encode(s.work.doc)  # before any write: an unencodable document must stop us while nothing changed
     ensure_unchanged(s.loaded.snapshot)
     for off in s.pruned.offloads:
         atomic_write_bytes(off.path, off.text.encode("utf-8"))
