@@ -258,7 +258,7 @@ def read(doc: dict[str, Any]) -> Session:
 def set_messages(session: Session, msgs: list[Any]) -> Session:
     """Writer: replace state.context with raw Msg dicts and re-read; every other key is kept. Keeping the scroll
     bookkeeping consistent (synthetic_ids, persisted_*) is the caller's job (spec §10 "Writing a 2.x session")."""
-    agent_dict(session.doc)["state"]["context"] = msgs
+    set_context(session.doc, msgs)
     return read(session.doc)
 
 
