@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 
 from qwenmem.core.compaction.gen2.evict import _BANNER, _END_INDEX, _HEADER, add_block, new_block
 from qwenmem.core.compaction.gen2.evict import render_index
+from qwenmem.core.session_model import gen2
 from qwenmem.core.upgrade import gen1_summary
 from qwenmem.core.upgrade.pairing import paired
 from qwenmem.core.upgrade.stable import convert_stable, stable_hex
@@ -140,8 +141,8 @@ def shape_scroll(conv: Converted, summary: str, session_id: str, agent_id: str, 
     evicted_seqs = [s for m in hidden for s in message_seqs(m, seqs)]
     if not evicted_seqs:
         scroll["index"] = {"session_id": session_id, "agent_id": agent_id, "tiers": []}
-        return Shaped({"agent": {"state": agent_state(session_id, summary, live), "scroll": scroll,
-                                 "mode_state": {}}}, 0, "state.summary" if summary else "")
+        return Shaped(gen2.new_document(agent_state(session_id, summary, live), scroll), 0,
+                      "state.summary" if summary else "")
     lo, hi = min(evicted_seqs), max(evicted_seqs)
     index: dict[str, Any] = {"session_id": session_id, "agent_id": agent_id, "tiers": []}
     add_block(index, new_block(lo, hi, headlines))
@@ -149,10 +150,10 @@ def shape_scroll(conv: Converted, summary: str, session_id: str, agent_id: str, 
     stamp = str(hidden[-1].get("created_at") or "")
     marker = placeholder(session_id, placeholder_text(index, continuation), stamp)
     scroll.update(index=index, continuation_summary=continuation, synthetic_ids=[marker["id"]])
-    return Shaped({"agent": {"state": agent_state(session_id, "", [marker] + live), "scroll": scroll,
-                             "mode_state": {}}}, len(hidden), "continuation_summary" if continuation else "")
+    return Shaped(gen2.new_document(agent_state(session_id, "", [marker] + live), scroll), len(hidden),
+                  "continuation_summary" if continuation else "")
 
 
 def shape_native(conv: Converted, summary: str, session_id: str) -> Shaped:
-    return Shaped({"agent": {"state": agent_state(session_id, summary, conv.live), "mode_state": {}}},
+    return Shaped(gen2.new_document(agent_state(session_id, summary, conv.live)),
                   len(conv.hidden), "state.summary" if summary else "", dialog_messages=conv.hidden)

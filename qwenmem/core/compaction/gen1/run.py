@@ -34,7 +34,8 @@ from qwenmem.core.compaction.tiers import LongtermDetail, PruneDetail, SummaryDe
 from qwenmem.core.errors import ChangedUnderneathError, QwenmemError
 from qwenmem.core.fsio import atomic_write_bytes, ensure_unchanged
 from qwenmem.core.safety import replace_preserving
-from qwenmem.core.sessions import Entry, LoadedSession, SessionDoc, SessionRef, encode_session, parse_any_session
+from qwenmem.core.session_model import gen1
+from qwenmem.core.sessions import Entry, LoadedSession, SessionDoc, SessionRef, parse_any_session
 from qwenmem.core.tokens import message_tokens
 
 __all__ = ["prepare_gen1"]
@@ -225,7 +226,7 @@ def write_session(run: CompactRun, s: _Session1) -> CompactReport:
     if not changed:
         return report
     assert s.loaded.snapshot is not None  # a usable session was read with one
-    data = encode_session(s.work.doc)  # before any write: an unencodable document must stop us while nothing changed
+    data = gen1.encode(s.work.doc)  # before any write: an unencodable document must stop us while nothing changed
     ensure_unchanged(s.loaded.snapshot)
     for off in s.pruned.offloads:
         atomic_write_bytes(off.path, off.text.encode("utf-8"))

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from qwenmem.core.session_model import gen2
+
 ROLES = ("user", "assistant", "system")
 ALLOWED_BY_ROLE = {"user": ("text", "data"), "system": ("text",)}  # _base.py L32-47
 BLOCK_TYPES = ("text", "thinking", "hint", "tool_call", "tool_result", "data")
@@ -287,7 +289,7 @@ def state_violations(state: Any) -> list[Violation]:
     if not isinstance(state, dict):
         return [Violation("state-not-object", "agent.state is not an object")]
     out = _state_field_violations(state)
-    context = state.get("context", [])
+    context = gen2.context_in(state, [])
     if not isinstance(context, list):
         return out + [Violation("context-not-list", "state.context is not a list")]
     for i, msg in enumerate(context):
