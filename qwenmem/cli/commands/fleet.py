@@ -164,10 +164,10 @@ class Recorded:
 
     def describe(self, path: Path, retry_failed: bool) -> str:
         if retry_failed:
-            again = f"{len(self.failed)} that failed (crashed, timeout, error, busy) run again"
+            again = f"{len(self.failed):,} that failed (crashed, timeout, error, busy) run again"
         else:
-            again = f"{len(self.failed)} that failed are skipped too (--no-retry-failed)"
-        return f"fleet: resuming from {path}: {len(self.done)} recorded workspace(s) skipped, {again}"
+            again = f"{len(self.failed):,} that failed are skipped too (--no-retry-failed)"
+        return f"fleet: resuming from {path}: {len(self.done):,} recorded workspace(s) skipped, {again}"
 
 
 def _recorded(path: Path, command_text: str) -> Recorded:
