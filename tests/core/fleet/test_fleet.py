@@ -305,7 +305,7 @@ def test_dask_killing_a_worker_mid_run_loses_no_workspace_and_tears_no_file(clus
 
     from qwenmem.cli.app import fleet_command as parse_command
     from qwenmem.core.fleet import run_fleet
-    from qwenmem.core.fleet.engines import DaskEngine
+    from qwenmem.core.fleet.dask_engine import DaskEngine
     from qwenmem.core.fleet.targets import discover
 
     count = 40
