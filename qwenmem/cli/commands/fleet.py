@@ -190,6 +190,9 @@ def _execute(targets: Iterable[Target], command: Command, engine_options: Engine
     from qwenmem.core.fleet import RetryPolicy, run_fleet
 
     engine = engine_options.start()
+    notice = getattr(engine, "notice", None)  # e.g. the Dask engine saying it started a local cluster
+    if notice and not quiet:
+        output.note(notice)
     failures: list[str] = []
 
     def on_record(target: Target, record: dict[str, Any], attempts: int) -> None:

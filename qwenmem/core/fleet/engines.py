@@ -84,20 +84,25 @@ class EngineOptions:
     the flag rules are checked when the options are made, before any workspace is looked for."""
 
     engine: Literal["local", "dask"] = "local"
-    jobs: int | None = None  # local worker processes; None: the CPU count
-    scheduler: str | None = None  # the Dask scheduler's address, tcp://HOST:8786
+    jobs: int | None = None  # worker processes, local or of the Dask cluster started here; None: the CPU count
+    scheduler: str | None = None  # the Dask scheduler's address, tcp://HOST:8786; None: start a local cluster
     timeout: float | None = None  # seconds one workspace may take; None: no limit
 
     def __post_init__(self) -> None:
-        if self.engine == "dask" and not self.scheduler:
-            raise UsageError("--engine dask needs --scheduler tcp://HOST:8786 (an existing cluster)")
         if self.scheduler and self.engine != "dask":
             raise UsageError("--scheduler is for --engine dask")
+        if self.scheduler and self.jobs is not None:
+            raise UsageError("--jobs is for the local engine or a Dask cluster started here (no --scheduler); an "
+                             "existing cluster has the workers it has")
 
     def start(self) -> Engine:
+        jobs = self.jobs or os.cpu_count() or 1
         if self.engine == "dask":
-            from qwenmem.core.fleet.dask_engine import DaskEngine  # distributed is imported only for a Dask run
-
-            assert self.scheduler is not None  # refused when made
-            return DaskEngine(self.scheduler, self.timeout)
-        return LocalEngine(self.jobs or os.cpu_count() or 1, self.timeout)
+            try:
+                from qwenmem.core.fleet.dask_engine import DaskEngine  # distributed is imported only for a Dask run
+            except ImportError as exc:
+                if exc.name and exc.name.split(".")[0] in ("dask", "distributed"):
+                    raise UsageError("--engine dask needs the fleet extra: pip install 'qwenmem[fleet]'") from None
+                raise
+            return DaskEngine(self.scheduler, self.timeout, jobs)
+        return LocalEngine(jobs, self.timeout)
