@@ -60,8 +60,9 @@ class TaskChild:
             _write_frame(self._proc.stdin, pickle.dumps((target, command)))
             header = _read_exactly(self._proc.stdout, FRAME.size, timeout)
             if header is not None and len(header) == FRAME.size:
-                body = _read_exactly(self._proc.stdout, FRAME.unpack(header)[0], None)
-                if body is not None:
+                size = FRAME.unpack(header)[0]
+                body = _read_exactly(self._proc.stdout, size, None)
+                if body is not None and len(body) == size:  # else it died while writing the record
                     record: dict[str, Any] = pickle.loads(body)
                     return record
         except BrokenPipeError:
