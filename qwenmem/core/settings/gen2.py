@@ -1,6 +1,6 @@
 """QwenPaw 2.x settings that 1.x did not have (spec qwenpaw2-workspace.md §1.4), and the workspace's generation.
 
-Kept apart from settings.py (which reads the values both generations share) so each stays small:
+Kept apart from the neutral core (settings/__init__.py: the values both generations share) so each stays small:
 context strategy, scroll settings (history db, retention), ReMe 0.4 folders, the provider's context size.
 Secrets: an embedding api_key is masked like QwenPaw's _mask_key; provider keys are never read out (providers.py).
 """

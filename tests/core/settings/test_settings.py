@@ -6,7 +6,8 @@ import pytest
 
 from helpers import invoke
 from qwenmem.core.errors import ConfigError
-from qwenmem.core.settings import CURRENT, LEGACY, load_settings
+from qwenmem.core.settings import load_settings
+from qwenmem.core.settings.gen1 import CURRENT, LEGACY
 from qwenmem.core.workspace import discover_workspace
 
 
@@ -87,3 +88,10 @@ def test_malformed_agent_json_is_one_line_exit_3(tmp_path):
     assert run.code == 3
     lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "agent.json:1:" in lines[0] and "Traceback" not in run.stderr
+
+
+def test_a_legacy_default_list_is_each_loads_own(tmp_path):
+    ws = ws_with(tmp_path, {"running": {"max_input_length": 131072}})
+    first = load_settings(ws, env={})
+    first.exempt_tool_names.append("mutated by a caller")
+    assert load_settings(ws, env={}).exempt_tool_names == []  # the legacy default, not the first load's list
