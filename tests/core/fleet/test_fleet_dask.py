@@ -32,6 +32,13 @@ class Cluster:
         self.worker_cwd = base / "worker-cwd"
         self.worker_cwd.mkdir(exist_ok=True)
         self.env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+        try:
+            self._start(workers)
+        except BaseException:
+            self.close()  # no scheduler left behind by a cluster that did not come up
+            raise
+
+    def _start(self, workers: int) -> None:
         self._spawn([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
                      "--no-dashboard", "--scheduler-file", str(self.scheduler_file)], self.env)
         deadline = time.monotonic() + 60
