@@ -3,7 +3,7 @@ task's record arrives, and the driver's peak memory, at 1,000 and 10,000 workspa
 
     python bench/speed/fleet_discovery.py [--sizes 1000 10000] [--rounds 3] [--jobs 2] [--dir /tmp/qm-fleet-deploy]
 
-Deployments from bench/generators/fleet_deployment.py (30 % 2.x roots, 5 % damaged). Goals (issue 27): the first
+Deployments from bench/generators/fleet_discovery_deployment.py (30 % 2.x roots, 5 % damaged). Goals (issue 27): the first
 task started within 5 s at 10,000 workspaces; the driver's peak RSS flat from 1,000 to 10,000. The first record
 is written when the first task has *finished*, so its time is an upper bound of when the first task started.
 Peak RSS is the driver's own VmHWM (/proc/PID/status); the pool's workers are other processes and not counted.
@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench" / "generators"))
-from fleet_deployment import generate  # noqa: E402
+from fleet_discovery_deployment import generate  # noqa: E402
 
 from bench._results import update_section  # noqa: E402
 
@@ -95,7 +95,7 @@ def main() -> None:
         return statistics.median(r[key] for r, _ in results)
 
     lines = [f"`python bench/speed/fleet_discovery.py --sizes {' '.join(map(str, args.sizes))} --rounds "
-             f"{args.rounds} --jobs {args.jobs}`: deployments from `bench/generators/fleet_deployment.py` (30 % "
+             f"{args.rounds} --jobs {args.jobs}`: deployments from `bench/generators/fleet_discovery_deployment.py` (30 % "
              "2.x roots from the generated 2.2.2 corpus workspace, 70 % the 1.x sample, 5 % damaged). Medians of "
              f"{args.rounds} interleaved rounds; `doctor` with `-j {args.jobs}`.", "",
              "| workspaces | `--dry-run` (whole process) | driver peak RSS, dry-run | first record of `doctor` | "

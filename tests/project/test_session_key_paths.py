@@ -1,6 +1,6 @@
 """Only the session model knows the session document's key paths (issue 25, point 4).
 
-`{"agent": {"state": {"context": …}, "scroll": …, "mode_state": …}}` (2.x) and `{"agent": {"memory": {"content":
+`{"agent": {"state": {"context": …, "summary": …}, "scroll": …, "mode_state": …}}` (2.x) and `{"agent": {"memory": {"content":
 …}}}` (1.x) are read and written through qwenmem/core/session_model (gen2.state_of, gen2.context_of,
 gen2.ensure_scroll, gen1_doc.memory_value, gen1_doc.document_of_content, …). Every other module of qwenmem that
 indexes, `.get`s, `.setdefault`s or `.pop`s one of those keys by its literal name, asks `"state" in x`, or builds a
@@ -17,10 +17,11 @@ from helpers import REPO
 
 QWENMEM = REPO / "qwenmem"
 SESSION_MODEL = QWENMEM / "core" / "session_model"
-SESSION_KEYS = frozenset({"agent", "state", "memory", "scroll", "mode_state", "context"})
+SESSION_KEYS = frozenset({"agent", "state", "memory", "scroll", "mode_state", "context", "summary"})
 READERS = frozenset({"get", "setdefault", "pop"})
 
 _LITERAL = "a {\"agent\": …} literal"
+_STATE_LITERAL = "an AgentState literal ({\"summary\": …, \"context\": …})"
 # (module, key, the expression the key is looked up in) -> why it is not the session document's key
 ALLOWED: dict[tuple[str, str, str], str] = {
     ("cli/commands/fleet.py", "agent", "rec"): "a fleet JSON Lines record's agent id",
@@ -28,6 +29,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("core/index/sources.py", "memory", "sources"): "the index source named memory (MEMORY.md and memory/)",
     ("core/compaction/gen2/summary.py", "state", "b"): "a tool block's execution state",
     ("core/listing.py", "context", "st"): "gen2.quick_stats's typed result, not the document",
+    ("core/listing.py", "summary", "st"): "gen2.quick_stats's typed result, not the document",
     ("core/compaction/gen2/history_write.py", "state", "b"): "a tool block's execution state",
     ("core/repair/gen2/fix.py", "state", "block"): "a tool block's execution state",
     ("core/repair/gen2/rules.py", "state", "block"): "a tool block's execution state",
@@ -57,6 +59,8 @@ def key_uses(tree: ast.AST) -> list[tuple[int, str, str]]:
             found.append((node.lineno, key, _text(node.comparators[0])))
         elif isinstance(node, ast.Dict) and any(_key(k) == "agent" for k in node.keys if k is not None):
             found.append((node.lineno, "agent", _LITERAL))
+        elif isinstance(node, ast.Dict) and {"summary", "context"} <= {_key(k) for k in node.keys if k is not None}:
+            found.append((node.lineno, "context", _STATE_LITERAL))
     return found
 
 
@@ -93,6 +97,8 @@ def test_every_allowance_is_still_needed():
     'ok = "memory" not in value',
     'doc = {"agent": {"memory": {"content": []}}}',
     'ctx = state.get("context", [])',
+    's = state.get("summary") or ""',
+    'state = {"summary": "", "context": []}',
 ])
 def test_the_checker_catches_each_way_of_reaching_a_key(tmp_path, line):
     (tmp_path / "mod.py").write_text(line + "\n", encoding="utf-8")
@@ -100,7 +106,8 @@ def test_the_checker_catches_each_way_of_reaching_a_key(tmp_path, line):
 
 
 @pytest.mark.parametrize("line", ['x = row["content"]', 'x = cfg.get("agents")', 'x = rec.get(key)',
-                                  'ok = "state" == kind', 'd = {"memory": 1}'])
+                                  'ok = "state" == kind', 'd = {"memory": 1}',
+                                  'out = {"summary": 1, "rows": []}'])
 def test_the_checker_leaves_other_keys_alone(tmp_path, line):
     (tmp_path / "mod.py").write_text(line + "\n", encoding="utf-8")
     assert offences(tmp_path) == []

@@ -112,6 +112,16 @@ def set_context_in(state: dict[str, Any], context: list[Any]) -> None:
     state["context"] = context
 
 
+def summary_in(state: Any, default: Any = None) -> Any:
+    """`state.summary` of an AgentState value as written (a string, or a list of text/data blocks when valid);
+    `default` when the key is absent or `state` is not an object."""
+    return state.get("summary", default) if isinstance(state, dict) else default
+
+
+def set_summary_in(state: dict[str, Any], summary: str) -> None:
+    state["summary"] = summary
+
+
 def ensure_scroll(doc: dict[str, Any]) -> dict[str, Any]:
     """`agent.scroll` of a 2.x document, added as `{}` at the end of the agent when it is missing."""
     scroll: dict[str, Any] = agent_dict(doc).setdefault("scroll", {})
@@ -138,9 +148,23 @@ def new_document(state: Any, scroll: dict[str, Any] | None = None) -> dict[str, 
     return {"agent": agent}
 
 
-def state_with_context(context: Any) -> dict[str, Any]:
-    """The smallest AgentState: only `context` (AgentScope's defaults apply to the rest on load)."""
-    return {"context": context}
+def state_with_context(context: Any, summary: Any = None) -> dict[str, Any]:
+    """The smallest AgentState: `context` (and `summary` when given) only; AgentScope's defaults apply to the rest
+    on load."""
+    return {"context": context} if summary is None else {"summary": summary, "context": context}
+
+
+def full_state(session_id: str, summary: Any, context: list[dict[str, Any]], reply_id: str) -> dict[str, Any]:
+    """`AgentState().model_dump(mode="json")` with this session's values, keys in AgentScope's order (what a new
+    2.x document holds once QwenPaw has saved it)."""
+    return {"session_id": session_id, "summary": summary, "context": context,
+            "reply_context": {"reply_id": reply_id, "cur_iter": 0, "structured_schema": None,
+                              "structured_output": None},
+            "permission_context": {"mode": "bypass", "working_directories": {}, "allow_rules": {}, "deny_rules": {},
+                                   "ask_rules": {}},
+            "tool_context": {"max_cache_files": 100, "max_cache_bytes": 25000.0, "read_file_cache": [],
+                             "activated_groups": []},
+            "tasks_context": {"tasks": []}, "middle_context": {}}
 
 
 def renamed_to_state(agent: dict[str, Any], key: str) -> dict[str, Any]:
@@ -242,7 +266,7 @@ def read(doc: dict[str, Any]) -> Session:
         message, msg_problems = read_message(msg, i, synthetic)
         messages.append(message)
         problems.extend(msg_problems)
-    summary = summary_text(state.get("summary"))
+    summary = summary_text(summary_in(state))
     mode_state = agent.get("mode_state")
     sid = state.get("session_id")
     seq_by_id = scroll.seq_by_id if scroll else {}
@@ -263,7 +287,7 @@ def set_messages(session: Session, msgs: list[Any]) -> Session:
 
 
 def set_summary(session: Session, summary: str) -> Session:
-    agent_dict(session.doc)["state"]["summary"] = summary
+    set_summary_in(agent_dict(session.doc)["state"], summary)
     return read(session.doc)
 
 

@@ -133,7 +133,7 @@ def finish(plan: SessionPlan, strategy: str, agent_id: str, seqs: dict[str, int]
     plan.data = gen2.encode(plan.shaped.doc)
     state = gen2.state_of(plan.shaped.doc)
     plan.tokens_before = count_tokens(plan.conv.messages, fixed, summary)
-    plan.tokens_after = count_tokens(gen2.context_in(state), fixed, state["summary"])
+    plan.tokens_after = count_tokens(gen2.context_in(state), fixed, gen2.summary_in(state))
     plan.trigger = trigger
     plan.qwenpaw_keeps = lazy_import_keeps(plan.conv.messages, plan.registered, now)
 

@@ -66,15 +66,9 @@ def convert_items(items: list[Any], scope: str, fallback_stamp: str) -> Converte
 
 
 def agent_state(session_id: str, summary: Any, context: list[dict[str, Any]]) -> dict[str, Any]:
-    """`AgentState().model_dump(mode="json")` with this session's values (keys in AgentScope's order)."""
-    return {"session_id": session_id, "summary": summary, "context": context,
-            "reply_context": {"reply_id": stable_hex("reply", session_id), "cur_iter": 0, "structured_schema": None,
-                              "structured_output": None},
-            "permission_context": {"mode": "bypass", "working_directories": {}, "allow_rules": {}, "deny_rules": {},
-                                   "ask_rules": {}},
-            "tool_context": {"max_cache_files": 100, "max_cache_bytes": 25000.0, "read_file_cache": [],
-                             "activated_groups": []},
-            "tasks_context": {"tasks": []}, "middle_context": {}}
+    """A full AgentState with this session's values; its reply id is derived from the session, so a rerun writes
+    the same bytes."""
+    return gen2.full_state(session_id, summary, context, stable_hex("reply", session_id))
 
 
 def placeholder_text(index: dict[str, Any], continuation: dict[str, Any] | None) -> str:

@@ -224,7 +224,7 @@ def check_gen2(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Gen2C
         raise WorkspaceError(f"{ref.rel}: agent.state.context is not a list; run `qwenmem sessions repair` first")
     opts, gen2_settings = run.gen2_options, run.gen2_settings
     context = list(gen2.context_in(state) or [])
-    summary = state.get("summary") or ""
+    summary = gen2.summary_in(state) or ""
     strategy, strategy_source = file_strategy(doc, gen2_settings.strategy)
     if opts.context_size:
         c, c_source = opts.context_size, "--max-input-length"

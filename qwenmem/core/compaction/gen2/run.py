@@ -101,7 +101,7 @@ def _start(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> _Session2
     report.kept_ids = list(check.kept_ids) if check.would_compact else [str(m.get("id")) for m in context]
     strategy, _ = file_strategy(doc, run.gen2_settings.strategy)
     system, tools = fixed_parts(run, ref, doc, strategy)
-    return _Session2(ref, loaded, report, check, doc, state, context, state.get("summary") or "", strategy,
+    return _Session2(ref, loaded, report, check, doc, state, context, gen2.summary_in(state) or "", strategy,
                      system.size + tools.size)
 
 
@@ -162,7 +162,7 @@ def _apply_native(run: CompactRun, s: _Session2, d: native.NativeDecision, split
         reminder = native.offload_reminder(str(dplan.last_path))
         if reminder not in new_summary:
             new_summary += "\n" + reminder
-    s.state["summary"] = new_summary
+    gen2.set_summary_in(s.state, new_summary)
     gen2.set_context_in(s.state, split.reserve)
     after = count_tokens(split.reserve, s.fixed, new_summary)
     report = s.report

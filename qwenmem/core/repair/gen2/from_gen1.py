@@ -194,7 +194,7 @@ def convert_gen1(doc: dict[str, Any]) -> Conversion:
         compressed += isinstance(marks, list) and "compressed" in marks
         context.append(msg)
     summary = memory.get("_compressed_summary") or ""
-    state = {"summary": summary, "context": context}
+    state = gen2.state_with_context(context, summary)
     problems = rules.state_violations(state)
     if problems:
         raise NotConvertible("QwenPaw 2.x cannot load it: " + "; ".join(map(str, problems[:3])))
