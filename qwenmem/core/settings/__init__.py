@@ -18,7 +18,7 @@ from qwenmem.core import redact
 from qwenmem.core.redact import mask_secret
 from qwenmem.core.settings.gen1 import (CURRENT, EMBEDDING_ENV, LAYOUT_DEFAULTS, LAYOUT_PATHS, ConfigLayout,
                                         config_layout, model_limit_from_providers)
-from qwenmem.core.workspace import Workspace, dict_at, read_json_file
+from qwenmem.core.workspace import Workspace, dict_at, read_config_if_present
 
 DEFAULT_MAX_INPUT_LENGTH = 131072
 
@@ -151,9 +151,9 @@ def _apply_embedding_env(settings: Settings, env: Mapping[str, str]) -> None:
 
 def _read_agent_json(ws: Workspace, settings: Settings) -> dict[str, Any]:
     agent_json = ws.path / "agent.json"
-    if not agent_json.is_file():
+    loaded = read_config_if_present(agent_json)
+    if loaded is None:
         return {}
-    loaded = read_json_file(agent_json)
     settings.files["agent.json"] = str(agent_json)
     return loaded if isinstance(loaded, dict) else {}
 
@@ -182,10 +182,10 @@ def _apply_active_model(settings: Settings, ws: Workspace, doc: dict[str, Any], 
 
 def _apply_root_config(settings: Settings, ws: Workspace) -> None:
     root_config = ws.root / "config.json"
-    if not root_config.is_file():
+    cfg = read_config_if_present(root_config)
+    if cfg is None:
         return
     settings.files["config.json"] = str(root_config)
-    cfg = read_json_file(root_config)
     if isinstance(cfg, dict) and isinstance(cfg.get("user_timezone"), str) and cfg["user_timezone"]:
         settings.user_timezone = cfg["user_timezone"]
         settings.sources["user_timezone"] = "config.json user_timezone"

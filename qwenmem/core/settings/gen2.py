@@ -14,7 +14,7 @@ from typing import Any, Final, Literal, Mapping
 
 from qwenmem.core.providers import ProviderModel, resolve_provider_model
 from qwenmem.core.settings import Settings
-from qwenmem.core.workspace import Workspace, read_json_file
+from qwenmem.core.workspace import Workspace, read_config_if_present
 
 ContextStrategy = Literal["scroll", "native", "light"]  # light: what a 1.x QwenPaw runs (LightContextManager)
 SCROLL: Final = "scroll"
@@ -91,10 +91,7 @@ class Gen2Settings:
 
 
 def read_agent_json(ws: Workspace) -> dict[str, Any]:
-    path = ws.path / "agent.json"
-    if not path.is_file():
-        return {}
-    doc = read_json_file(path)
+    doc = read_config_if_present(ws.path / "agent.json")
     return doc if isinstance(doc, dict) else {}
 
 
