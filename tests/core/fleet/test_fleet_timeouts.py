@@ -140,6 +140,10 @@ def test_fifo_agent_json_among_healthy_workspaces_times_none_out(tmp_path):
     records = _records(run.stdout)
     assert len(records) == 7
     assert [r["workspace"] for r in records if r["status"] == "timeout"] == []
+    # and the FIFO is named, as `doctor` alone names it (it was read as no agent.json: QwenPaw's defaults, exit 0)
+    fifo, = [r for r in records if r["workspace"].endswith("fifo")]
+    assert fifo["exit_code"] == 1 and "agent.json: cannot read: not a regular file" in json.dumps(fifo["result"])
+    assert {r["exit_code"] for r in records if r is not fifo} == {0}
 
 
 def test_every_qwenmem_module_of_a_warm_up_exists():
