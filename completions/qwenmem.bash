@@ -15,7 +15,7 @@ _qwenmem_opts() {
         "demo") echo "--into --keep --no-keep" ;;
         "doctor") echo "--agent --json --quiet --workspace -q -w" ;;
         "dream") echo "--agent --allow-shrink --date --dry-run --embeddings --json --keep --list-backups --llm-api-key --llm-base-url --llm-model --llm-retries --llm-timeout --log-file --max-shrink --mode --no-embeddings --promote --quiet --restore --similarity --workspace -n -q -w" ;;
-        "fleet") echo "--backoff --dry-run --engine --from --jobs --quiet --resume --retries --scheduler --timeout -j -n -q" ;;
+        "fleet") echo "--backoff --dry-run --engine --from --jobs --no-retry-failed --progress-every --quiet --resume --retries --retry-failed --scheduler --timeout -j -n -q" ;;
         "history") echo "" ;;
         "history check") echo "--agent --deep --json --quiet --workspace -q -w" ;;
         "history rebuild-fts") echo "--agent --dry-run --force --json --workspace -n -w" ;;
@@ -85,6 +85,7 @@ _qwenmem_values() {
         "fleet|--engine") echo "local dask" ;;
         "fleet|--from") echo "@files" ;;
         "fleet|--jobs") echo "@free" ;;
+        "fleet|--progress-every") echo "@free" ;;
         "fleet|--resume") echo "@free" ;;
         "fleet|--retries") echo "@free" ;;
         "fleet|--scheduler") echo "@free" ;;

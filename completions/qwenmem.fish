@@ -60,6 +60,7 @@ function __qwenmem_takes_value
         case "fleet|--engine"
         case "fleet|--from"
         case "fleet|--jobs"
+        case "fleet|--progress-every"
         case "fleet|--resume"
         case "fleet|--retries"
         case "fleet|--scheduler"
@@ -328,18 +329,21 @@ complete -c qwenmem -n '__qwenmem_path_is "dream"' -l similarity -d 'Cosine simi
 complete -c qwenmem -n '__qwenmem_path_is "dream"' -l workspace -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "dream"' -s w -d 'Workspace (agent dir) or QwenPaw root' -x -a '(__fish_complete_directories)'
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l dry-run -d 'Show what would change; write nothing'
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l no-retry-failed -d 'With --resume: run again the workspaces whose last record failed'
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l quiet -d 'Print nothing on success (for cron)'
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l retry-failed -d 'With --resume: run again the workspaces whose last record failed'
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s n -d 'Show what would change; write nothing'
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s q -d 'Print nothing on success (for cron)'
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l backoff -d 'Seconds before the first retry; doubled each time' -x
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l engine -d 'local (a process pool) or dask (an existing cluster)' -x -a 'local dask'
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l engine -d 'local (a process pool) or dask (the cluster of --scheduler, else one…' -x -a 'local dask'
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l from -d 'Read workspace paths, one a line, from FILE (`-` for stdin)' -r -F
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l jobs -d 'Worker processes for the local engine (default: the CPU count)' -x
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l resume -d 'Skip the workspaces recorded for the same command in this earlier run…' -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l jobs -d 'Worker processes for the local engine, or for the Dask cluster starte…' -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l progress-every -d 'When stderr is not a terminal (a pipe, a log, cron): one progress lin…' -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l resume -d 'Go on from this earlier run\'s JSON Lines: skip the workspaces it reco…' -x
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l retries -d 'Retries, with backoff, for a busy workspace (exit 4: locked, or a fil…' -x
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l scheduler -d 'The Dask scheduler address, e.g' -x
 complete -c qwenmem -n '__qwenmem_path_is "fleet"' -l timeout -d 'Seconds one workspace may take (default: no limit)' -x
-complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s j -d 'Worker processes for the local engine (default: the CPU count)' -x
+complete -c qwenmem -n '__qwenmem_path_is "fleet"' -s j -d 'Worker processes for the local engine, or for the Dask cluster starte…' -x
 complete -c qwenmem -n '__qwenmem_path_is "history"' -a 'check' -d 'Check history.db without writing it: integrity, full-text table again…'
 complete -c qwenmem -n '__qwenmem_path_is "history"' -a 'rebuild-fts' -d 'Rebuild the full-text table of history.db from its rows when it disag…'
 complete -c qwenmem -n '__qwenmem_path_is "history"' -a 'salvage' -d 'Recover every readable row of a corrupt history.db, or of the history…'
