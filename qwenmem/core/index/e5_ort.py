@@ -36,6 +36,14 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "qwenmem" / "onnx"
 
 
+def load_errors() -> tuple[type[BaseException], ...]:
+    """What InferenceSession raises for a file it cannot use: ORT's own exceptions derive from Exception only."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as state
+
+    return (state.Fail, state.InvalidProtobuf, state.InvalidGraph, state.InvalidArgument, state.NoSuchFile,
+            state.NoModel, state.NotImplemented, state.RuntimeException, RuntimeError, ValueError, OSError)
+
+
 class E5Ort(E5Encoder):
     def __init__(self, path: Path | None = None, threads: int | None = None, kernel: str = "ort-int8") -> None:
         import onnxruntime as ort
@@ -56,15 +64,19 @@ class E5Ort(E5Encoder):
         self._session = self._open(ort, options)
 
     def _open(self, ort: Any, options: Any) -> Any:
+        errors = load_errors()
         if self.graph_path.is_file():
             try:
                 return ort.InferenceSession(str(self.graph_path), options, providers=["CPUExecutionProvider"])
-            except (RuntimeError, ValueError, OSError) as exc:  # ORT's Fail / InvalidProtobuf are RuntimeErrors
+            except errors as exc:
                 self.notices.append(f"the cached ONNX graph {self.graph_path} could not be read "
                                     f"({str(exc).splitlines()[0][:120]}): rebuilt")
         data = self.build()
         self._cache(data)
-        return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        try:
+            return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        except errors as exc:  # as RuntimeError: the caller falls back to torch
+            raise RuntimeError(f"ONNX Runtime refused the e5 graph: {str(exc).splitlines()[0][:160]}") from None
 
     def build(self) -> bytes:
         int8 = LINEARS if self.kernel == "ort-int8" else frozenset()
