@@ -23,8 +23,10 @@ sys.path.insert(0, str(REPO))
 from bench._results import update_section  # noqa: E402
 
 from qwenmem.core.compaction import dialog as dialog_mod  # noqa: E402
-from qwenmem.core.compaction.run import CompactOptions, check_session, compact_sessions  # noqa: E402
-from qwenmem.core.compaction.threshold import compute_budget, plan_compaction, tool_ids_aligned  # noqa: E402
+from qwenmem.core.compaction.gen1.check import check_session  # noqa: E402
+from qwenmem.core.compaction.options import CompactOptions  # noqa: E402
+from qwenmem.core.compaction.run import compact_sessions  # noqa: E402
+from qwenmem.core.compaction.gen1.threshold import compute_budget, plan_compaction, tool_ids_aligned  # noqa: E402
 from qwenmem.core.sessions import CORRUPT, iter_session_refs, load_session  # noqa: E402
 from qwenmem.core.settings import load_settings  # noqa: E402
 from qwenmem.core.tokens import get_counter, message_tokens  # noqa: E402

@@ -32,7 +32,8 @@ sys.path.insert(0, str(REPO / "tests" / "fixtures" / "qwenpaw2"))
 import builder  # noqa: E402  (tests/fixtures/qwenpaw2/builder.py: agent.json, state, scroll state, history.db rows)
 from bench._results import update_section  # noqa: E402
 
-from qwenmem.core.compaction.run import CompactOptions, compact_sessions  # noqa: E402
+from qwenmem.core.compaction.options import CompactOptions  # noqa: E402
+from qwenmem.core.compaction.run import compact_sessions  # noqa: E402
 from qwenmem.core.compaction.gen2.check import Gen2CheckOptions, check_ref  # noqa: E402
 from qwenmem.core.sessions import iter_session_refs  # noqa: E402
 from qwenmem.core.settings import load_settings  # noqa: E402

@@ -18,7 +18,8 @@ from typing import Any, Iterator, Mapping
 
 from qwenmem.core.errors import LLMError, UsageError
 from qwenmem.core import redact
-from qwenmem.core.settings import Settings, mask_secret
+from qwenmem.core.redact import mask_secret
+from qwenmem.core.settings import Settings
 from qwenmem.core.workspace import Workspace, read_json_file
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from qwenmem.core.jsonsafe import SESSION_DECODER
+from qwenmem.core.session_model import gen1_doc
 from qwenmem.core.session_model.gen1_doc import SessionDoc, message_problems
 from qwenmem.core.session_model.tolerant_json import Parsed, _Partial, tolerant_parse
 
@@ -258,22 +259,21 @@ def find_conversation(obj: Any) -> tuple[dict[str, Any], str] | None:
         value, where = queue.pop(0)
         seen += 1
         if isinstance(value, dict):
-            agent, memory = value.get("agent"), value.get("memory")
-            if seen > 1 and isinstance(agent, dict) and isinstance(agent.get("memory"), dict) \
-                    and isinstance(agent["memory"].get("content"), list):
-                return {"agent": agent}, f"a session nested in {where}"
-            if isinstance(memory, dict) and isinstance(memory.get("content"), list):
-                return {"agent": value}, f"an agent state without its \"agent\" wrapper ({where})"
+            agent = gen1_doc.agent_value(value)
+            if seen > 1 and gen1_doc.holds_conversation(agent):
+                return gen1_doc.document_of_agent(agent), f"a session nested in {where}"
+            if gen1_doc.holds_conversation(value):
+                return gen1_doc.document_of_agent(value), f"an agent state without its \"agent\" wrapper ({where})"
             if _valid_item(value, False):
-                return {"agent": {"memory": {"content": [[value, []]]}}}, f"a single message ({where})"
+                return gen1_doc.document_of_content([[value, []]]), f"a single message ({where})"
             if isinstance(value.get("content"), list) and (_message_list(value["content"]) or not value["content"]) \
                     and ("_compressed_summary" in value or value["content"]):
-                return {"agent": {"memory": value}}, f"a memory object without its session ({where})"
+                return gen1_doc.document_of_memory(value), f"a memory object without its session ({where})"
             queue.extend((v, f"{where}[{json.dumps(k, ensure_ascii=False)}]") for k, v in value.items())
         elif isinstance(value, list):
             if _message_list(value):
                 kind = "[message, marks] items" if any(isinstance(i, list) for i in value) else "messages"
-                return {"agent": {"memory": {"content": value}}}, f"a bare list of {len(value)} {kind} ({where})"
+                return gen1_doc.document_of_content(value), f"a bare list of {len(value)} {kind} ({where})"
             queue.extend((v, f"{where}[{i}]") for i, v in enumerate(value))
     return None
 
@@ -284,7 +284,7 @@ def _rewrapped(obj: Any, span: DocSpan) -> Salvaged | None:
     if found is None:
         return None
     doc, where = found
-    content = doc["agent"]["memory"]["content"]
+    content = gen1_doc.content_of(doc)
     cut = not span.complete and bool(content) and not _is_message_item(content[-1])
     if cut:  # the item the damage cut off
         content.pop()
@@ -308,14 +308,15 @@ def _spine(obj: dict[str, Any], span: DocSpan, base: dict[str, Any]) -> _Spine |
     """The spine of a session object, or the Salvaged of one that has none (rebuilt around its messages if it
     holds a conversation elsewhere)."""
     prefix: tuple[str, ...]  # where memory sits in the document
-    if isinstance(obj.get("agent"), dict):
-        layout, holder, prefix = "agent", obj["agent"], ("agent",)
-    elif isinstance(obj.get("memory"), dict):
+    agent = gen1_doc.agent_value(obj)
+    if isinstance(agent, dict):
+        layout, holder, prefix = "agent", agent, gen1_doc.AGENT_PREFIX
+    elif isinstance(gen1_doc.memory_value(obj), dict):
         layout, holder, prefix = "memory", obj, ()
     else:
         what = "cut off before agent.memory" if not span.complete else "a JSON object without agent.memory"
         return _rewrapped(obj, span) or Salvaged(None, reason=what, **base)
-    memory = holder.get("memory")
+    memory = gen1_doc.memory_value(holder)
     if not isinstance(memory, dict) or not isinstance(memory.get("content"), list):
         what = "cut off before the conversation" if not span.complete else "agent.memory.content is missing or not a list"
         return Salvaged(None, reason=what, **base)
@@ -351,13 +352,13 @@ def _salvage_damaged(text: str, span: DocSpan, parsed: Parsed, spine: _Spine, re
     """A damaged document: drop the cut-off message, note where the damage is, and recover what follows it."""
     content = spine.memory["content"]
     pairs = not content or isinstance(content[0], list)  # before the cut item goes
-    content_path = spine.prefix + ("memory", "content")
+    content_path = spine.prefix + gen1_doc.CONTENT_PATH
     inside = [p for p in _points_at(parsed.partial_paths, content_path) if len(p) > len(content_path)]
     if any(p[len(content_path)] == len(content) - 1 for p in inside) and content:
         content.pop()
         result.partial_items = 1
     result.damage_at = span.offset + parsed.end
-    if _points_at(parsed.partial_paths, spine.prefix + ("memory", "_compressed_summary")):
+    if _points_at(parsed.partial_paths, spine.prefix + gen1_doc.SUMMARY_PATH):
         result.summary = "cut"
     tail_from = parsed.end
     if _points_at(parsed.partial_paths, content_path):
@@ -365,7 +366,7 @@ def _salvage_damaged(text: str, span: DocSpan, parsed: Parsed, spine: _Spine, re
     if spine.layout == "agent":
         for m in list(_AGENT_TAIL.finditer(text, tail_from))[-1:]:
             for key, value in _members(text, m.end()).items():
-                if key not in spine.holder and key != "memory":
+                if key not in spine.holder and key != gen1_doc.MEMORY_KEY:
                     spine.holder[key] = value
 
 
@@ -417,8 +418,9 @@ def salvage_document(span: DocSpan) -> Salvaged:
     if layout == "memory":
         # an agent state that lost its {"agent": ...} wrapper (QwenPaw's unit tests write a bare {"memory": ...});
         # the runner finds no "agent" in it, starts an empty conversation and saves that over the file
-        obj = {"agent": obj}
-        layout, holder = "agent", obj["agent"]
+        holder = obj
+        obj = gen1_doc.document_of_agent(obj)
+        layout = "agent"
         result.doc, result.layout = obj, layout
         result.filled_keys.append("agent")
         result.rewrapped = result.rewrapped or "an agent state without its \"agent\" wrapper"

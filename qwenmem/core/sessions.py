@@ -30,8 +30,6 @@ from qwenmem.core.session_model.gen1_doc import Entry as Entry
 from qwenmem.core.session_model.gen1_doc import NotASessionError, session_from_obj
 from qwenmem.core.session_model.gen1_doc import SessionDoc as SessionDoc
 from qwenmem.core.session_model.gen1_doc import blocks as blocks
-from qwenmem.core.session_model.gen1_doc import dumps_session as dumps_session
-from qwenmem.core.session_model.gen1_doc import encode_session as encode_session
 from qwenmem.core.session_model.gen1_doc import message_problems as message_problems
 from qwenmem.core.session_model.gen1_doc import message_text as message_text
 from qwenmem.core.session_model.gen1_doc import tool_result_ids as tool_result_ids

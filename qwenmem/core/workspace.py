@@ -160,6 +160,15 @@ def read_json_file(path: Path) -> object:
         raise ConfigError(path, "JSON nested too deeply to parse") from None
 
 
+def read_config_if_present(path: Path) -> object | None:
+    """read_json_file, or None when nothing at all is at `path`. Anything else that is there (a FIFO, a directory,
+    a dangling link) is a ConfigError naming it: a config file that cannot be read must not turn silently into
+    QwenPaw's defaults, which would change every threshold the commands decide by."""
+    if not os.path.lexists(path):
+        return None
+    return read_json_file(path)
+
+
 def looks_like_workspace(p: Path) -> bool:
     """An agent's directory: one of the files or folders QwenPaw keeps there exists."""
     return any((p / marker).exists() for marker in WORKSPACE_MARKERS)

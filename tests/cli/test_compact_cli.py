@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from helpers import invoke, run_cli
-from qwenmem.core.compaction.threshold import tool_ids_aligned
+from qwenmem.core.compaction.gen1.threshold import tool_ids_aligned
 
 CONSOLE = "sessions/console/default_1764235442381.json"
 KEY = "console/default_1764235442381"

@@ -4,7 +4,8 @@ needs a version bump; a status word, at least a CHANGELOG line."""
 from dataclasses import fields
 
 from helpers import invoke
-from qwenmem.core.compaction.check import CheckReport, CompactReport
+from qwenmem.core.compaction.check import CompactReport
+from qwenmem.core.compaction.gen1.check import CheckReport
 from qwenmem.core.dream.changelog import Change
 from qwenmem.core.dream.run import DreamResult
 from qwenmem.core.dream.run import RestoreResult as DreamRestoreResult
@@ -384,7 +385,7 @@ def _vocabularies() -> dict[str, tuple[object, set[str]]]:
     from qwenmem.core.session_model.model import Generation
     from qwenmem.core.salvage_documents import SummaryState
     from qwenmem.core.sessions import Health, IdentitySource
-    from qwenmem.core.settings import ConfigLayout
+    from qwenmem.core.settings.gen1 import ConfigLayout
     from qwenmem.core.settings.gen2 import ContextStrategy, WorkspaceGeneration
     from qwenmem.core.snapshot import SnapshotCreateStatus, SnapshotRestoreStatus
     from qwenmem.core.upgrade.run import SessionStatus as UpgradeSessionStatus

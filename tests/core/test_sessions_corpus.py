@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from helpers import CORPUS_REAL, corpus_params, invoke, needs_shared, real_session_files
-from qwenmem.core.sessions import dumps_session, parse_session_bytes
+from qwenmem.core.session_model import gen1
+from qwenmem.core.sessions import parse_session_bytes
 
 pytestmark = needs_shared
 TRUNCATED = "main_main.json.backup_20260316_203609"
@@ -43,7 +44,7 @@ def test_real_session_parses_with_independent_message_count(path):
 def test_round_trip_is_byte_identical(path):
     raw = path.read_bytes()
     session, _, _ = parse_session_bytes(raw)
-    assert dumps_session(session.doc).encode("utf-8") == raw
+    assert gen1.encode(session.doc) == raw
 
 
 def test_truncated_backup_is_corrupt_but_salvages_183_messages():

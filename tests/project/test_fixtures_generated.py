@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from helpers import FIXTURE_ROOT, REPO, fixture_session_files, invoke
-from qwenmem.core.sessions import dumps_session, parse_session_bytes
+from qwenmem.core.session_model import gen1
+from qwenmem.core.sessions import parse_session_bytes
 from repair_fixtures import OLDER_SHAPES, TELEGRAM, TINY, TRUNCATED_BACKUP, WIKI
 
 HEALTHY = [TINY, TELEGRAM, WIKI, *OLDER_SHAPES]
@@ -31,7 +32,7 @@ def test_healthy_fixture_parses_with_independent_count_and_round_trips(path):
     raw = path.read_bytes()
     session, _problems, corrupt = parse_session_bytes(raw)
     assert not corrupt and len(session.content) == len(json.loads(raw)["agent"]["memory"]["content"])
-    assert dumps_session(session.doc).encode("utf-8") == raw
+    assert gen1.encode(session.doc) == raw
 
 
 def test_truncated_fixture_does_not_load_as_json():

@@ -21,8 +21,11 @@ ALLOWED = {
     SM / "model.py": (),
     SM / "_blocks.py": ("qwenmem.core.session_model.model",),
     SM / "gen1_doc.py": (),
-    SM / "gen1.py": ("qwenmem.core.session_model._blocks", "qwenmem.core.session_model.model"),
-    SM / "gen2.py": ("qwenmem.core.session_model._blocks", "qwenmem.core.session_model.model"),
+    # gen1/gen2 are each generation's writer: both encode through codec, QwenPaw's one serialisation
+    SM / "gen1.py": ("qwenmem.core.session_model._blocks", "qwenmem.core.session_model.model",
+                     "qwenmem.core.session_model.codec", "qwenmem.core.session_model.gen1_doc"),
+    SM / "gen2.py": ("qwenmem.core.session_model._blocks", "qwenmem.core.session_model.model",
+                     "qwenmem.core.session_model.codec"),
     # detect.generation_of_file opens files: only through confine (which sits on errors alone)
     SM / "detect.py": ("qwenmem.core.session_model.gen1", "qwenmem.core.session_model.gen2",
                        "qwenmem.core.session_model.model", "qwenmem.core.session_model", "qwenmem.core.confine",

@@ -39,11 +39,13 @@ def fleet(
     from_file: Annotated[Path | None, typer.Option("--from", help="Read workspace paths, one a line, from "
                                                       "FILE (`-` for stdin).", show_default=False)] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes for the local "
-                                                "engine (default: the CPU count).")] = None,
-    engine: Annotated[Engine, typer.Option("--engine", help="local (a process pool) or dask (an existing "
-                                           "cluster).")] = Engine.LOCAL,
+                                                "engine, or for the Dask cluster started without --scheduler "
+                                                "(default: the CPU count).")] = None,
+    engine: Annotated[Engine, typer.Option("--engine", help="local (a process pool) or dask (the cluster of "
+                                           "--scheduler, else one started on this machine).")] = Engine.LOCAL,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="The Dask scheduler address, e.g. "
-                                                     "tcp://HOST:8786 (with --engine dask).")] = None,
+                                                     "tcp://HOST:8786 (with --engine dask; without it, a local "
+                                                     "cluster is started for the run).")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.1, help="Seconds one workspace may take "
                                                      "(default: no limit).")] = None,
     retries: Annotated[int, typer.Option("--retries", min=0, help="Retries, with backoff, for a busy workspace "
@@ -74,6 +76,8 @@ def fleet(
       qwenmem fleet /srv/qwenpaw --resume check.jsonl -- sessions repair --check >> check.jsonl
 
       qwenmem fleet /srv/qwenpaw --engine dask --scheduler tcp://10.0.0.5:8786 -- reindex
+
+      qwenmem fleet /srv/qwenpaw --engine dask -j 4 -- doctor   # a Dask cluster on this machine
     """
     from qwenmem.cli.fleet_commands import parse_command
     from qwenmem.core.errors import UsageError
@@ -190,6 +194,9 @@ def _execute(targets: Iterable[Target], command: Command, engine_options: Engine
     from qwenmem.core.fleet import RetryPolicy, run_fleet
 
     engine = engine_options.start()
+    notice = getattr(engine, "notice", None)  # e.g. the Dask engine saying it started a local cluster
+    if notice and not quiet:
+        output.note(notice)
     failures: list[str] = []
 
     def on_record(target: Target, record: dict[str, Any], attempts: int) -> None:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 from qwenmem.core.compaction.gen1.prune import PruneLimits
 from qwenmem.core.errors import ConfigError, UnsafePathError, UsageError
-from qwenmem.core.settings import LEGACY, Settings
+from qwenmem.core.settings import Settings
+from qwenmem.core.settings.gen1 import LEGACY
 from qwenmem.core.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Where the tasks run: a local process pool (pebble) or an existing Dask distributed cluster.
+"""Where the tasks run: a local process pool (pebble), or a Dask distributed cluster (fleet/dask_engine.py).
 
 Both are real engines; qwenmem only maps tasks onto them. Pebble is used instead of the standard library's pool
 because it stops a task at its timeout and survives a worker that dies (the standard pool breaks as a whole).
@@ -20,7 +20,6 @@ from qwenmem.core.fleet.tasks import (
     TIMEOUT,
     failure,
     run_task,
-    run_task_within,
 )
 
 
@@ -79,70 +78,31 @@ class LocalEngine:
         self._pool.join()
 
 
-class DaskEngine:
-    """Submit to an existing cluster. A worker that dies mid-task costs that task only: the scheduler reruns it
-    elsewhere (up to its `allowed-failures`), and each task is atomic per workspace, so a rerun is safe."""
-
-    name = "dask"
-
-    def __init__(self, scheduler: str, timeout: float | None) -> None:
-        try:
-            from distributed import Client
-        except ImportError:
-            raise UsageError("--engine dask needs the fleet extra: pip install 'qwenmem[fleet]'") from None
-        try:
-            self._client = Client(scheduler, timeout="10s", set_as_default=False)  # type: ignore[no-untyped-call]  # distributed is not annotated
-        except (OSError, TimeoutError) as exc:
-            raise UsageError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
-        self.timeout = timeout
-        self.workers = max(1, sum(w.get("nthreads", 1) for w in self._client.scheduler_info()["workers"].values()))
-
-    def submit(self, target: Target, command: Command) -> Any:
-        return self._client.submit(run_task_within, target, command, self.timeout, pure=False)
-
-    def wait(self, futures: list[Any], timeout: float | None) -> list[Any]:
-        from distributed import wait
-
-        try:
-            with self._client.as_current():
-                done, _ = wait(futures, timeout=timeout, return_when="FIRST_COMPLETED")  # type: ignore[no-untyped-call]  # (as above)
-        except TimeoutError:
-            return []
-        return list(done)
-
-    def outcome(self, future: Any) -> dict[str, Any]:
-        from distributed import KilledWorker
-
-        try:
-            outcome: dict[str, Any] = future.result()  # run_task_within's record (fleet/tasks.py)
-            return outcome
-        except KilledWorker as exc:
-            return failure(CRASHED, "worker_died", f"workers died running it: {exc}")
-        except Exception as exc:  # noqa: BLE001
-            return failure(ERROR, "internal", f"{type(exc).__name__}: {exc}")
-
-    def close(self, cancel: bool = False) -> None:
-        self._client.close()  # type: ignore[no-untyped-call]  # distributed is not annotated
-
-
 @dataclass(frozen=True)
 class EngineOptions:
     """Where `qwenmem fleet` runs its tasks (--engine, --jobs, --scheduler, --timeout), with the CLI's defaults;
     the flag rules are checked when the options are made, before any workspace is looked for."""
 
     engine: Literal["local", "dask"] = "local"
-    jobs: int | None = None  # local worker processes; None: the CPU count
-    scheduler: str | None = None  # the Dask scheduler's address, tcp://HOST:8786
+    jobs: int | None = None  # worker processes, local or of the Dask cluster started here; None: the CPU count
+    scheduler: str | None = None  # the Dask scheduler's address, tcp://HOST:8786; None: start a local cluster
     timeout: float | None = None  # seconds one workspace may take; None: no limit
 
     def __post_init__(self) -> None:
-        if self.engine == "dask" and not self.scheduler:
-            raise UsageError("--engine dask needs --scheduler tcp://HOST:8786 (an existing cluster)")
         if self.scheduler and self.engine != "dask":
             raise UsageError("--scheduler is for --engine dask")
+        if self.scheduler and self.jobs is not None:
+            raise UsageError("--jobs is for the local engine or a Dask cluster started here (no --scheduler); an "
+                             "existing cluster has the workers it has")
 
     def start(self) -> Engine:
+        jobs = self.jobs or os.cpu_count() or 1
         if self.engine == "dask":
-            assert self.scheduler is not None  # refused when made
-            return DaskEngine(self.scheduler, self.timeout)
-        return LocalEngine(self.jobs or os.cpu_count() or 1, self.timeout)
+            try:
+                from qwenmem.core.fleet.dask_engine import DaskEngine  # distributed is imported only for a Dask run
+            except ImportError as exc:
+                if exc.name and exc.name.split(".")[0] in ("dask", "distributed"):
+                    raise UsageError("--engine dask needs the fleet extra: pip install 'qwenmem[fleet]'") from None
+                raise
+            return DaskEngine(self.scheduler, self.timeout, jobs)
+        return LocalEngine(jobs, self.timeout)

@@ -5,7 +5,6 @@ Nothing raised here leaves the worker: a failing workspace becomes a record, so 
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
@@ -59,18 +58,3 @@ def run_task(target: Target, command: Command) -> dict[str, Any]:
             "seconds": round(time.monotonic() - start, 3), "events": plain_events(log.events),
             "exit_as": outcome.exit_as}
 
-
-def run_task_within(target: Target, command: Command, timeout: float | None) -> dict[str, Any]:
-    """For engines that cannot stop a running task (a Dask worker runs tasks in threads): give up waiting after
-    `timeout` seconds. The abandoned operation finishes or fails on its own, under the workspace lock and with
-    atomic writes, so it can leave no torn file; the record says `timeout`."""
-    if timeout is None:
-        return run_task(target, command)
-    box: list[dict[str, Any]] = []
-    worker = threading.Thread(target=lambda: box.append(run_task(target, command)), daemon=True,
-                              name=f"qwenmem-fleet {target.label}")
-    worker.start()
-    worker.join(timeout)
-    if box:
-        return box[0]
-    return failure(TIMEOUT, "timeout", f"no result after {timeout:g} s", timeout)

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from qwenmem.core.session_model import gen2
+
 RowsKeySource = Literal["chats.json", "scroll.index.session_id", "filename", "unknown"]  # where the key was read
 CHATS_JSON: Final = "chats.json"
 SCROLL_INDEX: Final = "scroll.index.session_id"
@@ -44,23 +46,18 @@ class RowsKey:
         return ((self.session_id,) if self.session_id else ()) + self.aliases
 
 
-def _agent(doc: Any) -> dict[str, Any]:
-    agent = doc.get("agent") if isinstance(doc, dict) else None
-    return agent if isinstance(agent, dict) else {}
-
-
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
 def index_session_id(doc: Any) -> str | None:
-    scroll = _agent(doc).get("scroll")
+    scroll = gen2.scroll_of(doc)
     index = scroll.get("index") if isinstance(scroll, dict) else None
     return _str(index.get("session_id")) if isinstance(index, dict) else None
 
 
 def embedded_session_id(doc: Any) -> str | None:
-    state = _agent(doc).get("state")
+    state = gen2.state_of(doc)
     return _str(state.get("session_id")) if isinstance(state, dict) else None
 
 

@@ -11,7 +11,7 @@ from qwenmem.core.ops.outcome import Outcome
 from qwenmem.core.workspace import Workspace
 
 if TYPE_CHECKING:  # a name for the result's field only: every command's start-up imports this module
-    from qwenmem.core.settings import ConfigLayout
+    from qwenmem.core.settings.gen1 import ConfigLayout
 
 TokenizerName = Literal["estimate", "o200k", "cl100k"]  # qwenmem.core.tokens.TOKENIZERS
 Summarizer = Literal["auto", "llm", "extractive"]  # qwenmem.core.compaction.options.SUMMARIZERS
@@ -78,7 +78,8 @@ def compact_options(o: Options) -> Any:
 def run(ws: Workspace, options: Options) -> Outcome[CompactCheckResult]:
     """Check one named session (a failure raises: its exit code says why) or every session (a session that cannot
     be checked is a warning)."""
-    from qwenmem.core.compaction.run import CompactRun, check_one
+    from qwenmem.core.compaction.context import CompactRun
+    from qwenmem.core.compaction.run import check_one
     from qwenmem.core.errors import WorkspaceError
     from qwenmem.core.sessions import find_session, iter_session_refs
     from qwenmem.core.settings import load_settings

@@ -12,6 +12,7 @@ from qwenmem.core.repair.documents import WS, WS_NUL, Salvaged, pick_best, salva
 from qwenmem.core.repair.encoding import decode_counting, replace_surrogates_noted
 from qwenmem.core.repair.gen1.strict import strict_load_bytes_problems
 from qwenmem.core.salvage_documents import SummaryState
+from qwenmem.core.session_model import gen1
 from qwenmem.core.session_model.model import Generation
 from qwenmem.core.repair.classes import (  # noqa: F401  (re-exported: the names callers import from here)
     BOM, BROKEN_MESSAGES, CLASSES, CONCATENATED, DAMAGED, DUPLICATE_IDS, EMPTY, INCOMPLETE_STATE, INVALID_UTF8,
@@ -233,7 +234,7 @@ def _tool_pair_fixes(d: Diagnosis, doc: S.SessionDoc, fix_tool_pairs: bool) -> b
 
 
 def _encode(d: Diagnosis, doc: S.SessionDoc) -> None:
-    d.new_bytes = S.encode_session(doc.doc)
+    d.new_bytes = gen1.encode(doc.doc)
     if doc.layout == "agent":
         problems = strict_load_bytes_problems(d.new_bytes)
         if problems:  # a bug of ours, never written

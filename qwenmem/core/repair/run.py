@@ -106,7 +106,8 @@ def session_from_dialog(data: bytes) -> tuple[bytes, int]:
     when the user names it with --from."""
     from qwenmem.core.repair.documents import assistant_name
     from qwenmem.core.repair.encoding import decode_counting
-    from qwenmem.core.sessions import encode_session, message_problems
+    from qwenmem.core.session_model import gen1, gen1_doc
+    from qwenmem.core.sessions import message_problems
 
     messages, bad = [], 0
     for line in decode_counting(data).text.splitlines():
@@ -121,9 +122,8 @@ def session_from_dialog(data: bytes) -> tuple[bytes, int]:
             bad += 1
             continue
         messages.append(msg)
-    doc = {"agent": {"memory": {"content": [[m, []] for m in messages], "_compressed_summary": ""},
-                     "toolkit": {"active_groups": []}, "name": assistant_name(messages), "_sys_prompt": ""}}
-    return encode_session(doc), bad
+    doc = gen1_doc.new_document([[m, []] for m in messages], assistant_name(messages))
+    return gen1.encode(doc), bad
 
 
 def _plan_from_evidence(ws: Workspace, source: Path, fix_tool_pairs: bool) -> tuple[bytes, Diagnosis]:
@@ -229,7 +229,7 @@ def _convert(d: Diagnosis, data: bytes) -> bool:
     QwenPaw 2.x's own load of it would fail: it is then only reported."""
     from qwenmem.core.repair.gen2.from_gen1 import NotConvertible, convert_gen1
     from qwenmem.core.repair.gen2.diagnose import GEN1_IN_GEN2, validation_problems
-    from qwenmem.core.session_model.codec import encode_document
+    from qwenmem.core.session_model import gen2
 
     if d.unrecoverable or d.session is None or d.session.layout != "agent":
         return False
@@ -249,7 +249,7 @@ def _convert(d: Diagnosis, data: bytes) -> bool:
         d.classes.clear()
     d.add(GEN1_IN_GEN2)
     d.actions.extend(conv.actions)
-    d.new_bytes = encode_document(conv.doc)
+    d.new_bytes = gen2.encode(conv.doc)
     d.check_bytes = validation_problems
     d.write_mode = 0o600  # sessions hold conversations and file contents: private, as QwenPaw writes new ones
     d.messages_intact = conv.messages

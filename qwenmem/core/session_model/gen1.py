@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from qwenmem.core.session_model._blocks import normalize_content
+from qwenmem.core.session_model.codec import encode_document
 from qwenmem.core.session_model.model import Message, Session
 
 GEN1: Final = "1.x"
@@ -22,6 +23,14 @@ def memory_holder(doc: Any) -> tuple[dict[str, Any], str] | None:
     if isinstance(doc, dict) and isinstance(doc.get("memory"), dict) and isinstance(doc["memory"].get("content"), list):
         return doc, "memory"
     return None
+
+
+def encode(doc: Any) -> bytes:
+    """The 1.x writer: the bytes of a document as QwenPaw 1.x saves it (app/runner/session.py: one line,
+    ensure_ascii=False, default separators). Every production write of a 1.x session goes through here, then through
+    fsio's atomic writer. Lone surrogates raise UnicodeEncodeError: QwenPaw's own next save would truncate the file
+    to 0 bytes, so callers replace them first (repair.encoding.replace_surrogates)."""
+    return encode_document(doc)
 
 
 def read_message(item: Any, index: int) -> Message:

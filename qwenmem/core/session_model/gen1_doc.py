@@ -8,7 +8,6 @@ sit on it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,26 +83,97 @@ class NotASessionError(ValueError):
 
 
 def session_from_obj(obj: Any) -> SessionDoc:
-    if isinstance(obj, dict) and isinstance(obj.get("agent"), dict):
-        mem = obj["agent"].get("memory")
-        if isinstance(mem, dict) and isinstance(mem.get("content"), list):
+    if isinstance(agent_value(obj), dict):
+        if holds_conversation(agent_value(obj)):
             return SessionDoc(obj, "agent")
         raise NotASessionError("agent.memory.content is missing or not a list")
-    if isinstance(obj, dict) and isinstance(obj.get("memory"), dict) and isinstance(obj["memory"].get("content"), list):
+    if holds_conversation(obj):
         return SessionDoc(obj, "memory")
     kind = type(obj).__name__ if not isinstance(obj, dict) else "object without agent.memory"
     raise NotASessionError(f"JSON {kind} is not a QwenPaw session")
 
 
-def dumps_session(doc: Any) -> str:
-    """Exactly how QwenPaw serialises a session: one line, ensure_ascii=False, default separators."""
-    return json.dumps(doc, ensure_ascii=False)
+# ------------------------------------------------------------------------------------------- the document's keys
+# Every other module reads and writes the 1.x document's key paths (`agent`, `memory`, `content`) through these
+# (issue 25). They take any JSON value and give back what is written there; the 1.x writer is gen1.encode.
+
+MEMORY_KEY = "memory"
+CONTENT_PATH = (MEMORY_KEY, "content")  # of the memory holder, as a tolerant_json partial path
+SUMMARY_PATH = (MEMORY_KEY, "_compressed_summary")
+AGENT_PREFIX = ("agent",)  # where the memory holder sits in a real file (the "agent" layout)
+_REQUIRED_AGENT_KEYS = (MEMORY_KEY, "toolkit", "name", "_sys_prompt")
 
 
-def encode_session(doc: Any) -> bytes:
-    """UTF-8 bytes for writing. Lone surrogates would make QwenPaw's own next save truncate the file to 0 bytes,
-    so callers must have replaced them (repair.encoding.replace_surrogates); encoding fails loudly otherwise."""
-    return dumps_session(doc).encode("utf-8")
+def agent_value(doc: Any) -> Any:
+    """`doc["agent"]` as written (any JSON type); None when `doc` is not an object or has none. gen2.agent_value
+    is the same key for the 2.x side (this module imports nothing)."""
+    return doc.get("agent") if isinstance(doc, dict) else None
+
+
+def memory_value(holder: Any) -> Any:
+    """`holder["memory"]` as written; None when `holder` is not an object or has none."""
+    return holder.get(MEMORY_KEY) if isinstance(holder, dict) else None
+
+
+def has_memory_key(value: Any) -> bool:
+    return isinstance(value, dict) and MEMORY_KEY in value
+
+
+def holds_conversation(holder: Any) -> bool:
+    """`holder` is an object whose `memory` is an object with a `content` list (an agent state, 1.x)."""
+    memory = memory_value(holder)
+    return isinstance(memory, dict) and isinstance(memory.get("content"), list)
+
+
+def content_of(doc: dict[str, Any]) -> list[Any]:
+    """`agent.memory.content` of a document built by the constructors below (or checked by session_from_obj)."""
+    content: list[Any] = doc["agent"][MEMORY_KEY]["content"]
+    return content
+
+
+def document_of_agent(agent: Any) -> dict[str, Any]:
+    """A session around an agent state: `{"agent": agent}`."""
+    return {"agent": agent}
+
+
+def document_of_memory(memory: dict[str, Any]) -> dict[str, Any]:
+    """A session around a memory object alone: `{"agent": {"memory": memory}}`."""
+    return document_of_agent({MEMORY_KEY: memory})
+
+
+def document_of_content(content: list[Any]) -> dict[str, Any]:
+    """A session around a list of `[msg, marks]` items (or messages): `{"agent": {"memory": {"content": …}}}`."""
+    return document_of_memory({"content": content})
+
+
+def new_document(items: list[Any], name: str) -> dict[str, Any]:
+    """A whole 1.x session as QwenPaw's loader wants one, holding these `[msg, marks]` items."""
+    return document_of_agent({MEMORY_KEY: {"content": items, "_compressed_summary": ""},
+                              "toolkit": {"active_groups": []}, "name": name, "_sys_prompt": ""})
+
+
+def strict_load_problems(obj: Any) -> list[str]:
+    """Why QwenPaw would fail (or silently start empty) loading this document with its strict
+    `agent.load_state_dict` (spec qwenpaw-workspace.md §2.2); empty when it loads fully."""
+    agent = agent_value(obj)
+    if not isinstance(agent, dict):
+        return ["top level is not {\"agent\": {...}}"]
+    problems = [f"agent.{key} is missing" for key in _REQUIRED_AGENT_KEYS if key not in agent]
+    memory = memory_value(agent)
+    if not isinstance(memory, dict) or not isinstance(memory.get("content"), list):
+        return problems + ["agent.memory.content is not a list"]
+    toolkit = agent.get("toolkit")
+    if "toolkit" in agent and not (isinstance(toolkit, dict) and set(toolkit) <= {"active_groups"}
+                                   and isinstance(toolkit.get("active_groups", []), list)):
+        problems.append("agent.toolkit is not {\"active_groups\": [...]}")
+    for i, item in enumerate(memory["content"]):
+        if isinstance(item, list):
+            if len(item) != 2 or not isinstance(item[1], list):
+                problems.append(f"content item {i} is not [message, marks]")
+                continue
+            item = item[0]
+        problems.extend(f"message {i}: {p}" for p in message_problems(item))
+    return problems
 
 
 # --------------------------------------------------------------------------------------------- message helpers

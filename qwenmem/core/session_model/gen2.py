@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Final, TypedDict
 
 from qwenmem.core.session_model._blocks import flatten_output, normalize_content
+from qwenmem.core.session_model.codec import encode_document
 from qwenmem.core.session_model.model import DATA, TEXT, Message, ScrollState, Session
 
 GEN2: Final = "2.x"
@@ -22,19 +23,168 @@ ROLES = ("user", "assistant", "system")
 ALLOWED_BLOCKS = {"user": {TEXT, DATA}, "system": {TEXT}}
 
 
-def agent_of(doc: Any) -> dict[str, Any] | None:
+# ------------------------------------------------------------------------------------------- the document's keys
+# Every other module reads and writes the 2.x document's key paths through these (issue 25): they take any JSON
+# value and give back what is written there, so each caller keeps its own verdict for each JSON type.
+
+SCROLL_KEY: Final = "scroll"
+MODE_STATE_KEY: Final = "mode_state"
+AGENT_TAIL_KEYS: Final = (SCROLL_KEY, MODE_STATE_KEY)  # what the agent holds beside `state` (spec §2.2)
+
+
+def context_path(state_key: str = "state") -> tuple[str, str, str]:
+    """Where the messages are, as a tolerant_json partial path (`state_key`: what the damaged file calls `state`)."""
+    return ("agent", state_key, "context")
+
+
+CONTEXT_PATH: Final = context_path()
+
+
+def agent_value(doc: Any) -> dict[str, Any] | None:
+    """The `agent` object of any JSON value, of either generation or none (None when it is not an object)."""
     agent = doc.get("agent") if isinstance(doc, dict) else None
-    if isinstance(agent, dict) and "state" in agent:
+    return agent if isinstance(agent, dict) else None
+
+
+def agent_of(doc: Any) -> dict[str, Any] | None:
+    """The agent of a 2.x document: an `agent` object that holds `state`; None for anything else."""
+    agent = agent_value(doc)
+    if agent is not None and "state" in agent:
         return agent
     return None
 
 
-def _agent(doc: dict[str, Any]) -> dict[str, Any]:
+def has_agent_key(value: Any) -> bool:
+    return isinstance(value, dict) and "agent" in value
+
+
+def is_document(value: Any) -> bool:
+    """A 2.x session document (`{"agent": {"state": …}}`), whatever `state` holds."""
+    return agent_of(value) is not None
+
+
+def agent_dict(doc: Any) -> dict[str, Any]:
     """agent_of for a document the caller knows is 2.x (TypeError otherwise, as indexing None raised before)."""
     agent = agent_of(doc)
     if agent is None:
         raise TypeError("not a QwenPaw 2.x session document (no agent.state)")
     return agent
+
+
+def state_of(doc: Any) -> Any:
+    """`agent.state` as written (any JSON type); None when there is none."""
+    return state_in(agent_value(doc))
+
+
+def state_in(agent: Any) -> Any:
+    """`state` of an agent object as written; None when `agent` is not an object or has none."""
+    return agent.get("state") if isinstance(agent, dict) else None
+
+
+def context_in(state: Any, default: Any = None) -> Any:
+    """`state.context` of an AgentState value as written; `default` when the key is absent, None when `state` is
+    not an object."""
+    return state.get("context", default) if isinstance(state, dict) else None
+
+
+def context_of(doc: Any, default: Any = None) -> Any:
+    """`agent.state.context` as written (context_in of state_of)."""
+    return context_in(state_of(doc), default)
+
+
+def scroll_of(doc: Any) -> Any:
+    """`agent.scroll` as written (any JSON type); None when there is none."""
+    agent = agent_value(doc)
+    return agent.get("scroll") if agent is not None else None
+
+
+def scroll_in(agent: dict[str, Any]) -> Any:
+    """`scroll` of an agent object as written."""
+    return agent.get("scroll")
+
+
+def set_context(doc: dict[str, Any], context: list[Any]) -> None:
+    """Writer: replace `agent.state.context` of a 2.x document whose state is an object (the caller checked)."""
+    agent_dict(doc)["state"]["context"] = context
+
+
+def set_context_in(state: dict[str, Any], context: list[Any]) -> None:
+    state["context"] = context
+
+
+def summary_in(state: Any, default: Any = None) -> Any:
+    """`state.summary` of an AgentState value as written (a string, or a list of text/data blocks when valid);
+    `default` when the key is absent or `state` is not an object."""
+    return state.get("summary", default) if isinstance(state, dict) else default
+
+
+def set_summary_in(state: dict[str, Any], summary: str) -> None:
+    state["summary"] = summary
+
+
+def ensure_scroll(doc: dict[str, Any]) -> dict[str, Any]:
+    """`agent.scroll` of a 2.x document, added as `{}` at the end of the agent when it is missing."""
+    scroll: dict[str, Any] = agent_dict(doc).setdefault("scroll", {})
+    return scroll
+
+
+def ensure_mode_state(doc: dict[str, Any]) -> None:
+    """Add an empty `agent.mode_state` at the end of the agent when it is missing (AgentScope's default)."""
+    agent_dict(doc).setdefault("mode_state", {})
+
+
+def missing_tail_keys(doc: dict[str, Any]) -> list[str]:
+    """Which of `scroll`, `mode_state` the agent of a 2.x document lacks."""
+    agent = agent_dict(doc)
+    return [k for k in AGENT_TAIL_KEYS if k not in agent]
+
+
+def new_document(state: Any, scroll: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A 2.x document as QwenPaw writes a new one: state, then scroll (under the scroll strategy), then mode_state."""
+    agent: dict[str, Any] = {"state": state}
+    if scroll is not None:
+        agent["scroll"] = scroll
+    agent["mode_state"] = {}
+    return {"agent": agent}
+
+
+def state_with_context(context: Any, summary: Any = None) -> dict[str, Any]:
+    """The smallest AgentState: `context` (and `summary` when given) only; AgentScope's defaults apply to the rest
+    on load."""
+    return {"context": context} if summary is None else {"summary": summary, "context": context}
+
+
+def full_state(session_id: str, summary: Any, context: list[dict[str, Any]], reply_id: str) -> dict[str, Any]:
+    """`AgentState().model_dump(mode="json")` with this session's values, keys in AgentScope's order (what a new
+    2.x document holds once QwenPaw has saved it)."""
+    return {"session_id": session_id, "summary": summary, "context": context,
+            "reply_context": {"reply_id": reply_id, "cur_iter": 0, "structured_schema": None,
+                              "structured_output": None},
+            "permission_context": {"mode": "bypass", "working_directories": {}, "allow_rules": {}, "deny_rules": {},
+                                   "ask_rules": {}},
+            "tool_context": {"max_cache_files": 100, "max_cache_bytes": 25000.0, "read_file_cache": [],
+                             "activated_groups": []},
+            "tasks_context": {"tasks": []}, "middle_context": {}}
+
+
+def renamed_to_state(agent: dict[str, Any], key: str) -> dict[str, Any]:
+    """A copy of `agent` whose `key` is called `state` again (damage changed the key), in the same place."""
+    return {("state" if k == key else k): v for k, v in agent.items()}
+
+
+def document_of_agent(agent: dict[str, Any]) -> dict[str, Any]:
+    return {"agent": agent}
+
+
+def with_agent(value: dict[str, Any], agent: dict[str, Any]) -> dict[str, Any]:
+    """`value` with its `agent` replaced by (or, when it has none, added as) `agent`, the other keys kept in order."""
+    return dict(value, agent=agent)
+
+
+def encode(doc: Any) -> bytes:
+    """The 2.x writer: the bytes of a document as QwenPaw 2.x saves it (app/chats/session.py L296-301). Every
+    production write of a 2.x session goes through here, then through fsio's atomic writer."""
+    return encode_document(doc)
 
 
 def is_placeholder(msg: dict[str, Any], synthetic_ids: set[str]) -> bool:
@@ -98,7 +248,7 @@ def summary_text(summary: Any) -> str:
 
 def read(doc: dict[str, Any]) -> Session:
     """Read a 2.x document (the caller checked agent_of(doc) is not None). Never raises for bad content."""
-    agent = _agent(doc)
+    agent = agent_dict(doc)
     state = agent["state"]
     problems: list[str] = []
     if not isinstance(state, dict):
@@ -116,7 +266,7 @@ def read(doc: dict[str, Any]) -> Session:
         message, msg_problems = read_message(msg, i, synthetic)
         messages.append(message)
         problems.extend(msg_problems)
-    summary = summary_text(state.get("summary"))
+    summary = summary_text(summary_in(state))
     mode_state = agent.get("mode_state")
     sid = state.get("session_id")
     seq_by_id = scroll.seq_by_id if scroll else {}
@@ -132,18 +282,18 @@ def read(doc: dict[str, Any]) -> Session:
 def set_messages(session: Session, msgs: list[Any]) -> Session:
     """Writer: replace state.context with raw Msg dicts and re-read; every other key is kept. Keeping the scroll
     bookkeeping consistent (synthetic_ids, persisted_*) is the caller's job (spec §10 "Writing a 2.x session")."""
-    _agent(session.doc)["state"]["context"] = msgs
+    set_context(session.doc, msgs)
     return read(session.doc)
 
 
 def set_summary(session: Session, summary: str) -> Session:
-    _agent(session.doc)["state"]["summary"] = summary
+    set_summary_in(agent_dict(session.doc)["state"], summary)
     return read(session.doc)
 
 
 def quick_problems(doc: dict[str, Any]) -> list[str]:
     """The problems read() would report, without building the model (sessions list runs this for every file)."""
-    state = _agent(doc)["state"]
+    state = agent_dict(doc)["state"]
     if not isinstance(state, dict):
         return ["agent.state is not an object"]
     context = state.get("context")
@@ -186,7 +336,7 @@ class QuickStats(TypedDict):
 def quick_stats(doc: dict[str, Any]) -> QuickStats:
     """Counts for a listing row without building the model: transcript messages (placeholders excluded), context
     length, first/last created_at, the summary text, whether a continuation summary exists, the embedded session id."""
-    agent = _agent(doc)
+    agent = agent_dict(doc)
     state = agent["state"] if isinstance(agent["state"], dict) else {}
     raw_context = state.get("context")
     context: list[Any] = raw_context if isinstance(raw_context, list) else []

@@ -1,33 +1,26 @@
-"""agent.json (and the root config.json) as typed settings, with QwenPaw's defaults.
+"""agent.json (and the root config.json) as typed settings, with QwenPaw's defaults: the generation-neutral core.
 
-Two generations exist (spec qwenpaw-workspace.md §1.5):
-  * current (Q@HEAD): running.light_context_config…, running.reme_light_memory_config…, model limits from the
-    provider JSON of the active model;
-  * legacy (Q@PRE): running.max_input_length, running.context_compact.memory_compact_ratio, tool_result_compact,
-    memory_summary, embedding_config.
-Every value remembers where it came from so `qwenmem info` can show it. Unknown keys are ignored, as QwenPaw does.
+`Settings` holds the values both generations read; every value remembers where it came from so `qwenmem info` can
+show it. Unknown keys are ignored, as QwenPaw does, and so are values of the wrong type or out of QwenPaw's range.
+Where a value lives in agent.json is per generation: gen1.py has 1.x's two key layouts (which 2.x kept for the
+values it kept), gen2.py what 2.x adds and changes on top of these values.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass, field, fields
 from datetime import tzinfo
-from pathlib import Path
-from typing import Any, Final, Literal, Mapping
+from typing import Any, Mapping
 
 from qwenmem.core import redact
-from qwenmem.core.redact import mask_secret as mask_secret  # QwenPaw's _mask_key, one definition; re-exported
-from qwenmem.core.workspace import Workspace, dict_at, is_file, read_json_file
+from qwenmem.core.redact import mask_secret
+from qwenmem.core.settings.gen1 import (CURRENT, EMBEDDING_ENV, LAYOUT_DEFAULTS, LAYOUT_PATHS, ConfigLayout,
+                                        config_layout, model_limit_from_providers)
+from qwenmem.core.workspace import Workspace, dict_at, read_config_if_present
 
 DEFAULT_MAX_INPUT_LENGTH = 131072
-
-ConfigLayout = Literal["current", "legacy"]  # which agent.json key layout holds the 1.x settings
-CURRENT: Final = "current"
-LEGACY: Final = "legacy"
-
-_LEGACY_KEYS = ("context_compact", "tool_result_compact", "memory_summary", "embedding_config", "max_input_length")
-_CURRENT_KEYS = ("light_context_config", "reme_light_memory_config", "context_manager_backend")
 
 
 @dataclass
@@ -97,63 +90,12 @@ class Settings:
         return int(self.max_input_length * self.reserve_threshold_ratio)
 
 
-
-
 def _dig(obj: Any, *path: str) -> Any:
     for key in path:
         if not isinstance(obj, dict) or key not in obj:
             return None
         obj = obj[key]
     return obj
-
-
-_LC = "running.light_context_config"
-_CC = f"{_LC}.context_compact_config"
-_TP = f"{_LC}.tool_result_pruning_config"
-_RM = "running.reme_light_memory_config"
-_EMBEDDING_KEYS = ("backend", "api_key", "base_url", "model_name", "dimensions", "use_dimensions", "max_batch_size")
-
-# setting → its JSON path in agent.json, per generation (spec §1.5)
-CURRENT_PATHS = {
-    "dialog_path": f"{_LC}.dialog_path",
-    "token_count_estimate_divisor": f"{_LC}.token_count_estimate_divisor",
-    "compact_enabled": f"{_CC}.enabled",
-    "compact_threshold_ratio": f"{_CC}.compact_threshold_ratio",
-    "reserve_threshold_ratio": f"{_CC}.reserve_threshold_ratio",
-    "compact_with_thinking_block": f"{_CC}.compact_with_thinking_block",
-    "pruning_enabled": f"{_TP}.enabled",
-    "pruning_recent_n": f"{_TP}.pruning_recent_n",
-    "pruning_old_msg_max_bytes": f"{_TP}.pruning_old_msg_max_bytes",
-    "pruning_recent_msg_max_bytes": f"{_TP}.pruning_recent_msg_max_bytes",
-    "offload_retention_days": f"{_TP}.offload_retention_days",
-    "tool_results_cache": f"{_TP}.tool_results_cache",
-    "exempt_file_extensions": f"{_TP}.exempt_file_extensions",
-    "exempt_tool_names": f"{_TP}.exempt_tool_names",
-    "summarize_when_compact": f"{_RM}.summarize_when_compact",
-    "dream_cron": f"{_RM}.dream_cron",
-    "dream_cron_enabled": f"{_RM}.dream_cron_enabled",
-    "recursive_file_watcher": f"{_RM}.recursive_file_watcher",
-    **{f"embedding.{k}": f"{_RM}.embedding_model_config.{k}" for k in _EMBEDDING_KEYS},
-}
-LEGACY_PATHS = {
-    "max_input_length": "running.max_input_length",
-    "token_count_estimate_divisor": "running.context_compact.token_count_estimate_divisor",
-    "compact_enabled": "running.context_compact.context_compact_enabled",
-    "compact_threshold_ratio": "running.context_compact.memory_compact_ratio",
-    "reserve_threshold_ratio": "running.context_compact.memory_reserve_ratio",
-    "compact_with_thinking_block": "running.context_compact.compact_with_thinking_block",
-    "pruning_enabled": "running.tool_result_compact.enabled",
-    "pruning_recent_n": "running.tool_result_compact.recent_n",
-    "pruning_old_msg_max_bytes": "running.tool_result_compact.old_max_bytes",
-    "pruning_recent_msg_max_bytes": "running.tool_result_compact.recent_max_bytes",
-    "offload_retention_days": "running.tool_result_compact.retention_days",
-    "summarize_when_compact": "running.memory_summary.memory_summary_enabled",
-    "dream_cron": "running.memory_summary.dream_cron",
-    "recursive_file_watcher": "running.memory_summary.recursive_file_watcher",
-    **{f"embedding.{k}": f"running.embedding_config.{k}" for k in _EMBEDDING_KEYS},
-}
-# Q@PRE defaults that differ from Q@HEAD's: ratio 0.75, ReMe's tool_result/ dir, no exempt tool names.
-LEGACY_DEFAULTS = {"compact_threshold_ratio": 0.75, "tool_results_cache": "tool_result", "exempt_tool_names": []}
 
 
 def _target(settings: Settings, name: str) -> tuple[Any, str]:
@@ -200,70 +142,65 @@ def _apply_paths(settings: Settings, doc: dict[str, Any], paths: dict[str, str],
 
 
 def _apply_embedding_env(settings: Settings, env: Mapping[str, str]) -> None:
-    """QwenPaw's get_embedding_config: empty api_key/base_url/model_name fall back to EMBEDDING_* env vars."""
-    for attr, var in (("api_key", "EMBEDDING_API_KEY"), ("base_url", "EMBEDDING_BASE_URL"),
-                      ("model_name", "EMBEDDING_MODEL_NAME")):
+    """1.x's EMBEDDING_* fallbacks for an empty api_key/base_url/model_name (applied to every workspace)."""
+    for attr, var in EMBEDDING_ENV:
         if not getattr(settings.embedding, attr) and env.get(var):
             setattr(settings.embedding, attr, env[var])
             settings.sources[f"embedding.{attr}"] = f"${var}"
 
 
-def _model_limit_from_providers(ws: Workspace, provider: str, model: str, env: Mapping[str, str]) -> tuple[int, str] | None:
-    secret = env.get("QWENPAW_SECRET_DIR") or env.get("COPAW_SECRET_DIR") or f"{ws.root}.secret"
-    for kind in ("builtin", "custom"):
-        path = Path(secret) / "providers" / kind / f"{provider}.json"
-        if not is_file(path):
-            continue
-        try:
-            doc = read_json_file(path)
-        except Exception:  # a broken provider file must not stop us; QwenPaw falls back to 131072 too
-            continue
-        for key in ("models", "extra_models"):
-            for info in (doc.get(key) or []) if isinstance(doc, dict) else []:
-                if isinstance(info, dict) and info.get("id") == model and isinstance(info.get("max_input_length"), int) \
-                        and not isinstance(info["max_input_length"], bool) and info["max_input_length"] >= 1:
-                    return info["max_input_length"], str(path)
-    return None
+def _read_agent_json(ws: Workspace, settings: Settings) -> dict[str, Any]:
+    agent_json = ws.path / "agent.json"
+    loaded = read_config_if_present(agent_json)
+    if loaded is None:
+        return {}
+    settings.files["agent.json"] = str(agent_json)
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _apply_layout(settings: Settings, doc: dict[str, Any]) -> None:
+    running = dict_at(doc, "running")
+    settings.config_layout = config_layout(running)
+    for name, value in LAYOUT_DEFAULTS[settings.config_layout].items():
+        setattr(settings, name, copy.copy(value))  # a list default must not be the module's own list
+    _apply_paths(settings, doc, LAYOUT_PATHS[settings.config_layout], "agent.json")
+    settings.sources["config_layout"] = "agent.json keys" if running else "default"
+
+
+def _apply_active_model(settings: Settings, ws: Workspace, doc: dict[str, Any], env: Mapping[str, str]) -> None:
+    active = dict_at(doc, "active_model")
+    if not (active.get("provider_id") and active.get("model")):
+        return
+    settings.active_provider, settings.active_model = str(active["provider_id"]), str(active["model"])
+    settings.sources["active_provider"] = settings.sources["active_model"] = "agent.json active_model"
+    if settings.config_layout == CURRENT:
+        found = model_limit_from_providers(ws, settings.active_provider, settings.active_model, env)
+        if found:
+            settings.max_input_length, where = found
+            settings.sources["max_input_length"] = where
+
+
+def _apply_root_config(settings: Settings, ws: Workspace) -> None:
+    root_config = ws.root / "config.json"
+    cfg = read_config_if_present(root_config)
+    if cfg is None:
+        return
+    settings.files["config.json"] = str(root_config)
+    if isinstance(cfg, dict) and isinstance(cfg.get("user_timezone"), str) and cfg["user_timezone"]:
+        settings.user_timezone = cfg["user_timezone"]
+        settings.sources["user_timezone"] = "config.json user_timezone"
 
 
 def load_settings(ws: Workspace, env: Mapping[str, str] | None = None) -> Settings:
     """Read agent.json (+ root config.json) into Settings. Raises ConfigError on malformed JSON."""
     env = os.environ if env is None else env
     settings = Settings()
-    agent_json = ws.path / "agent.json"
-    doc: dict[str, Any] = {}
-    if agent_json.is_file():
-        loaded = read_json_file(agent_json)
-        doc = loaded if isinstance(loaded, dict) else {}
-        settings.files["agent.json"] = str(agent_json)
-    running = dict_at(doc, "running")
-    if any(k in running for k in _CURRENT_KEYS) or not any(k in running for k in _LEGACY_KEYS):
-        settings.config_layout = CURRENT
-        _apply_paths(settings, doc, CURRENT_PATHS, "agent.json")
-    else:
-        settings.config_layout = LEGACY
-        for name, value in LEGACY_DEFAULTS.items():
-            setattr(settings, name, value)
-        _apply_paths(settings, doc, LEGACY_PATHS, "agent.json")
-    settings.sources["config_layout"] = "agent.json keys" if running else "default"
+    doc = _read_agent_json(ws, settings)
+    _apply_layout(settings, doc)
     _apply_paths(settings, doc, {"language": "language"}, "agent.json")
-    active = dict_at(doc, "active_model")
-    if active.get("provider_id") and active.get("model"):
-        settings.active_provider, settings.active_model = str(active["provider_id"]), str(active["model"])
-        settings.sources["active_provider"] = settings.sources["active_model"] = "agent.json active_model"
-        if settings.config_layout == CURRENT:
-            found = _model_limit_from_providers(ws, settings.active_provider, settings.active_model, env)
-            if found:
-                settings.max_input_length, where = found
-                settings.sources["max_input_length"] = where
+    _apply_active_model(settings, ws, doc, env)
     _apply_embedding_env(settings, env)
-    root_config = ws.root / "config.json"
-    if root_config.is_file():
-        settings.files["config.json"] = str(root_config)
-        cfg = read_json_file(root_config)
-        if isinstance(cfg, dict) and isinstance(cfg.get("user_timezone"), str) and cfg["user_timezone"]:
-            settings.user_timezone = cfg["user_timezone"]
-            settings.sources["user_timezone"] = "config.json user_timezone"
+    _apply_root_config(settings, ws)
     redact.register(settings.embedding.api_key)  # from agent.json or $EMBEDDING_API_KEY: never printed from here on
     return settings
 

@@ -1,6 +1,6 @@
 """QwenPaw 2.x settings that 1.x did not have (spec qwenpaw2-workspace.md §1.4), and the workspace's generation.
 
-Kept apart from settings.py (which reads the values both generations share) so each stays small:
+Kept apart from the neutral core (settings/__init__.py: the values both generations share) so each stays small:
 context strategy, scroll settings (history db, retention), ReMe 0.4 folders, the provider's context size.
 Secrets: an embedding api_key is masked like QwenPaw's _mask_key; provider keys are never read out (providers.py).
 """
@@ -14,7 +14,7 @@ from typing import Any, Final, Literal, Mapping
 
 from qwenmem.core.providers import ProviderModel, resolve_provider_model
 from qwenmem.core.settings import Settings
-from qwenmem.core.workspace import Workspace, read_json_file
+from qwenmem.core.workspace import Workspace, read_config_if_present
 
 ContextStrategy = Literal["scroll", "native", "light"]  # light: what a 1.x QwenPaw runs (LightContextManager)
 SCROLL: Final = "scroll"
@@ -91,10 +91,7 @@ class Gen2Settings:
 
 
 def read_agent_json(ws: Workspace) -> dict[str, Any]:
-    path = ws.path / "agent.json"
-    if not path.is_file():
-        return {}
-    doc = read_json_file(path)
+    doc = read_config_if_present(ws.path / "agent.json")
     return doc if isinstance(doc, dict) else {}
 
 

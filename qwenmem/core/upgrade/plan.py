@@ -12,7 +12,7 @@ from qwenmem.core.compaction.gen2.history_write import rows_for_message
 from qwenmem.core.compaction.gen2.tokens import ZERO, Size, count_tokens
 from qwenmem.core.history.keys import CHATS_JSON, ref_candidates
 from qwenmem.core.history.rows import parse_timestamp
-from qwenmem.core.session_model import encode_document
+from qwenmem.core.session_model import gen2
 from qwenmem.core.upgrade import shape, store
 from qwenmem.core.upgrade.source import GEN1, DialogSource, SessionSource
 from qwenmem.core.upgrade.stable import convert_stable
@@ -130,10 +130,10 @@ def finish(plan: SessionPlan, strategy: str, agent_id: str, seqs: dict[str, int]
     else:
         plan.shaped = shape.shape_scroll(plan.conv, summary, plan.session_id, agent_id, seqs,
                                          headlines_of(plan, seqs))
-    plan.data = encode_document(plan.shaped.doc)
-    state = plan.shaped.doc["agent"]["state"]
+    plan.data = gen2.encode(plan.shaped.doc)
+    state = gen2.state_of(plan.shaped.doc)
     plan.tokens_before = count_tokens(plan.conv.messages, fixed, summary)
-    plan.tokens_after = count_tokens(state["context"], fixed, state["summary"])
+    plan.tokens_after = count_tokens(gen2.context_in(state), fixed, gen2.summary_in(state))
     plan.trigger = trigger
     plan.qwenpaw_keeps = lazy_import_keeps(plan.conv.messages, plan.registered, now)
 

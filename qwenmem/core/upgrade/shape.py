@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 
 from qwenmem.core.compaction.gen2.evict import _BANNER, _END_INDEX, _HEADER, add_block, new_block
 from qwenmem.core.compaction.gen2.evict import render_index
+from qwenmem.core.session_model import gen2
 from qwenmem.core.upgrade import gen1_summary
 from qwenmem.core.upgrade.pairing import paired
 from qwenmem.core.upgrade.stable import convert_stable, stable_hex
@@ -65,15 +66,9 @@ def convert_items(items: list[Any], scope: str, fallback_stamp: str) -> Converte
 
 
 def agent_state(session_id: str, summary: Any, context: list[dict[str, Any]]) -> dict[str, Any]:
-    """`AgentState().model_dump(mode="json")` with this session's values (keys in AgentScope's order)."""
-    return {"session_id": session_id, "summary": summary, "context": context,
-            "reply_context": {"reply_id": stable_hex("reply", session_id), "cur_iter": 0, "structured_schema": None,
-                              "structured_output": None},
-            "permission_context": {"mode": "bypass", "working_directories": {}, "allow_rules": {}, "deny_rules": {},
-                                   "ask_rules": {}},
-            "tool_context": {"max_cache_files": 100, "max_cache_bytes": 25000.0, "read_file_cache": [],
-                             "activated_groups": []},
-            "tasks_context": {"tasks": []}, "middle_context": {}}
+    """A full AgentState with this session's values; its reply id is derived from the session, so a rerun writes
+    the same bytes."""
+    return gen2.full_state(session_id, summary, context, stable_hex("reply", session_id))
 
 
 def placeholder_text(index: dict[str, Any], continuation: dict[str, Any] | None) -> str:
@@ -140,8 +135,8 @@ def shape_scroll(conv: Converted, summary: str, session_id: str, agent_id: str, 
     evicted_seqs = [s for m in hidden for s in message_seqs(m, seqs)]
     if not evicted_seqs:
         scroll["index"] = {"session_id": session_id, "agent_id": agent_id, "tiers": []}
-        return Shaped({"agent": {"state": agent_state(session_id, summary, live), "scroll": scroll,
-                                 "mode_state": {}}}, 0, "state.summary" if summary else "")
+        return Shaped(gen2.new_document(agent_state(session_id, summary, live), scroll), 0,
+                      "state.summary" if summary else "")
     lo, hi = min(evicted_seqs), max(evicted_seqs)
     index: dict[str, Any] = {"session_id": session_id, "agent_id": agent_id, "tiers": []}
     add_block(index, new_block(lo, hi, headlines))
@@ -149,10 +144,10 @@ def shape_scroll(conv: Converted, summary: str, session_id: str, agent_id: str, 
     stamp = str(hidden[-1].get("created_at") or "")
     marker = placeholder(session_id, placeholder_text(index, continuation), stamp)
     scroll.update(index=index, continuation_summary=continuation, synthetic_ids=[marker["id"]])
-    return Shaped({"agent": {"state": agent_state(session_id, "", [marker] + live), "scroll": scroll,
-                             "mode_state": {}}}, len(hidden), "continuation_summary" if continuation else "")
+    return Shaped(gen2.new_document(agent_state(session_id, "", [marker] + live), scroll), len(hidden),
+                  "continuation_summary" if continuation else "")
 
 
 def shape_native(conv: Converted, summary: str, session_id: str) -> Shaped:
-    return Shaped({"agent": {"state": agent_state(session_id, summary, conv.live), "mode_state": {}}},
+    return Shaped(gen2.new_document(agent_state(session_id, summary, conv.live)),
                   len(conv.hidden), "state.summary" if summary else "", dialog_messages=conv.hidden)

@@ -14,8 +14,9 @@ from compact_fixtures import say, session_doc, user
 from helpers import CORPUS_REAL, invoke, needs_shared
 from qwenmem.core.compaction import dialog as dialog_mod
 from qwenmem.core.compaction.gen1.formatting import chunk_messages, format_message
-from qwenmem.core.compaction.run import CompactOptions, compact_sessions
-from qwenmem.core.compaction.threshold import compute_budget, plan_compaction, tool_ids_aligned
+from qwenmem.core.compaction.options import CompactOptions
+from qwenmem.core.compaction.run import compact_sessions
+from qwenmem.core.compaction.gen1.threshold import compute_budget, plan_compaction, tool_ids_aligned
 from qwenmem.core.llm import LLMConfig
 from qwenmem.core.sessions import iter_session_refs, load_session
 from qwenmem.core.settings import load_settings

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from compact_fixtures import say, session_doc, user
 from qwenmem.core.compaction.gen1.longterm import END_MARKER
-from qwenmem.core.compaction.run import CompactOptions, compact_sessions
+from qwenmem.core.compaction.options import CompactOptions
+from qwenmem.core.compaction.run import compact_sessions
 from qwenmem.core.dream.consolidate import consolidate
 from qwenmem.core.dream.run import DreamOptions, dream
 from qwenmem.core.sessions import iter_session_refs

@@ -195,7 +195,8 @@ def test_from_stdin_and_usage_errors(fleet_dir):
                          (["fleet", str(fleet_dir), "--", "compact", "--check", "-w", "x"], "named before `--`"),
                          (["fleet", str(fleet_dir), "--", "compact"], "or pass --all"),
                          (["fleet", str(fleet_dir), "--", "dream", "--restore"], "--restore: not run by"),
-                         (["fleet", str(fleet_dir), "--engine", "dask", "--", "reindex"], "--scheduler")):
+                         (["fleet", str(fleet_dir), "--scheduler", "tcp://127.0.0.1:9", "--", "reindex"],
+                          "--scheduler is for --engine dask")):
         run = run_cli(*args)
         assert run.code == 2 and needle in run.stderr and "Traceback" not in run.stderr, (args, run.stderr)
         assert run.stdout == ""
@@ -305,7 +306,7 @@ def test_dask_killing_a_worker_mid_run_loses_no_workspace_and_tears_no_file(clus
 
     from qwenmem.cli.app import fleet_command as parse_command
     from qwenmem.core.fleet import run_fleet
-    from qwenmem.core.fleet.engines import DaskEngine
+    from qwenmem.core.fleet.dask_engine import DaskEngine
     from qwenmem.core.fleet.targets import discover
 
     count = 40

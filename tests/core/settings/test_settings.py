@@ -1,12 +1,15 @@
 """agent.json → typed settings for both QwenPaw generations, with sources; malformed files are one-line errors."""
 
 import json
+import os
 
 import pytest
 
 from helpers import invoke
 from qwenmem.core.errors import ConfigError
-from qwenmem.core.settings import CURRENT, LEGACY, load_settings
+from qwenmem.core.settings import load_settings
+from qwenmem.core.settings.gen1 import CURRENT, LEGACY
+from qwenmem.core.settings.gen2 import load_gen2_settings
 from qwenmem.core.workspace import discover_workspace
 
 
@@ -87,3 +90,38 @@ def test_malformed_agent_json_is_one_line_exit_3(tmp_path):
     assert run.code == 3
     lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "agent.json:1:" in lines[0] and "Traceback" not in run.stderr
+
+
+def test_a_legacy_default_list_is_each_loads_own(tmp_path):
+    ws = ws_with(tmp_path, {"running": {"max_input_length": 131072}})
+    first = load_settings(ws, env={})
+    first.exempt_tool_names.append("mutated by a caller")
+    assert load_settings(ws, env={}).exempt_tool_names == []  # the legacy default, not the first load's list
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "dangling link"])
+@pytest.mark.parametrize("name", ["agent.json", "config.json"])
+def test_a_config_file_that_is_there_but_unreadable_is_an_error_not_the_defaults(tmp_path, kind, name):
+    """Before, `is_file()` let a FIFO, a directory or a dangling link named agent.json read as no file at all, so
+    every command ran silently on QwenPaw's default thresholds."""
+    ws = ws_with(tmp_path, None)
+    target = ws.path / name
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "directory":
+        target.mkdir()
+    else:
+        target.symlink_to(ws.path / "gone.json")  # inside: a link out is refused as such (UnsafeLinkError)
+    with pytest.raises(ConfigError, match=name):
+        load_settings(ws, env={})
+    if name == "agent.json":
+        with pytest.raises(ConfigError, match=name):
+            load_gen2_settings(ws, env={})
+    doctor = invoke("-w", str(ws.path), "doctor")
+    assert doctor.code == 1 and name in doctor.stdout + doctor.stderr
+
+
+def test_no_config_file_at_all_is_still_the_defaults(tmp_path):
+    ws = ws_with(tmp_path, None)
+    assert load_settings(ws, env={}).source_of("max_input_length") == "default"
+    assert load_gen2_settings(ws, env={}).strategy_source != "agent.json running.light_context_config.strategy"

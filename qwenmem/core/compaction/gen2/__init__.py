@@ -12,5 +12,6 @@
   history_write.py  history.db rows for live messages QwenPaw never persisted (written before any eviction)
   run.py     `compact` for one 2.x session file: tier 1 pruning, then native or scroll, safe writes
 
-The 1.x compaction lives in qwenmem.core.compaction; the CLI dispatches per file generation.
+The 1.x compaction lives in qwenmem.core.compaction.gen1; qwenmem.core.compaction.run reads each file once and
+dispatches it by its generation.
 """

@@ -25,7 +25,7 @@ from qwenmem.core.settings.gen2 import Gen2Settings
 from qwenmem.core.workspace import Workspace
 
 __all__ = ["NATIVE", "SCROLL", "Gen2CheckOptions", "Gen2CheckReport", "Terms", "check_gen2", "check_gen2_loaded",
-           "check_ref", "file_strategy", "history_index", "is_gen2_file", "reply_id_of", "state_of"]
+           "check_ref", "file_strategy", "history_index", "is_gen2_file", "reply_id_of", "compactable_state"]
 
 FileStrategy = Literal["scroll", "native"]  # how a 2.x session file was compacted (spec §4.1)
 NATIVE: Final = "native"
@@ -82,7 +82,7 @@ class Gen2CheckReport:
 def file_strategy(doc: dict[str, Any], configured: str) -> tuple[FileStrategy, str]:
     """Scroll writes `agent.scroll` whenever it is wired; a file without it was compacted natively (QwenPaw falls
     back to native silently when scroll wiring fails, spec §4.1)."""
-    has_scroll = isinstance(gen2.agent_of(doc).get("scroll"), dict)  # type: ignore[union-attr]
+    has_scroll = isinstance(gen2.scroll_of(doc), dict)
     if has_scroll:
         return SCROLL, "the file carries agent.scroll"
     if configured == SCROLL:
@@ -127,11 +127,10 @@ def _ratios(settings: Settings, opts: Gen2CheckOptions) -> tuple[float, float]:
     return t, r
 
 
-def state_of(doc: dict[str, Any]) -> dict[str, Any] | None:
+def compactable_state(doc: dict[str, Any]) -> dict[str, Any] | None:
     """`agent.state` when it is an object whose context is a list (what compaction needs), else None."""
-    agent = gen2.agent_of(doc)
-    state = agent.get("state") if isinstance(agent, dict) else None
-    if not isinstance(state, dict) or not isinstance(state.get("context", []), list):
+    state = gen2.state_of(doc)
+    if not isinstance(state, dict) or not isinstance(gen2.context_in(state, []), list):
         return None
     return state
 
@@ -203,7 +202,7 @@ def _scroll_verdict(x: _Inputs, ref: SessionRef, doc: dict[str, Any], history_db
                        "(as QwenPaw's write-through does) and evicts only what it then finds there")
     # compact persists the missing rows before deciding; without a readable history.db nothing may leave
     d = scroll.decide(x.context, x.synthetic, [hist is not None] * len(x.context), x.fixed, x.c, x.t, x.r, force,
-                      scroll_state=(gen2.agent_of(doc) or {}).get("scroll"))
+                      scroll_state=gen2.scroll_of(doc))
     keep_tokens = tokens_of(x.fixed + sum((message_size(x.context[i]) for i in d.keep), ZERO))
     return _Verdict(x.t, x.r, d.trigger, d.reserve, d.hard_limit, d.would_compact, d.reason,
                     [x.ids[i] for i in d.keep], [x.ids[i] for i in d.evict], keep_tokens, not_in_history=missing,
@@ -220,12 +219,12 @@ def check_gen2_loaded(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -
 
 def check_gen2(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> Gen2CheckReport:
     doc = loaded.gen2_doc or {}
-    state = state_of(doc)
+    state = compactable_state(doc)
     if state is None:
         raise WorkspaceError(f"{ref.rel}: agent.state.context is not a list; run `qwenmem sessions repair` first")
     opts, gen2_settings = run.gen2_options, run.gen2_settings
-    context = list(state.get("context") or [])
-    summary = state.get("summary") or ""
+    context = list(gen2.context_in(state) or [])
+    summary = gen2.summary_in(state) or ""
     strategy, strategy_source = file_strategy(doc, gen2_settings.strategy)
     if opts.context_size:
         c, c_source = opts.context_size, "--max-input-length"

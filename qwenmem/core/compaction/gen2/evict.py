@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from qwenmem.core.compaction.gen2.tokens import blocks_of
+from qwenmem.core.session_model import gen2
 
 TIER_CAP = 10
 HEADLINE_CHARS = 400
@@ -175,9 +176,8 @@ def prune_scroll_maps(scroll: dict[str, Any], live: Sequence[dict[str, Any]], sy
 def evict(doc: dict[str, Any], evict_idx: Sequence[int], hist: HistoryIndex, session_id: str, now: datetime
           ) -> tuple[dict[str, Any], list[Any]]:
     """Apply the eviction to `doc` (in place). Returns (the new block, the evicted messages)."""
-    agent = doc["agent"]
-    state, scroll = agent["state"], agent.setdefault("scroll", {})
-    context = state["context"]
+    scroll = gen2.ensure_scroll(doc)
+    context = gen2.context_of(doc)
     gone = set(evict_idx)
     evicted = [context[i] for i in evict_idx]
     if not all(hist.has_rows(m) for m in evicted):
@@ -190,13 +190,13 @@ def evict(doc: dict[str, Any], evict_idx: Sequence[int], hist: HistoryIndex, ses
                          for b in blocks_of(m) if isinstance(b, dict))
     live = [m for i, m in enumerate(context) if i not in gone and str(m.get("id")) not in synthetic
             and (m.get("metadata") or {}).get("qwenpaw_tag") != "scroll_memory"]
-    index = scroll.get("index") if isinstance(scroll.get("index"), dict) else {}
+    index: dict[str, Any] = scroll["index"] if isinstance(scroll.get("index"), dict) else {}
     index.setdefault("session_id", session_id)
     index.setdefault("agent_id", hist.agent_id or "default")
     add_block(index, block)
     scroll["index"] = index
     marker = placeholder(index, archived_task_state(old_text), now)
-    state["context"] = [marker] + live
+    gen2.set_context(doc, [marker] + live)
     prune_scroll_maps(scroll, live, marker["id"])
     if scroll.get("continuation_summary"):
         scroll["summary_update_failed"] = True

@@ -30,7 +30,7 @@ from qwenmem.core.compaction.tiers import (Gen2Decision, LongtermDetail, NativeD
                                            TierReport)
 from qwenmem.core.compaction.gen2 import native
 from qwenmem.core.compaction.gen2.check import (NATIVE, Gen2CheckReport, FileStrategy, check_gen2, file_strategy, fixed_parts,
-                                            reply_id_of, state_of)
+                                            reply_id_of, compactable_state)
 from qwenmem.core.compaction.gen2.dialog import DialogPlan, missing_from_dialog, plan_dialog, write_dialog
 from qwenmem.core.compaction.gen2.evict import HistoryIndex
 from qwenmem.core.compaction.gen2.prune import PruneOutcome, prune
@@ -39,7 +39,7 @@ from qwenmem.core.compaction.gen2.tokens import Size, count_tokens
 from qwenmem.core.errors import ChangedUnderneathError
 from qwenmem.core.fsio import atomic_write_bytes, ensure_unchanged
 from qwenmem.core.safety import preserve_original
-from qwenmem.core.session_model import encode_document, gen2
+from qwenmem.core.session_model import gen2
 from qwenmem.core.sessions import CORRUPT, LoadedSession, SessionRef, parse_any_session
 
 SESSION_MODE = 0o600
@@ -52,7 +52,7 @@ def unusable_parts(doc: dict[str, Any] | None, corrupt: bool, problems: list[str
         return "damaged (" + "; ".join(problems[:2]) + "); run `qwenmem sessions repair` first"
     if any("lone surrogate" in p for p in problems):
         return "holds lone surrogate characters; run `qwenmem sessions repair` first"
-    if state_of(doc) is None:
+    if compactable_state(doc) is None:
         return "agent.state.context is not a list; run `qwenmem sessions repair` first"
     return ""
 
@@ -94,14 +94,14 @@ def _start(run: CompactRun, ref: SessionRef, loaded: LoadedSession) -> _Session2
     check = check_gen2(run, ref, loaded)
     report.check = check
     doc: dict[str, Any] = copy_json(loaded.gen2_doc or {})
-    state = state_of(doc)
+    state = compactable_state(doc)
     assert state is not None  # unusable_gen2 checked it
-    context = list(state.get("context") or [])
+    context = list(gen2.context_in(state) or [])
     report.context_tokens_before = report.context_tokens_after = check.terms.total
     report.kept_ids = list(check.kept_ids) if check.would_compact else [str(m.get("id")) for m in context]
     strategy, _ = file_strategy(doc, run.gen2_settings.strategy)
     system, tools = fixed_parts(run, ref, doc, strategy)
-    return _Session2(ref, loaded, report, check, doc, state, context, state.get("summary") or "", strategy,
+    return _Session2(ref, loaded, report, check, doc, state, context, gen2.summary_in(state) or "", strategy,
                      system.size + tools.size)
 
 
@@ -162,8 +162,8 @@ def _apply_native(run: CompactRun, s: _Session2, d: native.NativeDecision, split
         reminder = native.offload_reminder(str(dplan.last_path))
         if reminder not in new_summary:
             new_summary += "\n" + reminder
-    s.state["summary"] = new_summary
-    s.state["context"] = split.reserve
+    gen2.set_summary_in(s.state, new_summary)
+    gen2.set_context_in(s.state, split.reserve)
     after = count_tokens(split.reserve, s.fixed, new_summary)
     report = s.report
     report.kept_ids = [str(m.get("id")) for m in split.reserve]
@@ -181,7 +181,7 @@ def _apply_native(run: CompactRun, s: _Session2, d: native.NativeDecision, split
 def write_native(run: CompactRun, s: _Session2, dplan: DialogPlan, split: native.Split, now: datetime
                  ) -> CompactReport:
     report = s.report
-    data = encode_document(s.doc)  # before any write: an unencodable document stops us while nothing changed
+    data = gen2.encode(s.doc)  # before any write: an unencodable document stops us while nothing changed
     assert s.loaded.snapshot is not None  # a loaded, usable file always has one
     ensure_unchanged(s.loaded.snapshot)
     _write_artifacts(s.pruned)
@@ -222,7 +222,7 @@ def write_pruned_only(run: CompactRun, s: _Session2) -> CompactReport:
     if run.opts.dry_run:
         report.status = "dry-run"
         return report
-    data = encode_document(s.doc)  # before any write: an unencodable document stops us while nothing changed
+    data = gen2.encode(s.doc)  # before any write: an unencodable document stops us while nothing changed
     _write_artifacts(s.pruned)
     report.backup = _write_session(run, s, data, "The tool-result artifacts were written; a rerun makes new ones")
     report.status = "pruned"
@@ -263,13 +263,13 @@ def _tier2_scroll(run: CompactRun, s: _Session2) -> CompactReport:
         report.error = ("the history.db session id of this file is not known (not registered in chats.json, no "
                         "scroll index names it): rows written under a guess would not be the session's")
         return report
-    context = list(s.state.get("context") or [])
+    context = list(gen2.context_in(s.state) or [])
     model = s.loaded.as_model()
     synthetic = [m.synthetic for m in model.messages] if model else [False] * len(context)
     hist, unpersisted, rows_written = _persist_live(run, s, db, str(sid), context, synthetic)
     d = scroll.decide(context, synthetic, [hist.has_rows(m) for m in context], s.fixed, s.check.context_size,
                       s.check.trigger_ratio, s.check.reserve_ratio, opts.force,
-                      scroll_state=(gen2.agent_of(s.doc) or {}).get("scroll"))
+                      scroll_state=gen2.scroll_of(s.doc))
     _not_compacted(run, s, d.tokens, d.reason)
     if d.prefold and opts.summarize:
         report.warnings.append(f"QwenPaw would first replace {len(d.prefold)} completed tool result(s) with recovery "
@@ -278,7 +278,7 @@ def _tier2_scroll(run: CompactRun, s: _Session2) -> CompactReport:
     if not opts.summarize or not d.would_compact:
         return write_pruned_only(run, s)
     block, evicted = evict(s.doc, d.evict, hist, str(sid), run.now().replace(tzinfo=None))
-    live = s.state["context"]
+    live = gen2.context_in(s.state)
     after = count_tokens(live, s.fixed)
     report.removed_ids = [str(m.get("id")) for m in evicted]
     report.kept_ids = [str(m.get("id")) for m in live]
@@ -297,7 +297,7 @@ def _tier2_scroll(run: CompactRun, s: _Session2) -> CompactReport:
         report.status, report.error_kind = "failed", "changed"
         report.error = f"{len(missing)} message(s) to evict lost their history.db rows; nothing written"
         return report
-    data = encode_document(s.doc)  # before any write: an unencodable document stops us while nothing changed
+    data = gen2.encode(s.doc)  # before any write: an unencodable document stops us while nothing changed
     _write_artifacts(s.pruned)
     report.backup = _write_session(run, s, data, "Rows written to history.db stay there (they are what QwenPaw "
                                                  "would have written; a rerun does not duplicate them)")
@@ -368,8 +368,7 @@ def _as_if_persisted(hist: HistoryIndex, messages: list[Any]) -> HistoryIndex:
 def _note_persisted(doc: dict[str, Any], context: list[Any], synthetic: list[bool], hist: HistoryIndex) -> None:
     """Record the rows just written in the scroll bookkeeping (persisted_ids, persisted_tcids, seq_by_id,
     seq_by_tcid), as QwenPaw's _persist_new does, for messages that stay live."""
-    agent = gen2.agent_of(doc)
-    scroll_state = agent.get("scroll") if isinstance(agent, dict) else None
+    scroll_state = gen2.scroll_of(doc)
     if not isinstance(scroll_state, dict):
         return
     for msg, syn in zip(context, synthetic):

@@ -17,12 +17,12 @@ from qwenmem.core.repair.classes import (CONCATENATED, NOT_A_SESSION, OK, TRAILI
 from qwenmem.core.repair.documents import DocSpan, Split
 from qwenmem.core.repair.encoding import replace_surrogates_noted
 from qwenmem.core.repair.fixes import Removal
-from qwenmem.core.session_model.codec import encode_document
+from qwenmem.core.session_model import gen1_doc, gen2
 
 SCHEMA_INVALID = "schema_invalid"  # messages/fields AgentScope 2.0 rejects: QwenPaw refuses the whole session
 MISPLACED_BLOCKS = "misplaced_blocks"  # blocks the role may not hold (spec §2.3)
 GEN1_IN_GEN2 = "gen1_in_gen2_workspace"
-CONTEXT_PATH = ("agent", "state", "context")
+CONTEXT_PATH = gen2.CONTEXT_PATH
 _DECODER = json.JSONDecoder()
 
 
@@ -30,8 +30,7 @@ def span_value(span: DocSpan) -> Any:
     return span.value if span.complete else span.value.value
 
 
-def is_gen2_value(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("agent"), dict) and "state" in value["agent"]
+is_gen2_value = gen2.is_document
 
 
 def is_gen2_span(span: DocSpan) -> bool:
@@ -53,27 +52,28 @@ def _msg_list(value: Any) -> bool:
 
 
 def _is_state(value: Any) -> bool:
-    return isinstance(value, dict) and _msg_list(value.get("context")) and "memory" not in value
+    return isinstance(value, dict) and _msg_list(gen2.context_in(value)) and not gen1_doc.has_memory_key(value)
 
 
 def rewrap(value: Any) -> tuple[dict[str, Any], str, tuple[Any, ...]] | None:
     """A JSON value that is not a 2.x session but holds one's conversation: (the session, what it was, the path of
     its message list inside the value).
     QwenPaw loads such a file as an empty session and its next save replaces it (spec §2.6, §8.1)."""
-    if isinstance(value, dict) and isinstance(value.get("agent"), dict) and "state" not in value["agent"]:
-        agent = value["agent"]
+    agent = gen2.agent_value(value)
+    if agent is not None and not gen2.is_document(value):
         key = next((k for k, v in agent.items() if _is_state(v)), None)
-        if key is not None and "memory" not in agent:  # the "state" key itself was damaged
-            fixed = {("state" if k == key else k): v for k, v in agent.items()}
-            return (dict(value, agent=fixed), f"an agent whose \"state\" key was damaged ({key!r})",
-                    ("agent", key, "context"))
-    if isinstance(value, dict) and "agent" not in value:
-        if isinstance(value.get("state"), dict) and _is_state(value["state"]):
-            return {"agent": dict(value)}, "an agent dict without its \"agent\" wrapper", ("state", "context")
+        if key is not None and not gen1_doc.has_memory_key(agent):  # the "state" key itself was damaged
+            return (gen2.with_agent(value, gen2.renamed_to_state(agent, key)),
+                    f"an agent whose \"state\" key was damaged ({key!r})", gen2.context_path(key))
+    if isinstance(value, dict) and not gen2.has_agent_key(value):
+        state = gen2.state_in(value)
+        if isinstance(state, dict) and _is_state(state):
+            return (gen2.document_of_agent(dict(value)), "an agent dict without its \"agent\" wrapper",
+                    gen2.CONTEXT_PATH[1:])
         if _is_state(value):
-            return {"agent": {"state": value, "mode_state": {}}}, "a bare AgentState", ("context",)
+            return gen2.new_document(value), "a bare AgentState", gen2.CONTEXT_PATH[2:]
     if _msg_list(value):
-        return {"agent": {"state": {"context": value}, "mode_state": {}}}, "a bare list of 2.x messages", ()
+        return gen2.new_document(gen2.state_with_context(value)), "a bare list of 2.x messages", ()
     return None
 
 
@@ -82,14 +82,12 @@ def is_gen2_candidate(span: DocSpan) -> bool:
 
 
 def _context_len(value: Any) -> int:
-    state = value["agent"]["state"]
-    ctx = state.get("context") if isinstance(state, dict) else None
+    ctx = gen2.context_of(value)
     return len(ctx) if isinstance(ctx, list) else 0
 
 
 def _newest(value: Any) -> str:
-    state = value["agent"]["state"]
-    ctx = state.get("context") if isinstance(state, dict) else None
+    ctx = gen2.context_of(value)
     stamps: list[str] = [m["created_at"] for m in ctx or []
                          if isinstance(m, dict) and isinstance(m.get("created_at"), str)]
     return max(stamps, default="")
@@ -110,13 +108,13 @@ def validation_problems(data: bytes) -> list[str]:
         return [f"not strict UTF-8 JSON: {exc}"]
     if not is_gen2_value(doc):
         return ["not a 2.x session document"]
-    return [str(v) for v in rules.state_violations(doc["agent"]["state"])]
+    return [str(v) for v in rules.state_violations(gen2.state_of(doc))]
 
 
 # A serialised Msg starts with its name then its content (spec §2.3 key order); quotes inside strings are escaped,
 # so an unescaped match can only be the start of a message (blocks start with "type").
 _MSG_START = re.compile(r'\{\s*"name"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"content"\s*:')
-_TAIL_KEYS = re.compile(r'"(scroll|mode_state)"\s*:\s*')
+_TAIL_KEYS = re.compile(r'"(' + "|".join(gen2.AGENT_TAIL_KEYS) + r')"\s*:\s*')
 
 
 def _resync_messages(text: str, stop: int, known: set[Any]) -> list[Any]:
@@ -153,13 +151,12 @@ def _resync_tail(text: str, doc: dict[str, Any]) -> None:
         if isinstance(value, dict):
             found[m.group(1)] = value
     for key, value in found.items():
-        doc["agent"].setdefault(key, value)
+        gen2.agent_dict(doc).setdefault(key, value)
 
 
 def _salvage_truncated(d: Any, span: DocSpan, doc: dict[str, Any]) -> None:
     parsed = span.value
-    state = doc["agent"]["state"]
-    ctx = state.get("context") if isinstance(state, dict) else None
+    ctx = gen2.context_of(doc)
     cut_inside = [p for p in parsed.partial_paths if p[:3] == CONTEXT_PATH and len(p) > 3]
     if isinstance(ctx, list) and ctx and any(p[3] == len(ctx) - 1 for p in cut_inside):
         d.removed_cut = ctx.pop()
@@ -178,14 +175,13 @@ def _salvage_truncated(d: Any, span: DocSpan, doc: dict[str, Any]) -> None:
     else:
         d.add(TRUNCATED)
         d.actions.append(f"rebuild from the messages that survive the damage{where}")
-    missing = [k for k in ("scroll", "mode_state") if k not in doc["agent"]]
-    if "mode_state" in missing:
-        doc["agent"]["mode_state"] = {}
+    missing = gen2.missing_tail_keys(doc)
+    gen2.ensure_mode_state(doc)
     lost = [p for p in parsed.partial_paths if p[:3] != CONTEXT_PATH]
     if lost or missing:
         what = sorted({".".join(map(str, p[:3])) for p in lost} | {f"agent.{k}" for k in missing})
         d.notes.append("cut off with the damage (AgentScope/QwenPaw defaults apply on load): " + ", ".join(what))
-    if "scroll" in missing:
+    if gen2.SCROLL_KEY in missing:
         d.notes.append("no scroll state survived: if this session used the scroll strategy, QwenPaw starts its "
                        "bookkeeping afresh (history.db still holds the rows)")
 
@@ -199,7 +195,7 @@ def _pick_document(d: Any, split: Split) -> tuple[DocSpan, Any, str]:
     # a value that holds a 2.x conversation without being a session
     best = next(s for s in split.docs if is_gen2_candidate(s))
     doc, rewrapped, prefix = rewrap(span_value(best))  # type: ignore[misc]
-    ctx = doc["agent"]["state"].get("context")
+    ctx = gen2.context_of(doc)
     n = len(prefix)
     cut_last = not best.complete and isinstance(ctx, list) and bool(ctx) and any(
         tuple(p[:n]) == prefix and len(p) > n and p[n] == len(ctx) - 1 for p in best.value.partial_paths)
@@ -250,7 +246,7 @@ def _byte_damage(d: Any, text: str, split: Split, best: DocSpan, doc: Any, rewra
         _salvage_truncated(d, best, doc)
         changed = True
     elif not best.complete:
-        doc["agent"].setdefault("mode_state", {})
+        gen2.ensure_mode_state(doc)
         changed = True
     return changed
 
@@ -272,7 +268,7 @@ def _report_violations(d: Any, before: list[rules.Violation]) -> None:
 
 
 def _apply_context_fix(d: Any, state: dict[str, Any], result: fix.ContextFix) -> None:
-    state["context"] = result.context
+    gen2.set_context_in(state, result.context)
     d.removed.extend(result.removed)
     d.actions.extend(result.actions[:30])
     if len(result.actions) > 30:
@@ -290,11 +286,11 @@ def _gone_ids(d: Any, result: fix.ContextFix, agent: dict[str, Any], state: dict
     gone = set(result.removed_ids)
     if isinstance(d.removed_cut, dict) and isinstance(d.removed_cut.get("id"), str):
         gone.add(d.removed_cut["id"])
-    scroll = agent.get("scroll")
+    scroll = gen2.scroll_in(agent)
     if d.messages_lost and isinstance(scroll, dict):
         # the cut message may have lost its id too: keep scroll's maps to the live context, the invariant QwenPaw
         # itself restores after every eviction (spec §2.2)
-        live = {m.get("id") for m in state.get("context", []) if isinstance(m, dict) and isinstance(m.get("id"), str)}
+        live = {m.get("id") for m in gen2.context_in(state, []) if isinstance(m, dict) and isinstance(m.get("id"), str)}
         for key in ("persisted_ids", "seq_by_id", "leaf_by_id"):
             value = scroll.get(key)
             if isinstance(value, (list, dict)):
@@ -303,7 +299,7 @@ def _gone_ids(d: Any, result: fix.ContextFix, agent: dict[str, Any], state: dict
 
 
 def _encode(d: Any, doc: Any) -> None:
-    d.new_bytes = encode_document(doc)
+    d.new_bytes = gen2.encode(doc)
     problems = validation_problems(d.new_bytes)
     if problems:  # a rule we could not fix: never write a file QwenPaw would still refuse
         d.new_bytes = None
@@ -318,18 +314,19 @@ def diagnose_gen2(d: Any, text: str, split: Split, changed: bool) -> Any:
     changed = _byte_damage(d, text, split, best, doc, rewrapped) or changed
     doc, replaced = _without_surrogates(d, doc)
     changed = replaced or changed
-    agent = doc["agent"]
-    state = agent["state"]
+    agent = gen2.agent_dict(doc)
+    state = gen2.state_in(agent)
     if not isinstance(state, dict):
         d.add(SCHEMA_INVALID)
         d.unrecoverable = True
         d.notes.append("agent.state is not an object: nothing in it can be recovered")
         return d
     before = rules.state_violations(state)
-    context = state.get("context", [])
+    context = gen2.context_in(state, [])
     if not isinstance(context, list):
         d.removed.append(_removal(-1, "state.context is not a list", context))
-        state["context"] = context = []
+        context = []
+        gen2.set_context_in(state, context)
         changed = True
     d.messages_found = len(context) + d.messages_lost
     if before:
@@ -340,12 +337,12 @@ def diagnose_gen2(d: Any, text: str, split: Split, changed: bool) -> Any:
         changed = True
     gone = _gone_ids(d, result, agent, state)
     if gone:
-        d.actions.extend(fix.prune_scroll(agent, state.get("context", []), gone))
+        d.actions.extend(fix.prune_scroll(agent, gen2.context_in(state, []), gone))
     _fix_state_fields(state, d)
     changed = d.state_reset or changed
     d.messages_removed = result.removed_messages
     d.messages_moved = result.emptied_messages
-    d.messages_intact = len(state.get("context", context))
+    d.messages_intact = len(gen2.context_in(state, context))
     if not d.classes:
         d.classes.append(OK)
     d.check_bytes = validation_problems

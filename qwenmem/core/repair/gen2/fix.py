@@ -16,6 +16,7 @@ from typing import Any, Callable
 from qwenmem.core.jsonsafe import copy_json
 from qwenmem.core.repair.gen2.from_gen1 import ensure_url_scheme, file_as_text
 from qwenmem.core.repair.fixes import Removal
+from qwenmem.core.session_model import gen2
 from qwenmem.core.repair.gen2.rules import (ALLOWED_BY_ROLE, BLOCK_TYPES, FINISHED_REASONS, ROLES, TOOL_CALL_STATES,
                                         TOOL_RESULT_STATES, _media_list_problems, _opt_str, _usage_ok, block_problems,
                                         effective_type, source_problems)
@@ -391,7 +392,7 @@ def _place_misplaced(msg: dict[str, Any], blocks: list[Any], allowed: tuple[Any,
 def prune_scroll(agent: dict[str, Any], context: list[Any], removed_ids: set[Any]) -> list[str]:
     """Keep scroll's maps to messages still in context (what QwenPaw does after an eviction, spec §2.2) and the
     placeholder's id in synthetic_ids (spec §10). Touches only ids this repair removed or placeholders it kept."""
-    scroll = agent.get("scroll")
+    scroll = gen2.scroll_in(agent)
     if not isinstance(scroll, dict):
         return []
     live = {m.get("id") for m in context if isinstance(m, dict) and isinstance(m.get("id"), str)}

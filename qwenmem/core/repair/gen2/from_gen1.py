@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from qwenmem.core.repair.gen2 import rules
+from qwenmem.core.session_model import gen1_doc, gen2
 
 _MODALITY_DEFAULT_MIME = {"image": "image/*", "audio": "audio/*", "video": "video/*"}
 # AgentScope 2.0 Msg fields, in model_dump order (message/_base.py); other top-level keys are dropped on load
@@ -177,8 +178,7 @@ def convert_message(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 def convert_gen1(doc: dict[str, Any]) -> Conversion:
     """The 2.x document QwenPaw 2.x loads from this 1.x document ({"agent": {"memory": …}}). NotConvertible when
     QwenPaw's own load would fail."""
-    agent = doc.get("agent") if isinstance(doc, dict) else None
-    memory = agent.get("memory") if isinstance(agent, dict) else None
+    memory = gen1_doc.memory_value(gen1_doc.agent_value(doc))
     if not isinstance(memory, dict):
         raise NotConvertible("no agent.memory object: QwenPaw 2.x does not convert this file")
     context: list[dict[str, Any]] = []
@@ -194,11 +194,11 @@ def convert_gen1(doc: dict[str, Any]) -> Conversion:
         compressed += isinstance(marks, list) and "compressed" in marks
         context.append(msg)
     summary = memory.get("_compressed_summary") or ""
-    state = {"summary": summary, "context": context}
+    state = gen2.state_with_context(context, summary)
     problems = rules.state_violations(state)
     if problems:
         raise NotConvertible("QwenPaw 2.x cannot load it: " + "; ".join(map(str, problems[:3])))
-    conv = Conversion({"agent": {"state": state, "mode_state": {}}}, len(context), compressed,
+    conv = Conversion(gen2.new_document(state), len(context), compressed,
                       len(summary) if isinstance(summary, str) else 0, dropped_keys=dropped)
     conv.actions.append(f"convert to the 2.x shape as QwenPaw 2.x loads it: {len(context)} message(s) into "
                         "agent.state.context" + (", the compressed summary into agent.state.summary" if summary else ""))

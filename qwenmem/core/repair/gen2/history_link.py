@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from qwenmem.core.session_model import gen2
+
 PERSISTED_WITHOUT_ROWS = "persisted_without_rows"
 _CHUNK = 500
 
@@ -48,9 +50,7 @@ def unpersist_missing(doc: dict[str, Any], db: Path, ref: Any) -> list[str]:
     guess). `ref`: the file's `sessions.SessionRef`; its rows are found by `history.keys.rows_key`."""
     from qwenmem.core.history.keys import rows_key_in
 
-    agent = doc.get("agent") if isinstance(doc, dict) else None
-    scroll = agent.get("scroll") if isinstance(agent, dict) else None
-    state = agent.get("state") if isinstance(agent, dict) else None
+    scroll, state = gen2.scroll_of(doc), gen2.state_of(doc)
     if not isinstance(scroll, dict) or not isinstance(state, dict):
         return []
     lists = {k: scroll.get(k) for k in ("persisted_ids", "persisted_tcids")}
@@ -91,4 +91,4 @@ def check_bytes_against_history(data: bytes, db: Path, ref: Any) -> tuple[bytes 
     actions = unpersist_missing(doc, db, ref)
     if not actions or all(a.startswith("note:") for a in actions):
         return None, actions
-    return json.dumps(doc, ensure_ascii=False).encode("utf-8"), actions
+    return gen2.encode(doc), actions

@@ -12,7 +12,9 @@ integral float/str, unknown keys are ignored (ThinkingBlock keeps them), default
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Final
+
+from qwenmem.core.session_model import gen2
 
 ROLES = ("user", "assistant", "system")
 ALLOWED_BY_ROLE = {"user": ("text", "data"), "system": ("text",)}  # _base.py L32-47
@@ -158,6 +160,8 @@ def _data_problems(block: dict[str, Any]) -> list[str]:
     return out
 
 
+_ABSENT: Final = object()  # summary_in's default: a key that is not there (None is a value to check)
+
 _KIND_PROBLEMS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "text": _text_problems, "thinking": _thinking_problems, "hint": _hint_problems,
     "tool_call": _tool_call_problems, "tool_result": _tool_result_problems, "data": _data_problems}
@@ -260,7 +264,8 @@ def _state_field_violations(state: dict[str, Any]) -> list[Violation]:
     out = []
     if "session_id" in state and not isinstance(state["session_id"], str):
         out.append(Violation("session_id-not-string", "session_id is not a string"))
-    if "summary" in state and _media_list_problems(state["summary"], True):
+    summary = gen2.summary_in(state, _ABSENT)
+    if summary is not _ABSENT and _media_list_problems(summary, True):
         out.append(Violation("summary-invalid", "summary is not a string or a list of text/data blocks"))
     for key in ("reply_context", "permission_context", "tool_context", "tasks_context", "middle_context"):
         if key in state and not isinstance(state[key], dict):
@@ -287,7 +292,7 @@ def state_violations(state: Any) -> list[Violation]:
     if not isinstance(state, dict):
         return [Violation("state-not-object", "agent.state is not an object")]
     out = _state_field_violations(state)
-    context = state.get("context", [])
+    context = gen2.context_in(state, [])
     if not isinstance(context, list):
         return out + [Violation("context-not-list", "state.context is not a list")]
     for i, msg in enumerate(context):

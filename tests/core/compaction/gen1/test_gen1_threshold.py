@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings as hsettings, strategies as st
 
 from compact_fixtures import call, result, say, user
-from qwenmem.core.compaction.threshold import (compute_budget, keep_count_current, keep_indices_legacy,
+from qwenmem.core.compaction.gen1.threshold import (compute_budget, keep_count_current, keep_indices_legacy,
                                                legacy_fallback_keep, plan_compaction, tool_ids_aligned)
 from qwenmem.core.tokens import get_counter, message_tokens
 
@@ -162,7 +162,8 @@ def test_legacy_plan_uses_the_fallback_when_the_greedy_set_is_misaligned():
 
 
 def test_compressed_marked_legacy_messages_are_not_counted(tmp_path):
-    from qwenmem.core.compaction.run import CompactOptions, check_session
+    from qwenmem.core.compaction.gen1.check import check_session
+    from qwenmem.core.compaction.options import CompactOptions
     from qwenmem.core.sessions import iter_session_refs
     from qwenmem.core.settings import load_settings
     from qwenmem.core.workspace import discover_workspace

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from qwenmem.core.settings import CURRENT, LEGACY, ConfigLayout
+from qwenmem.core.settings.gen1 import CURRENT, LEGACY, ConfigLayout
 from qwenmem.core.tokens import TokenCounter
 
 LEGACY_KEEP_RECENT = 3  # QWENPAW_MEMORY_COMPACT_KEEP_RECENT default, used by the Q@PRE fallback

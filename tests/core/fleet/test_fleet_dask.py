@@ -1,0 +1,271 @@
+"""`qwenmem fleet --engine dask` on a real cluster of separate processes: a `dask scheduler` and `dask worker`s
+started here on 127.0.0.1 (ports the OS picks), in a working directory of their own, as an operator runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import REPO, SAMPLE, run_cli
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("distributed")
+
+HANG_FIXTURE = REPO / "tests" / "fixtures" / "fleet_hang"
+SITE_PACKAGES = Path(pytest.importorskip("distributed").__file__).parents[1]
+
+
+class Cluster:
+    """A scheduler and its workers, each its own process; the workers' cwd is not the driver's."""
+
+    def __init__(self, base: Path, workers: int = 2, env: dict[str, str] | None = None) -> None:
+        base.mkdir(parents=True, exist_ok=True)
+        self.base, self.procs = base, []
+        self.scheduler_file = base / "scheduler.json"
+        self.worker_cwd = base / "worker-cwd"
+        self.worker_cwd.mkdir(exist_ok=True)
+        self.env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+        try:
+            self._start(workers)
+        except BaseException:
+            self.close()  # no scheduler left behind by a cluster that did not come up
+            raise
+
+    def _start(self, workers: int) -> None:
+        self._spawn([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                     "--no-dashboard", "--scheduler-file", str(self.scheduler_file)], self.env)
+        deadline = time.monotonic() + 60
+        while not self.scheduler_file.exists():
+            assert time.monotonic() < deadline, "the scheduler did not start"
+            time.sleep(0.2)
+        self.address = json.loads(self.scheduler_file.read_text())["address"]
+        for _ in range(workers):
+            self.add_worker()
+        if workers:
+            self.wait_for_workers(workers)
+
+    def _spawn(self, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+        proc = subprocess.Popen(argv, cwd=self.worker_cwd, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def add_worker(self, python_flags: tuple[str, ...] = (), env: dict[str, str] | None = None) -> None:
+        self._spawn([sys.executable, *python_flags, "-m", "distributed.cli.dask_worker", self.address,
+                     "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"], env or self.env)
+
+    def wait_for_workers(self, n: int) -> None:
+        from distributed import Client
+
+        with Client(self.address, set_as_default=False, timeout="30s") as client:
+            client.wait_for_workers(n, timeout=90)
+
+    def worker_pids(self) -> list[int]:
+        from distributed import Client
+
+        with Client(self.address, set_as_default=False, timeout="30s") as client:
+            return list(client.run(os.getpid).values())
+
+    def close(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+HANG_S = 20.0  # the hung task's sleep: far past its timeout, short enough to see whether it writes afterwards
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    hang_env = {"PYTHONPATH": os.pathsep.join((str(HANG_FIXTURE), str(REPO))), "QWENMEM_TEST_HANG_S": str(HANG_S)}
+    c = Cluster(tmp_path_factory.mktemp("dask"), env=hang_env)
+    yield c
+    c.close()
+
+
+def _records(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def _files(ws: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(ws)): p.read_bytes() for p in sorted(ws.rglob("*")) if p.is_file()}
+
+
+def test_a_hung_task_times_out_and_writes_nothing_afterwards(cluster, tmp_path):
+    """The task runs in a child of its worker, killed at the timeout: with a thread, the hung repair woke up after
+    the run had reported it `timeout` and repaired the workspace anyway."""
+    fleet = tmp_path / "fleet"
+    for name in ("ws0", "hang", "ws1"):
+        shutil.copytree(SAMPLE, fleet / name)
+    before = _files(fleet / "hang")
+    start = time.monotonic()
+    run = run_cli("fleet", str(fleet), "--engine", "dask", "--scheduler", cluster.address, "--timeout", "8",
+                  "--", "sessions", "repair", "--all", timeout=180)
+    by_ws = {Path(r["workspace"]).name: r for r in _records(run.stdout)}
+    assert set(by_ws) == {"ws0", "hang", "ws1"}, run.stderr
+    assert by_ws["hang"]["status"] == "timeout" and by_ws["hang"]["error"]["code"] == "timeout"
+    assert by_ws["ws0"]["status"] == by_ws["ws1"]["status"] == "ok"  # nothing else timed out
+    assert by_ws["ws0"]["result"]["quarantine"]  # the sample's damaged session was repaired
+    time.sleep(max(0.0, start + HANG_S + 5 - time.monotonic()))  # past the moment the hung repair would wake
+    assert _files(fleet / "hang") == before
+    assert run.code == 1
+
+
+def test_a_fifo_workspace_reports_on_dask_as_locally_and_relative_paths_name_the_drivers_workspace(cluster,
+                                                                                                     tmp_path):
+    """The reported case: `fleet DIR --engine dask --timeout 20 -- doctor` over workspaces and one whose agent.json
+    is a FIFO. DIR is relative, and the workers' cwd holds a same-named decoy (a healthy workspace): before, a
+    worker resolved the path against its own cwd and reported on the decoy."""
+    driver_cwd = tmp_path / "driver"
+    for name in ("ws0", "fifo"):
+        shutil.copytree(SAMPLE, driver_cwd / "fleet" / name)
+    os.unlink(driver_cwd / "fleet" / "fifo" / "agent.json")
+    os.mkfifo(driver_cwd / "fleet" / "fifo" / "agent.json")
+    decoy = cluster.worker_cwd / "fleet" / "fifo"
+    shutil.rmtree(decoy, ignore_errors=True)
+    shutil.copytree(SAMPLE, decoy)
+    local = run_cli("fleet", "fleet", "-j", "2", "--timeout", "20", "--", "doctor", cwd=driver_cwd)
+    dask = run_cli("fleet", "fleet", "--engine", "dask", "--scheduler", cluster.address, "--timeout", "20",
+                   "--", "doctor", cwd=driver_cwd, timeout=180)
+
+    def comparable(run):
+        out = {}
+        for r in _records(run.stdout):
+            assert r["status"] != "timeout", r
+            r["result"].pop("elapsed_ms")
+            out[r["workspace"]] = (r["status"], r["exit_code"], r["result"])
+        return out
+
+    got_local, got_dask = comparable(local), comparable(dask)
+    assert set(got_dask) == {"fleet/ws0", "fleet/fifo"}
+    assert got_dask == got_local
+    assert got_dask["fleet/fifo"][2]["root"] == str(driver_cwd / "fleet" / "fifo")
+
+
+def _other_qwenmem(dest: Path) -> Path:
+    """A copy of this qwenmem that says it is another version, as a worker upgraded apart from the driver has."""
+    shutil.copytree(REPO / "qwenmem", dest / "qwenmem", ignore=shutil.ignore_patterns("__pycache__", "sample"))
+    init = dest / "qwenmem" / "__init__.py"
+    init.write_text(init.read_text().replace('__version__ = "', '__version__ = "9.9.9-other-'))
+    return dest
+
+
+def test_workers_without_qwenmem_or_with_another_are_named_before_any_task(tmp_path):
+    cluster = Cluster(tmp_path / "dask", workers=1)
+    try:
+        # no site (so no editable install of qwenmem), the venv's packages on the path: dask, but no qwenmem
+        cluster.add_worker(("-S",), dict(os.environ, PYTHONPATH=str(SITE_PACKAGES)))
+        cluster.add_worker(env=dict(os.environ, PYTHONPATH=str(_other_qwenmem(tmp_path / "other"))))
+        cluster.wait_for_workers(3)
+        shutil.copytree(SAMPLE, tmp_path / "fleet" / "ws0")
+        before = _files(tmp_path / "fleet" / "ws0")
+        start = time.monotonic()
+        run = run_cli("fleet", str(tmp_path / "fleet"), "--engine", "dask", "--scheduler", cluster.address,
+                      "--", "sessions", "repair", "--all", timeout=120)
+        assert run.code == 2 and run.stdout == "" and "Traceback" not in run.stderr, run.stderr
+        assert time.monotonic() - start < 60
+        assert "2 of 3 Dask worker(s) cannot run this fleet" in run.stderr
+        assert "qwenmem is not importable by" in run.stderr and "No module named 'qwenmem'" in run.stderr
+        assert "qwenmem 9.9.9-other-" in run.stderr and str(tmp_path / "other" / "qwenmem") in run.stderr
+        assert run.stderr.count("tcp://127.0.0.1:") >= 2  # each worker named by its address
+        assert _files(tmp_path / "fleet" / "ws0") == before  # no task ran
+    finally:
+        cluster.close()
+
+
+def test_a_scheduler_without_workers_is_refused(tmp_path):
+    cluster = Cluster(tmp_path / "dask", workers=0)
+    try:
+        shutil.copytree(SAMPLE, tmp_path / "fleet" / "ws0")
+        run = run_cli("fleet", str(tmp_path / "fleet"), "--engine", "dask", "--scheduler", cluster.address,
+                      "--", "doctor", timeout=120)
+        assert run.code == 2 and "has no workers" in run.stderr and "dask worker" in run.stderr, run.stderr
+    finally:
+        cluster.close()
+
+
+def test_engine_dask_without_a_scheduler_starts_a_local_cluster(tmp_path):
+    for i in range(3):
+        shutil.copytree(SAMPLE, tmp_path / "fleet" / f"ws{i}")
+    run = run_cli("fleet", str(tmp_path / "fleet"), "--engine", "dask", "-j", "2", "--", "sessions", "repair",
+                  "--check", timeout=180)
+    assert "started a local Dask cluster of 2 worker process(es)" in run.stderr, run.stderr
+    records = _records(run.stdout)
+    assert len(records) == 3 and {r["status"] for r in records} == {"problems"}
+    assert "fleet (dask)" in run.stderr and run.code == 1
+    quiet = run_cli("fleet", str(tmp_path / "fleet"), "--engine", "dask", "-j", "1", "--quiet", "--",
+                    "sessions", "repair", "--check", timeout=180)
+    assert "local Dask cluster" not in quiet.stderr
+
+
+def test_jobs_with_an_existing_scheduler_is_a_usage_error(tmp_path):
+    run = run_cli("fleet", str(tmp_path), "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9", "-j", "2",
+                  "--", "doctor")
+    assert run.code == 2 and "--jobs is for the local engine" in run.stderr
+
+
+def _task_children_of(pid: int) -> list[int]:
+    import psutil
+
+    return [p.pid for p in psutil.process_iter(["cmdline"])
+            if "qwenmem.core.fleet.task_child" in (p.info["cmdline"] or []) and p.info["cmdline"][-1] == str(pid)]
+
+
+@pytest.mark.parametrize("timeout", [None, "60"], ids=["in-thread", "in-child"])
+def test_killing_a_worker_mid_run_gives_one_record_per_workspace_and_tears_no_file(tmp_path, timeout):
+    """SIGKILL one `dask worker` process while tasks run: the scheduler reruns its tasks on the other (or they are
+    `crashed`), every workspace has exactly one record, every session file is its bytes before or parses, and a
+    killed worker's task child does not outlive it."""
+    count = 60
+    fleet = tmp_path / "fleet"
+    for i in range(count):
+        shutil.copytree(SAMPLE, fleet / f"ws{i:02d}")
+    originals = {p: p.read_bytes() for p in fleet.rglob("sessions/**/*.json")}
+    cluster = Cluster(tmp_path / "dask", workers=2)
+    try:
+        victim = cluster.worker_pids()[0]
+        argv = [sys.executable, "-m", "qwenmem", "fleet", str(fleet), "--engine", "dask", "--scheduler",
+                cluster.address, *(("--timeout", timeout) if timeout else ()), "--", "sessions", "repair", "--all"]
+        driver = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, PYTHONPATH=str(REPO)))
+        assert driver.stdout is not None
+        lines = [driver.stdout.readline() for _ in range(3)]  # three workspaces done: the run is under way
+        children = _task_children_of(victim)
+        os.kill(victim, signal.SIGKILL)
+        rest, err = driver.communicate(timeout=600)
+        records = _records("".join(lines) + rest)
+    finally:
+        cluster.close()
+    assert sorted(Path(r["workspace"]).name for r in records) == [f"ws{i:02d}" for i in range(count)], err
+    assert {r["status"] for r in records} <= {"ok", "crashed"}, err
+    for path, before in originals.items():
+        now = path.read_bytes()
+        if now != before:
+            json.loads(now)  # replaced whole: the new version parses, never a torn one
+    for r in records:
+        if r["status"] == "ok":
+            # repaired once: by this record's run, or by a killed worker's run whose record was lost (then the
+            # rerun found nothing left to repair); either way the damaged original is in one quarantine
+            quarantines = list((Path(r["workspace"]) / ".qwenmem" / "quarantine").iterdir())
+            assert len(quarantines) == 1 and (quarantines[0] / "manifest.json").is_file()
+            assert r["result"]["quarantine"] in (None, str(quarantines[0].relative_to(r["workspace"])))
+    if timeout:
+        assert children, "the worker ran its tasks in a child"
+        time.sleep(2)
+        import psutil
+
+        assert not [pid for pid in children if psutil.pid_exists(pid)
+                    and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
