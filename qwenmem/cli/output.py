@@ -88,10 +88,12 @@ def _console_colors(stream: Any) -> dict[str, Any]:
 
 
 def _fd_columns(fd: int) -> int | None:
+    """A terminal's width; None for no terminal, and for one that reports 0 columns (a pty nobody sized, as
+    `script` or a CI runner makes): wrapping at 0 would put each character on a line of its own."""
     import os
 
     try:
-        return os.get_terminal_size(fd).columns if os.isatty(fd) else None
+        return (os.get_terminal_size(fd).columns or None) if os.isatty(fd) else None
     except OSError:
         return None
 

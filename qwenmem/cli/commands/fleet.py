@@ -3,7 +3,7 @@
 stdout gets one JSON Lines record per workspace as it finishes (format pinned by tests/core/fleet/test_fleet.py):
   {"qwenmem_fleet": 1, "workspace": str, "agent": str|null, "command": str, "status": str, "exit_code": int,
    "attempts": int, "seconds": float, "result": object|null, "warnings": [str], "error": {"code", "message"}|null}
-stderr gets the progress and the final summary.
+stderr gets the progress (qwenmem/cli/fleet_progress.py) and the final summary.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -18,6 +19,7 @@ import typer
 
 from qwenmem.cli import output
 from qwenmem.cli.choices import Engine
+from qwenmem.cli.fleet_progress import DEFAULT_EVERY
 from qwenmem.cli.options import DryRunFlag, QuietFlag
 from qwenmem.cli.result import CommandResult, Status
 from qwenmem.cli.runner import command as register_command
@@ -52,9 +54,16 @@ def fleet(
                                          "(exit 4: locked, or a file changed underneath).")] = 3,
     backoff: Annotated[float, typer.Option("--backoff", min=0.0, help="Seconds before the first retry; "
                                            "doubled each time.")] = 1.0,
-    resume: Annotated[Path | None, typer.Option("--resume", help="Skip the workspaces recorded for the same "
-                                                   "command in this earlier run's JSON Lines.",
+    resume: Annotated[Path | None, typer.Option("--resume", help="Go on from this earlier run's JSON Lines: "
+                                                   "skip the workspaces it recorded for the same command, and run "
+                                                   "again those that failed (crashed, timeout, error, busy).",
                                                    show_default=False)] = None,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed/--no-retry-failed", help="With --resume: run "
+                                               "again the workspaces whose last record failed.")] = True,
+    progress_every: Annotated[float, typer.Option("--progress-every", min=0.1, metavar="SECONDS",
+                                                  help="When stderr is not a terminal (a pipe, a log, cron): one "
+                                                       "progress line every SECONDS. On a terminal a live bar "
+                                                       "shows instead; --quiet shows neither.")] = DEFAULT_EVERY,
     dry_run: DryRunFlag = False,
     quiet: QuietFlag = False,
 ) -> CommandResult | None:
@@ -63,7 +72,8 @@ def fleet(
     Inputs are QwenPaw roots (every agent in each), agent workspaces, directories holding them, or a list
     (--from). Commands: doctor, sessions repair, compact, reindex, dream, history check and upgrade, called through the core library operations called in-process, not a qwenmem process per workspace.
     A busy workspace is retried with backoff; a failing one never stops the rest. Exit 1 if any workspace had
-    problems.
+    problems. Records go to stdout; progress (a live bar on a terminal, else a line every --progress-every
+    seconds) and the summary to stderr. --resume skips what an earlier run ended and runs again what failed.
 
     Examples:
 
@@ -94,8 +104,12 @@ def fleet(
     if dry_run:
         _plan(targets, command.text)
         return None
-    skip = _recorded(resume, command.text) if resume else frozenset()
-    return _execute(targets, command, engine_options, retries, backoff, skip, quiet)
+    recorded = _recorded(resume, command.text) if resume else Recorded()
+    if resume and not quiet:
+        output.note(recorded.describe(resume, retry_failed))
+    skip = recorded.skipped(retry_failed)
+    return _execute(targets, command, engine_options, Pacing(retries, backoff, progress_every), skip, quiet,
+                    rerun=recorded.failed if retry_failed else frozenset())
 
 
 def _split(words: list[str], command_words: set[str]) -> tuple[list[Path], list[str]]:
@@ -138,11 +152,33 @@ def _plan(targets: Iterable[Target], command_text: str) -> None:
     output.note(f"fleet: would run `{command_text}` on {n} workspace(s); nothing was run")
 
 
-def _recorded(path: Path, command_text: str) -> frozenset[str]:
+#: a record that says the command did not run to its end on that workspace: --resume runs it again by default
+FAILED_STATUSES = frozenset({"crashed", "timeout", "error", "busy"})
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What an earlier run's JSON Lines say, by each workspace's last record for the command."""
+
+    done: frozenset[str] = frozenset()  # labels whose last record is ok or problems: the command ran to its end
+    failed: frozenset[str] = frozenset()  # labels whose last record is one of FAILED_STATUSES
+
+    def skipped(self, retry_failed: bool) -> frozenset[str]:
+        return self.done if retry_failed else self.done | self.failed
+
+    def describe(self, path: Path, retry_failed: bool) -> str:
+        if retry_failed:
+            again = f"{len(self.failed):,} that failed (crashed, timeout, error, busy) run again"
+        else:
+            again = f"{len(self.failed):,} that failed are skipped too (--no-retry-failed)"
+        return f"fleet: resuming from {path}: {len(self.done):,} recorded workspace(s) skipped, {again}"
+
+
+def _recorded(path: Path, command_text: str) -> Recorded:
     from qwenmem.core.errors import UsageError
     from qwenmem.core.fleet import Target
 
-    done: set[str] = set()
+    last: dict[str, str] = {}  # label -> the status of its last record (a resumed run appends to the same file)
     try:
         with open(path, encoding="utf-8") as stream:
             for line in stream:
@@ -153,10 +189,11 @@ def _recorded(path: Path, command_text: str) -> frozenset[str]:
                 if isinstance(rec, dict) and rec.get("command") == command_text and rec.get("status") != "dry-run" \
                         and isinstance(rec.get("workspace"), str):
                     agent = rec.get("agent") if isinstance(rec.get("agent"), str) else None
-                    done.add(Target(rec["workspace"], agent).label)
+                    last[Target(rec["workspace"], agent).label] = str(rec.get("status"))
     except OSError as exc:
         raise UsageError(f"--resume {path}: {exc.strerror or exc}") from None
-    return frozenset(done)
+    failed = frozenset(label for label, status in last.items() if status in FAILED_STATUSES)
+    return Recorded(frozenset(last) - failed, failed)
 
 
 def record_exit_code(record: dict[str, Any]) -> int:
@@ -189,15 +226,24 @@ def _write(doc: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def _execute(targets: Iterable[Target], command: Command, engine_options: EngineOptions, retries: int,
-             backoff: float, skip: frozenset[str], quiet: bool) -> CommandResult:
+@dataclass(frozen=True)
+class Pacing:
+    retries: int  # --retries
+    backoff: float  # --backoff
+    progress_every: float  # --progress-every
+
+
+def _execute(targets: Iterable[Target], command: Command, engine_options: EngineOptions, pacing: Pacing,
+             skip: frozenset[str], quiet: bool, rerun: frozenset[str]) -> CommandResult:
+    from qwenmem.cli.fleet_progress import display
     from qwenmem.core.fleet import RetryPolicy, run_fleet
 
-    engine = engine_options.start()
+    engine = engine_options.start(command.name)
     notice = getattr(engine, "notice", None)  # e.g. the Dask engine saying it started a local cluster
     if notice and not quiet:
         output.note(notice)
     failures: list[str] = []
+    rerun_seen: list[str] = []
 
     def on_record(target: Target, record: dict[str, Any], attempts: int) -> None:
         code = record_exit_code(record)
@@ -205,29 +251,38 @@ def _execute(targets: Iterable[Target], command: Command, engine_options: Engine
                 "command": command.text, "status": record["status"], "exit_code": int(code), "attempts": attempts,
                 "seconds": record["seconds"], "result": record["result"], "warnings": record["warnings"],
                 "error": _error_code(record)})
+        if target.label in rerun:
+            rerun_seen.append(target.label)
         if record["status"] != "ok" and len(failures) < 10:
             failures.append(f"{target.label}: {record['status']}"
                             + (f", {record['error']['message']}" if record.get("error") else ""))
 
+    shown = display(command.text, quiet, pacing.progress_every)
     try:
-        summary = run_fleet(targets, command, engine, on_record, policy=RetryPolicy(retries, backoff), skip=skip)
+        summary = run_fleet(targets, command, engine, on_record, policy=RetryPolicy(pacing.retries, pacing.backoff),
+                            skip=skip, on_progress=shown.update)
     except KeyboardInterrupt:
+        shown.close()
         output.note("fleet: interrupted; workspaces already recorded are done (rerun with --resume to go on)")
         raise
+    shown.close()
     all_ok = summary.total == summary.statuses["ok"]
     # the records on stdout are the data; the summary is for people, on stderr (quiet hides it when all went well)
     show = not quiet or not all_ok
     return CommandResult(None, Status.OK if all_ok else Status.PROBLEMS,
-                         render=(lambda: _summarize(summary, command.text, engine.name, failures)) if show else None)
+                         render=(lambda: _summarize(summary, command.text, engine.name, failures, len(rerun_seen)))
+                         if show else None)
 
 
-def _summarize(summary: FleetSummary, command_text: str, engine_name: str, failures: list[str]) -> None:
+def _summarize(summary: FleetSummary, command_text: str, engine_name: str, failures: list[str], rerun: int) -> None:
     rate = summary.total / summary.seconds if summary.seconds else 0.0
     parts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing run"
     output.note(f"fleet ({engine_name}): `{command_text}` on {summary.total} workspace(s) in {summary.seconds:.1f} s "
                 f"({rate:.1f}/s): {parts}")
     if summary.skipped:
         output.note(f"  {summary.skipped} skipped: already recorded in the --resume file")
+    if rerun:
+        output.note(f"  {rerun} run again: they had failed in the --resume file")
     if summary.retried:
         output.note(f"  {len(summary.retried)} workspace(s) were busy and retried "
                     f"({sum(summary.retried.values())} retries)")

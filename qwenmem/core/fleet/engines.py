@@ -7,6 +7,7 @@ because it stops a task at its timeout and survives a worker that dies (the stan
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import os
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -36,17 +37,27 @@ class Engine(Protocol):
     def close(self, cancel: bool = False) -> None: ...
 
 
+def start_worker(warm_for: str | None) -> None:
+    """A local worker's start, before its first task and outside every task's timeout (pebble times a task from
+    the moment a worker takes it): the signal dispositions, then the operation's imports, so neither the first
+    task nor the replacement of a worker killed at a timeout pays the start-up inside its timeout."""
+    from qwenmem.core.fleet.operations import warm_up
+    from qwenmem.core.interrupts import quiet_worker_signals
+
+    quiet_worker_signals()
+    if warm_for is not None:
+        warm_up(warm_for)
+
+
 class LocalEngine:
     name = "local"
 
-    def __init__(self, jobs: int, timeout: float | None) -> None:
+    def __init__(self, jobs: int, timeout: float | None, warm_for: str | None = None) -> None:
         from pebble import ProcessPool
 
         self.workers = jobs
         self.timeout = timeout
-        from qwenmem.core.interrupts import quiet_worker_signals
-
-        self._pool = ProcessPool(max_workers=jobs, initializer=quiet_worker_signals)
+        self._pool = ProcessPool(max_workers=jobs, initializer=functools.partial(start_worker, warm_for))
 
     def submit(self, target: Target, command: Command) -> Any:
         return self._pool.schedule(run_task, args=(target, command), timeout=self.timeout)
@@ -95,7 +106,8 @@ class EngineOptions:
             raise UsageError("--jobs is for the local engine or a Dask cluster started here (no --scheduler); an "
                              "existing cluster has the workers it has")
 
-    def start(self) -> Engine:
+    def start(self, warm_for: str | None = None) -> Engine:
+        """`warm_for`: the operation whose imports local workers make before their first task."""
         jobs = self.jobs or os.cpu_count() or 1
         if self.engine == "dask":
             try:
@@ -105,4 +117,4 @@ class EngineOptions:
                     raise UsageError("--engine dask needs the fleet extra: pip install 'qwenmem[fleet]'") from None
                 raise
             return DaskEngine(self.scheduler, self.timeout, jobs)
-        return LocalEngine(jobs, self.timeout)
+        return LocalEngine(jobs, self.timeout, warm_for)

@@ -47,7 +47,7 @@ def run_task(target: Target, command: Command) -> dict[str, Any]:
     with recording() as log, confine.scope():
         try:
             ws = discover_workspace(target.path, target.agent)
-            outcome = OPERATIONS[command.name].run(ws, command.options)
+            outcome = OPERATIONS[command.name].run_for(target, ws, command.options)
         except (BusyError, ChangedUnderneathError) as exc:
             return _failed(BUSY, exc, time.monotonic() - start, log.events)
         except QwenmemError as exc:
