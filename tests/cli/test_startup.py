@@ -9,7 +9,7 @@ import pytest
 
 from helpers import REPO
 
-HEAVY = ("torch", "sentence_transformers", "openai", "whoosh", "transformers", "numpy", "tiktoken")
+HEAVY = ("torch", "sentence_transformers", "openai", "whoosh", "transformers", "numpy", "tiktoken", "onnxruntime", "onnx")
 
 PROBE = """
 import json, sys

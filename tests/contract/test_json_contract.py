@@ -205,7 +205,7 @@ def test_info_contract(sample_ws):
     assert doc["result"]["derived"] == {"compact_threshold": 104857, "reserve_tokens": 13107}
     assert set(doc["result"]["qwenpaw2"]) == QWENPAW2_INFO
     assert set(doc["result"]["embedding_kernel"]) == {"kernel", "source", "cpu_flags"}
-    assert doc["result"]["embedding_kernel"]["kernel"] in ("bf16", "int8", "fp32")
+    assert doc["result"]["embedding_kernel"]["kernel"] in ("ort-int8", "ort-fp32", "bf16", "int8", "fp32")
     assert set(doc["result"]["qwenpaw2"]["history"]) == HISTORY_STATE
     assert doc["result"]["generation"]["generation"] == "1.x"
 

