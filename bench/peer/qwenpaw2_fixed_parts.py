@@ -193,7 +193,7 @@ def render_module(results: list[dict], versions: dict[str, str]) -> str:
         f"REGISTRY: dict[str, dict[str, Any]] = {pformat(registry, width=116)}",
         "# the agent's own tools beyond the registry's, per strategy (Skill viewer, ReMe memory_search, scroll recall)",
         f"EXTRA_TOOL_BYTES: dict[str, dict[str, int]] = {pformat(extras, width=116)}",
-        f"# the corpus agent as measured (system tokens, tool tokens), per strategy/language",
+        "# the corpus agent as measured (system tokens, tool tokens), per strategy/language",
         f"MEASURED_TOTALS: dict[str, list[int]] = {pformat(sample, width=116)}",
         "# the corpus agent (console:alice) in bytes: whole system prompt, all tool schemas, its prompt-files part",
         f"MEASURED_CORPUS: dict[str, dict[str, int]] = {pformat(corpus, width=116)}",

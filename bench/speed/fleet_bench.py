@@ -21,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE.parents[1]))
-from bench._results import update_section
+from bench._results import update_section  # noqa: E402
 
 SAMPLE = REPO / "qwenmem" / "sample" / "workspace"
 COMMAND = ["sessions", "repair", "--check"]

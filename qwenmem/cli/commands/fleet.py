@@ -216,7 +216,7 @@ def _error_code(record: dict[str, Any]) -> dict[str, str] | None:
     error = record.get("error")
     if not error:
         return None
-    code = error.get("code") or (error["type"] if error["type"] in ("timeout", "worker_died", "cancelled")
+    code = error.get("code") or (error["type"] if error["type"] in ("timeout", "worker_died", "no_answer", "cancelled")
                                  else "internal_error")
     return {"code": code, "message": error["message"]}
 
@@ -260,7 +260,7 @@ def _execute(targets: Iterable[Target], command: Command, engine_options: Engine
     shown = display(command.text, quiet, pacing.progress_every)
     try:
         summary = run_fleet(targets, command, engine, on_record, policy=RetryPolicy(pacing.retries, pacing.backoff),
-                            skip=skip, on_progress=shown.update)
+                            skip=skip, on_progress=shown.update, on_notice=output.note)
     except KeyboardInterrupt:
         shown.close()
         output.note("fleet: interrupted; workspaces already recorded are done (rerun with --resume to go on)")

@@ -26,7 +26,21 @@ from qwenmem.core.fleet.tasks import (
 
 class Engine(Protocol):
     name: str
-    workers: int
+
+    @property
+    def workers(self) -> int:
+        """Worker threads (local: processes) that run tasks."""
+        ...
+
+    @property
+    def window(self) -> int:
+        """Tasks in flight at most: enough to keep every worker busy between two answers, few enough to keep the
+        driver's memory flat."""
+        ...
+
+    def take_notices(self) -> list[str]:
+        """What the operator should hear of since the last call (e.g. a Dask worker that joined and was refused)."""
+        ...
 
     def submit(self, target: Target, command: Command) -> Any: ...
 
@@ -49,6 +63,10 @@ def start_worker(warm_for: str | None) -> None:
         warm_up(warm_for)
 
 
+#: local tasks in flight per worker process: one running, one waiting in the pool's queue (an answer is a pipe away)
+LOCAL_WINDOW_PER_WORKER = 2
+
+
 class LocalEngine:
     name = "local"
 
@@ -56,8 +74,12 @@ class LocalEngine:
         from pebble import ProcessPool
 
         self.workers = jobs
+        self.window = max(2, LOCAL_WINDOW_PER_WORKER * jobs)
         self.timeout = timeout
         self._pool = ProcessPool(max_workers=jobs, initializer=functools.partial(start_worker, warm_for))
+
+    def take_notices(self) -> list[str]:
+        return []
 
     def submit(self, target: Target, command: Command) -> Any:
         return self._pool.schedule(run_task, args=(target, command), timeout=self.timeout)
@@ -107,7 +129,8 @@ class EngineOptions:
                              "existing cluster has the workers it has")
 
     def start(self, warm_for: str | None = None) -> Engine:
-        """`warm_for`: the operation whose imports local workers make before their first task."""
+        """`warm_for`: the operation whose imports workers make before their first task (local workers, Dask
+        workers or, with --timeout, their task children)."""
         jobs = self.jobs or os.cpu_count() or 1
         if self.engine == "dask":
             try:
@@ -116,5 +139,5 @@ class EngineOptions:
                 if exc.name and exc.name.split(".")[0] in ("dask", "distributed"):
                     raise UsageError("--engine dask needs the fleet extra: pip install 'qwenmem[fleet]'") from None
                 raise
-            return DaskEngine(self.scheduler, self.timeout, jobs)
+            return DaskEngine(self.scheduler, self.timeout, jobs, warm_for)
         return LocalEngine(jobs, self.timeout, warm_for)

@@ -1,8 +1,10 @@
 """Mapping workspaces onto an engine: a bounded window of tasks in flight, retries with backoff for busy ones.
 
 The window keeps the driver's memory flat however many workspaces there are: targets are found in the background
-while the first tasks run (read_ahead.py), at most two tasks per worker are submitted at a time, and each record
-is handed to `on_record` as soon as its workspace finishes.
+while the first tasks run (read_ahead.py), at most the engine's window of tasks is submitted at a time (two per
+local worker, eight per Dask worker thread: `Engine.window`), and each record is handed to `on_record` as soon as
+its workspace finishes. What the engine has to tell the operator meanwhile (a Dask worker refused) goes to
+`on_notice`.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class Progress:
 
 
 OnProgress = Callable[[Progress], None]
+OnNotice = Callable[[str], None]
 
 
 @dataclass
@@ -95,8 +98,8 @@ class _Run:
     """One run's moving parts: the read-ahead, the tasks in flight, the busy ones waiting for their retry."""
 
     def __init__(self, targets: Iterable[Target], engine: Engine, command: Command, policy: RetryPolicy,
-                 skip: frozenset[str], window: int) -> None:
-        self.engine, self.command, self.policy, self.window = engine, command, policy, window
+                 skip: frozenset[str], window: int | None) -> None:
+        self.engine, self.command, self.policy, self._window = engine, command, policy, window
         self.summary = FleetSummary()
         self.progress = Progress()
         self.ahead = ReadAhead(self._wanted(targets, skip))
@@ -111,6 +114,11 @@ class _Run:
                 self.summary.skipped += 1
             else:
                 yield target
+
+    @property
+    def window(self) -> int:
+        """The caller's, else the engine's (a Dask engine's grows and shrinks with the workers that can run)."""
+        return self._window or max(2, self.engine.window)
 
     def fill(self) -> None:
         """Submit retries that are due, then new workspaces, up to the window; never waits for discovery."""
@@ -159,11 +167,13 @@ class _Run:
 
 def run_fleet(targets: Iterable[Target], command: Command, engine: Engine, on_record: OnRecord, *,
               policy: RetryPolicy | None = None, skip: frozenset[str] = frozenset(),
-              window: int | None = None, on_progress: OnProgress | None = None, tick: float = 1.0) -> FleetSummary:
-    """Submit while discovering: at most `window` tasks (2 per worker) are in flight, so the first task starts as
-    soon as its workspace is found and the driver holds no more than a window of futures."""
-    run = _Run(targets, engine, command, policy or RetryPolicy(), skip, window or max(2, 2 * engine.workers))
+              window: int | None = None, on_progress: OnProgress | None = None, tick: float = 1.0,
+              on_notice: OnNotice | None = None) -> FleetSummary:
+    """Submit while discovering: at most `window` tasks (default: the engine's window) are in flight, so the first
+    task starts as soon as its workspace is found and the driver holds no more than a window of futures."""
+    run = _Run(targets, engine, command, policy or RetryPolicy(), skip, window)
     report = on_progress or (lambda _: None)
+    tell = on_notice or (lambda _: None)
     start = time.monotonic()
     try:
         while True:
@@ -172,6 +182,8 @@ def run_fleet(targets: Iterable[Target], command: Command, engine: Engine, on_re
                 break
             run.report(report)
             run.collect(on_record, tick)
+            for notice in engine.take_notices():
+                tell(notice)
     except BaseException:
         run.ahead.close()
         engine.close(cancel=True)

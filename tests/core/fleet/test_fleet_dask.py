@@ -226,9 +226,7 @@ def _task_children_of(pid: int) -> list[int]:
             if "qwenmem.core.fleet.task_child" in (p.info["cmdline"] or []) and p.info["cmdline"][-1] == str(pid)]
 
 
-@pytest.mark.parametrize("timeout", [None, pytest.param("60", marks=pytest.mark.skip(
-    reason="known defect, issue 27 open: in CI at 35d14b5 a SIGKILLed worker with --timeout (task child) once left "
-           "the driver waiting past 600 s; passes when run alone"))], ids=["in-thread", "in-child"])
+@pytest.mark.parametrize("timeout", [None, "60"], ids=["in-thread", "in-child"])
 def test_killing_a_worker_mid_run_gives_one_record_per_workspace_and_tears_no_file(tmp_path, timeout):
     """SIGKILL one `dask worker` process while tasks run: the scheduler reruns its tasks on the other (or they are
     `crashed`), every workspace has exactly one record, every session file is its bytes before or parses, and a
