@@ -20,11 +20,14 @@ tasks for `Patience.no_worker_s` (or a scheduler that does not answer that long)
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import queue
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,7 +79,8 @@ def cluster_state(resource: str, keys: list[str], dask_scheduler: Any = None) ->
         tasks[key] = None if task is None else {
             "state": task.state, "worker": None if on is None else on.address,
             "executing": None if on is None else on.executing.get(task),
-            "silent": None if on is None else now - on.last_seen}
+            "silent": None if on is None else now - on.last_seen,
+            "held_by": {holder.address: now - holder.last_seen for holder in task.who_has or ()}}
     return {"workers": workers, "tasks": tasks}
 
 
@@ -106,6 +110,8 @@ class DaskEngine:
         self._threads: dict[str, int] = {}  # worker -> threads, of the workers that passed the gate
         self._pending: dict[Any, float | None] = {}  # in submission order -> when it became one of the oldest
         self._records: dict[Any, dict[str, Any]] = {}  # answered (or given up on), not yet taken by outcome()
+        self._suspects: set[Any] = set()  # finished, but their results did not come when asked
+        self._last_suspects_try = 0.0
         self._last_answer = self._last_probe = time.monotonic()
         self._no_worker_since: float | None = None
         self._silent_since: float | None = None
@@ -122,7 +128,10 @@ class DaskEngine:
             self._client.subscribe_topic(self._topic, lambda event: self._events.put(event[1]))  # type: ignore[no-untyped-call]  # (as above)
             gate = worker_gate(self._gate, self._resource, self._topic, qwenmem_identity(), warm_for,
                                children=timeout is not None)
-            self._client.register_plugin(gate, name=self._gate)  # returns once every worker's setup has ended
+            # returns once every worker's setup has ended (the check, the warm-up, the task children's READY)
+            within(lambda: self._client.register_plugin(gate, name=self._gate),  # type: ignore[no-untyped-call]  # (as above)
+                   WORKER_CHECK_S + 2 * self.patience.start_s,
+                   f"the workers of {scheduler} did not finish setting up for the run")
         except BaseException:
             self.close()
             raise
@@ -224,11 +233,12 @@ class DaskEngine:
                                      f"{event.get('problem')}")
 
     def _collect(self, done: list[Any]) -> None:
-        """The answers of `done`, into `_records`: results in one batch through the scheduler (one round trip for
-        all of them, within gather_s); a future gathered in vain (its result lost meanwhile) stays in flight."""
+        """The answers of `done`, into `_records`. Results come in one batch through the scheduler (one round trip
+        for all of them, within gather_s). A batch that could not be gathered in time (its worker stopped answering,
+        or a result was lost meanwhile) makes its futures suspects, gathered apart from the fresh ones, at most
+        every probe_every_s, until they come or the backstop gives them up."""
         from distributed import KilledWorker
 
-        finished = [f for f in done if f.status == "finished"]
         for future in done:
             if future.status == "error":
                 exc = future.exception(timeout=self.patience.gather_s)
@@ -237,21 +247,33 @@ class DaskEngine:
                                                                            f"{type(exc).__name__}: {exc}"))
             elif future.status == "cancelled":
                 self._answer(future, failure(ERROR, "cancelled", "cancelled by the Dask cluster"))
-        if not finished:
-            return
-        batch = dict(enumerate(finished))
+        finished = [f for f in done if f.status == "finished" and f not in self._records]
+        fresh = [f for f in finished if f not in self._suspects]
+        if fresh and not self._gather(fresh):
+            self._suspects.update(fresh)
+        suspects = [f for f in finished if f in self._suspects]
+        now = time.monotonic()
+        if suspects and now - self._last_suspects_try >= self.patience.probe_every_s:
+            self._last_suspects_try = now
+            self._gather(suspects)
+
+    def _gather(self, futures: list[Any]) -> bool:
+        """Whether the results of `futures` came within gather_s (each one that came is answered)."""
+        batch = dict(enumerate(futures))
         try:
             results = self._client.sync(lambda: self._client.gather(batch, errors="skip", asynchronous=True),  # type: ignore[no-untyped-call]  # (as above)
                                         callback_timeout=self.patience.gather_s)
-        except Exception:  # noqa: BLE001 - e.g. the timeout: these futures are asked again at the next wait
-            return
+        except Exception:  # noqa: BLE001 - e.g. the timeout: these futures are asked again later
+            return False
         for i, future in batch.items():
             if results.get(i) is not None:  # run_task's record (fleet/tasks.py)
                 self._answer(future, results[i])
+        return True
 
     def _answer(self, future: Any, record: dict[str, Any]) -> None:
         self._records[future] = record
         self._pending.pop(future, None)
+        self._suspects.discard(future)
         self._last_answer = time.monotonic()
 
     def _watch(self, futures: list[Any]) -> None:
@@ -308,8 +330,8 @@ class DaskEngine:
         client: Any = getattr(self, "_client", None)
         if client is not None:
             for step, name in ((client.unsubscribe_topic, self._topic), (client.unregister_worker_plugin, self._gate)):
-                try:
-                    step(name)
+                try:  # bounded: a worker that stopped answering must not hold the end of the run
+                    within(functools.partial(step, name), WORKER_CHECK_S, "the run's gate was not removed")
                 except Exception:  # noqa: BLE001 - never registered (a refused start), or the cluster is gone
                     pass
             client.close()
@@ -321,6 +343,28 @@ class DaskEngine:
             self._cluster = None
 
 
+def within(call: Callable[[], Any], seconds: float, what: str) -> Any:
+    """`call()`'s result, or a UsageError saying `what` when it has not returned within `seconds`: for the calls of
+    distributed that take no timeout (they wait for every worker). The call goes on in a daemon thread."""
+    box: list[Any] = []
+
+    def run() -> None:
+        try:
+            box.append((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box.append((False, exc))
+
+    thread = threading.Thread(target=run, name="qwenmem-fleet dask call", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not box:
+        raise UsageError(f"{what} within {seconds:g} s")
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
 def given_up(task: Any, limit: float | None) -> str | None:
     """Why a task the driver has had no answer for is to be given up on (`task`: cluster_state's words for it,
     False when it was not asked about), or None to go on waiting. Without --timeout (`limit` None) only a task
@@ -329,7 +373,13 @@ def given_up(task: Any, limit: float | None) -> str | None:
         return None
     if task is None:
         return "no answer: the Dask scheduler no longer knows this task"
-    if limit is None or task["state"] != "processing":
+    if limit is None:
+        return None
+    held_by = task.get("held_by") or {}
+    if task["state"] == "memory" and held_by and min(held_by.values()) > limit:
+        return (f"no answer: its result is on {', '.join(sorted(held_by))}, which has not answered the scheduler "
+                f"for {min(held_by.values()):.0f} s")
+    if task["state"] != "processing":
         return None
     if task["executing"] is not None and task["executing"] > limit:
         return (f"no answer: it has been running for {task['executing']:.0f} s on {task['worker']}, past its "
