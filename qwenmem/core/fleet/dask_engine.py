@@ -42,6 +42,7 @@ from qwenmem.core.fleet.tasks import CRASHED, ERROR, failure
 
 WORKERS_WAIT_S = 10.0  # how long a scheduler may have no worker before the run is refused
 WORKER_CHECK_S = 30.0  # how long every worker has to say which qwenmem it imports
+GATE_REMOVAL_S = 5.0  # how long the end of a run waits for the workers to take its gate down
 #: tasks in flight per worker thread: a Dask answer costs a round trip through the scheduler, which the window
 #: hides (bench/speed/fleet_window.py); each one in flight is a future and a target in the driver, some 2 KB
 WINDOW_PER_THREAD = 8
@@ -195,12 +196,17 @@ class DaskEngine:
         from distributed import wait
 
         self._take_events()
-        if not any(f in self._records for f in futures):
-            try:
-                with self._client.as_current():
-                    wait(futures, timeout=timeout, return_when="FIRST_COMPLETED")  # type: ignore[no-untyped-call]  # (as above)
-            except Exception:  # noqa: BLE001 - a timeout, or futures the cluster cancelled: both are looked at below
-                pass
+        waiting = [f for f in futures if not f.done()]  # a suspect (done, its result not come) is not waited on
+        if not any(f in self._records for f in futures) and not any(f.done() and f not in self._suspects
+                                                                    for f in futures):
+            if waiting:
+                try:
+                    with self._client.as_current():
+                        wait(waiting, timeout=timeout, return_when="FIRST_COMPLETED")  # type: ignore[no-untyped-call]  # (as above)
+                except Exception:  # noqa: BLE001 - a timeout, or futures the cluster cancelled: both are looked at below
+                    pass
+            elif timeout:
+                time.sleep(timeout)
         # done() is an answer there; a status other than pending is not (a result lost with its worker is "lost",
         # which distributed.wait counts as done, and whose result() would wait for Dask to compute it again)
         self._collect([f for f in futures if f.done() and f not in self._records])
@@ -330,8 +336,11 @@ class DaskEngine:
         client: Any = getattr(self, "_client", None)
         if client is not None:
             for step, name in ((client.unsubscribe_topic, self._topic), (client.unregister_worker_plugin, self._gate)):
-                try:  # bounded: a worker that stopped answering must not hold the end of the run
-                    within(functools.partial(step, name), WORKER_CHECK_S, "the run's gate was not removed")
+                # Bounded, and short: the scheduler drops the gate (no worker that joins later gets it) before it
+                # tells the workers, and a worker still starting, or one that stopped answering, must not hold
+                # the end of the run; such a worker tears the gate down (its task children) when it gets there.
+                try:
+                    within(functools.partial(step, name), GATE_REMOVAL_S, "the run's gate was not removed")
                 except Exception:  # noqa: BLE001 - never registered (a refused start), or the cluster is gone
                     pass
             client.close()

@@ -115,7 +115,10 @@ class WorkerRuntime:
         for child in started:
             if not child.wait_ready(START_TIMEOUT_S) and not child.alive:
                 problem = "its task process did not start (" + child.exit_words() + ")"
-            self._idle.put(child)
+            if self.closed:  # the run ended while this worker warmed
+                child.kill()
+            else:
+                self._idle.put(child)
         return problem
 
     def run(self, target: Target, command: Command, timeout: float) -> dict[str, Any]:
@@ -200,6 +203,8 @@ def worker_gate(name: str, resource: str, topic: str, ours: dict[str, str], warm
                 logging.getLogger("distributed.worker").warning("qwenmem fleet: this worker takes no task: %s",
                                                                 problem)
                 worker.log_event(self.topic, {"verdict": "refused", "worker": address, "problem": problem})
+                return
+            if self.runtime is None or self.runtime.closed:  # torn down (the run ended) while it warmed
                 return
             await worker.set_resources(**{self.resource: worker.state.nthreads})
             worker.log_event(self.topic, {"verdict": "ready", "worker": address,
