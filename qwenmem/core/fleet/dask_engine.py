@@ -78,7 +78,7 @@ def cluster_state(resource: str, keys: list[str], dask_scheduler: Any = None) ->
         task = scheduler.tasks.get(key)
         on = None if task is None else task.processing_on
         tasks[key] = None if task is None else {
-            "state": task.state, "worker": None if on is None else on.address,
+            "dask_state": task.state, "worker": None if on is None else on.address,
             "executing": None if on is None else on.executing.get(task),
             "silent": None if on is None else now - on.last_seen,
             "held_by": {holder.address: now - holder.last_seen for holder in task.who_has or ()}}
@@ -385,10 +385,10 @@ def given_up(task: Any, limit: float | None) -> str | None:
     if limit is None:
         return None
     held_by = task.get("held_by") or {}
-    if task["state"] == "memory" and held_by and min(held_by.values()) > limit:
+    if task["dask_state"] == "memory" and held_by and min(held_by.values()) > limit:
         return (f"no answer: its result is on {', '.join(sorted(held_by))}, which has not answered the scheduler "
                 f"for {min(held_by.values()):.0f} s")
-    if task["state"] != "processing":
+    if task["dask_state"] != "processing":
         return None
     if task["executing"] is not None and task["executing"] > limit:
         return (f"no answer: it has been running for {task['executing']:.0f} s on {task['worker']}, past its "

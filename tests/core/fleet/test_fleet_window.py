@@ -68,7 +68,7 @@ def test_local_and_dask_windows():
 def test_what_the_backstop_gives_up():
     limit = Patience(start_s=120, grace_s=30).limit(60)
     assert limit == 210
-    running = {"state": "processing", "worker": "tcp://w:1", "executing": 5.0, "silent": 1.0, "held_by": {}}
+    running = {"dask_state": "processing", "worker": "tcp://w:1", "executing": 5.0, "silent": 1.0, "held_by": {}}
     assert given_up(False, limit) is None  # not asked about
     assert "no longer knows" in given_up(None, limit)
     assert "no longer knows" in given_up(None, None)  # with or without --timeout
@@ -78,7 +78,7 @@ def test_what_the_backstop_gives_up():
     assert given_up(dict(running, executing=3000.0, silent=3000.0), None) is None  # no --timeout: a long workspace
     queued = dict(running, executing=None)
     assert given_up(queued, limit) is None  # waiting on a live worker behind others
-    held = {"state": "memory", "worker": None, "executing": None, "silent": None, "held_by": {"tcp://w:1": 500.0}}
+    held = {"dask_state": "memory", "worker": None, "executing": None, "silent": None, "held_by": {"tcp://w:1": 500.0}}
     assert "its result is on tcp://w:1" in given_up(held, limit)
     assert given_up(dict(held, held_by={"tcp://w:1": 500.0, "tcp://w:2": 1.0}), limit) is None
-    assert given_up(dict(running, state="no-worker", executing=None, silent=None), limit) is None
+    assert given_up(dict(running, dask_state="no-worker", executing=None, silent=None), limit) is None
