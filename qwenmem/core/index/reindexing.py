@@ -450,6 +450,9 @@ def _embed_in_batches(emb: Any, texts: list[str], readable: list[int], done: Any
                       progress: Progress | None, np: Any, deadline: float | None) -> list[tuple[list[int], Any]]:
     from qwenmem.core.errors import LLMError
 
+    stream = emb.embed_bulk([texts[i] for i in readable]) if deadline is None else None
+    if stream is not None:
+        return _embed_streamed(stream, readable, done, result, progress, np)
     rows: list[tuple[list[int], Any]] = []
     size, at, slowest = 4, 0, 0.0
     max_batch = MAX_BATCH if deadline is None else LIGHT_MAX_BATCH
@@ -471,4 +474,28 @@ def _embed_in_batches(emb: Any, texts: list[str], readable: list[int], done: Any
         size = max(1, min(max_batch, int(BATCH_SECONDS / max(slowest, 1e-6))))
         if progress:
             progress("embedding", at, len(readable))
+    return rows
+
+
+def _embed_streamed(stream: Any, readable: list[int], done: Any, result: ReindexResult, progress: Progress | None,
+                    np: Any) -> list[tuple[list[int], Any]]:
+    """The rows of a runtime that schedules the bulk job itself (Embedder.embed_bulk), block by block."""
+    from qwenmem.core.errors import LLMError
+
+    rows: list[tuple[list[int], Any]] = []
+    at = 0
+    try:
+        for block in stream:
+            vecs = np.asarray(block, dtype=np.float32)
+            if len(vecs):
+                batch = readable[at:at + len(vecs)]
+                rows.append((batch, vecs))
+                done[batch] = True
+                at += len(batch)
+            if progress:
+                progress("embedding", at, len(readable))
+    except LLMError as exc:
+        result.embedding_error = str(exc)
+    finally:
+        stream.close()
     return rows

@@ -69,9 +69,60 @@ def test_rows_do_not_depend_on_the_threads_or_the_order_of_the_batches(reference
     assert (singles * reference[1]).sum(1).min() >= 0.995
 
 
+def test_a_stream_gives_the_rows_of_passage_in_order_and_stops_when_closed(reference, tmp_path, monkeypatch):
+    """passage_stream runs the whole job's batches with no wait between calls: its blocks, put end to end, are
+    passage()'s rows of the same texts in the texts' order (any order, a text of two windows too), whatever the
+    thread count; closed early, it cancels what has not started and returns after what has (no call goes on)."""
+    import threading
+    import time
+
+    from qwenmem.core.index import e5_ort
+    from qwenmem.core.index.e5_ort import E5Ort
+
+    monkeypatch.setenv("QWENMEM_ONNX_CACHE", str(tmp_path))
+    sample = reference[0] + sorted({line for text in reference[0] for line in text.splitlines() if line.strip()})
+    sample.append("a word " * 600)  # two windows of the model
+    one, many = E5Ort(threads=1), E5Ort(threads=3)
+    expected = one.passage(sample)
+    for model, texts, rows in ((one, sample, expected), (many, sample, expected),
+                               (many, sample[::-1], expected[::-1])):
+        blocks = list(model.passage_stream(texts))
+        assert len(blocks) > 3 and np.array_equal(np.concatenate(blocks), rows)
+    # in token order (as reindex hands them over) every batch completes rows: no block is empty (a text of several
+    # windows waits for its last one, in a batch of the longest)
+    counts = dict(zip(sample, many.token_counts(sample)))
+    by_tokens = sorted((t for t in sample if counts[t] <= many.window + 2), key=counts.__getitem__)
+    assert len(by_tokens) > 30 and all(len(b) for b in many.passage_stream(by_tokens))
+
+    batches = len(list(many.passage_stream(sample * 3)))  # a block per batch
+    running, calls, lock = [0], [0], threading.Lock()
+    forward = many._forward
+
+    def counted(sequences):
+        with lock:
+            running[0] += 1
+            calls[0] += 1
+        try:
+            time.sleep(0.05)
+            return forward(sequences)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(many, "_forward", counted)
+    stream = many.passage_stream(sample * 3)
+    next(stream)
+    stream.close()
+    started = calls[0]
+    assert running[0] == 0  # close() returned after the calls already running
+    time.sleep(0.3)
+    assert calls[0] == started <= e5_ort.AHEAD * many.threads < batches  # nothing queued started after the close
+
+
 def test_the_graph_takes_no_mask_and_runs_without_the_slow_fusion(tmp_path, monkeypatch):
     """Graph 2: one input (a batch of one length needs no mask), and ORT's SkipLayerNormalization, ~9x slower
-    on CPU than the two ops it replaces, is not in the optimised graph."""
+    on CPU than the two ops it replaces, is not in the optimised graph. Graph 4: no Split; a layer's q, k and v
+    are three products of one quantized input."""
     import onnx
     import onnxruntime as ort
     from qwenmem.core.index import e5_ort
@@ -86,6 +137,15 @@ def test_the_graph_takes_no_mask_and_runs_without_the_slow_fusion(tmp_path, monk
                          disabled_optimizers=list(e5_ort.DISABLED_OPTIMIZERS))
     ops = {n.op_type for n in onnx.load(str(tmp_path / "optimised.onnx")).graph.node}
     assert "SkipLayerNormalization" not in ops and {"MultiHeadAttention", "LayerNormalization"} <= ops
+    assert "Split" not in ops
+    built = onnx.load(str(model.graph_path)).graph.node
+    quantized = {n.output[0]: n.input[0] for n in built if n.op_type == "DynamicQuantizeLinear"}
+    products = [n for n in built if n.op_type == "MatMulIntegerToFloat"]
+    assert len(quantized) == model.file.layers and len(products) == 3 * model.file.layers
+    assert all(p.input[0] in quantized for p in products)
+    attention = [n for n in built if n.op_type == "MultiHeadAttention"]
+    sources = {n.output[0]: n.input[0] for n in products}
+    assert all(len({quantized[sources[i]] for i in n.input[:3]}) == 1 for n in attention)  # one x for q, k, v
     with pytest.raises(ValueError):
         model._forward([[0, 1, 2], [0, 1]])  # two lengths in one call: refused, never silently padded
 
